@@ -1,0 +1,40 @@
+// swift-tools-version:6.0
+// contentcards: a Content Cards library with a Swift core and a C ABI.
+//
+// Products:
+//   ContentCards    the Swift core, usable directly from Swift packages.
+//   contentcards    libcontentcards.so, the C ABI (include/contentcards.h). The release build
+//                   that ships (`make lib`) adds the SONAME, the export list and the static
+//                   Swift runtime on the command line, because SwiftPM would otherwise apply
+//                   those flags to every binary that links the targets, test runners included.
+import PackageDescription
+
+let package = Package(
+    name: "contentcards",
+    products: [
+        .library(name: "ContentCards", targets: ["ContentCards"]),
+        .library(name: "contentcards", type: .dynamic, targets: ["ContentCardsC"]),
+    ],
+    targets: [
+        // The system's SQLite (libsqlite3-dev); nothing vendored.
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
+        // HTTP through the system's libcurl, dlopen'ed at first use.
+        .target(name: "CCurl", path: "Sources/CCurl", linkerSettings: [.linkedLibrary("dl")]),
+        .target(
+            name: "ContentCards",
+            dependencies: ["CSQLite", "CCurl"],
+            path: "Sources/ContentCards",
+            swiftSettings: [.swiftLanguageMode(.v5)]),
+        .target(
+            name: "ContentCardsC",
+            dependencies: ["ContentCards"],
+            path: "Sources/ContentCardsC",
+            swiftSettings: [.swiftLanguageMode(.v5)]),
+        .testTarget(
+            name: "ContentCardsTests",
+            dependencies: ["ContentCards"],
+            path: "Tests/ContentCardsTests",
+            resources: [],
+            swiftSettings: [.swiftLanguageMode(.v5)]),
+    ]
+)

@@ -1,0 +1,223 @@
+// See cc_http.h. The curl constants below are part of libcurl's stable ABI (curl.h has kept these
+// numbers since 7.x); they are spelled out so that no curl headers are needed to build.
+#include "cc_http.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef void CURL;
+struct curl_slist;
+
+enum {
+    CURLE_OK = 0,
+    CURLE_WRITE_ERROR = 23,
+    CURLE_OPERATION_TIMEDOUT = 28,
+    CURLE_OUT_OF_MEMORY = 27,
+    CURL_GLOBAL_ALL = 3,
+    CURLOPT_WRITEDATA = 10001,
+    CURLOPT_URL = 10002,
+    CURLOPT_ERRORBUFFER = 10010,
+    CURLOPT_POSTFIELDS = 10015,
+    CURLOPT_USERAGENT = 10018,
+    CURLOPT_HTTPHEADER = 10023,
+    CURLOPT_HEADERDATA = 10029,
+    CURLOPT_WRITEFUNCTION = 20011,
+    CURLOPT_HEADERFUNCTION = 20079,
+    CURLOPT_POST = 47,
+    CURLOPT_FOLLOWLOCATION = 52,
+    CURLOPT_POSTFIELDSIZE = 60,
+    CURLOPT_NOSIGNAL = 99,
+    CURLOPT_TIMEOUT_MS = 155,
+    CURLOPT_CONNECTTIMEOUT_MS = 156,
+    CURLOPT_PROTOCOLS = 181,
+    CURLOPT_REDIR_PROTOCOLS = 182,
+    CURLPROTO_HTTP = 1,
+    CURLPROTO_HTTPS = 2,
+    CURLINFO_RESPONSE_CODE = 0x200000 + 2,
+    CURL_ERROR_SIZE = 256
+};
+
+typedef size_t (*write_fn)(char *, size_t, size_t, void *);
+
+static struct {
+    int loaded;
+    char error[256];
+    int (*global_init)(long);
+    CURL *(*easy_init)(void);
+    int (*easy_setopt)(CURL *, int, ...);
+    int (*easy_perform)(CURL *);
+    int (*easy_getinfo)(CURL *, int, ...);
+    void (*easy_cleanup)(CURL *);
+    const char *(*easy_strerror)(int);
+    struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
+    void (*slist_free_all)(struct curl_slist *);
+} curl;
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+
+static void load_curl(void) {
+    // libcurl.so.4 is the OpenSSL flavour; Debian also ships the GnuTLS one under another name.
+    const char *names[] = {"libcurl.so.4", "libcurl-gnutls.so.4", "libcurl.so"};
+    void *lib = NULL;
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && !lib; i++)
+        lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        snprintf(curl.error, sizeof curl.error,
+                 "libcurl is not installed (libcurl.so.4 not found): install it "
+                 "(Debian/Ubuntu: apt-get install libcurl4) or supply a transport callback");
+        return;
+    }
+#define LOAD(field, symbol)                                                        \
+    do {                                                                           \
+        *(void **)(&curl.field) = dlsym(lib, symbol);                              \
+        if (!curl.field) {                                                         \
+            snprintf(curl.error, sizeof curl.error, "libcurl lacks %s", symbol);   \
+            return;                                                                \
+        }                                                                          \
+    } while (0)
+    LOAD(global_init, "curl_global_init");
+    LOAD(easy_init, "curl_easy_init");
+    LOAD(easy_setopt, "curl_easy_setopt");
+    LOAD(easy_perform, "curl_easy_perform");
+    LOAD(easy_getinfo, "curl_easy_getinfo");
+    LOAD(easy_cleanup, "curl_easy_cleanup");
+    LOAD(easy_strerror, "curl_easy_strerror");
+    LOAD(slist_append, "curl_slist_append");
+    LOAD(slist_free_all, "curl_slist_free_all");
+#undef LOAD
+    // curl_global_init is not thread-safe; pthread_once makes it run exactly once.
+    if (curl.global_init(CURL_GLOBAL_ALL) != CURLE_OK) {
+        snprintf(curl.error, sizeof curl.error, "curl_global_init failed");
+        return;
+    }
+    curl.loaded = 1;
+}
+
+int cc_http_available(char *error, size_t error_len) {
+    pthread_once(&load_once, load_curl);
+    if (!curl.loaded && error && error_len)
+        snprintf(error, error_len, "%s", curl.error);
+    return curl.loaded;
+}
+
+struct sink {
+    char *data;
+    size_t len, cap, max;
+    int too_large;
+};
+
+static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata) {
+    struct sink *s = userdata;
+    size_t n = size * nmemb;
+    if (n > s->max - s->len || s->len + n > s->max) {
+        s->too_large = 1;
+        return 0; // makes curl stop with CURLE_WRITE_ERROR
+    }
+    if (s->len + n + 1 > s->cap) {
+        size_t cap = s->cap ? s->cap : 4096;
+        while (cap < s->len + n + 1) cap *= 2;
+        char *grown = realloc(s->data, cap);
+        if (!grown) return 0;
+        s->data = grown;
+        s->cap = cap;
+    }
+    memcpy(s->data + s->len, ptr, n);
+    s->len += n;
+    s->data[s->len] = 0;
+    return n;
+}
+
+static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata) {
+    long *retry_after = userdata;
+    size_t n = size * nmemb;
+    static const char name[] = "retry-after:";
+    if (n > sizeof name - 1 && strncasecmp(ptr, name, sizeof name - 1) == 0) {
+        char value[32] = {0};
+        size_t len = n - (sizeof name - 1);
+        if (len >= sizeof value) len = sizeof value - 1;
+        memcpy(value, ptr + sizeof name - 1, len);
+        char *end = NULL;
+        long seconds = strtol(value, &end, 10);
+        // An HTTP-date form is not parsed: the caller's backoff applies instead.
+        if (end != value && seconds >= 0) *retry_after = seconds;
+    }
+    return n;
+}
+
+int cc_http_post(const char *url, const char *const *headers, size_t header_count,
+                 const char *body, size_t body_len, long timeout_ms, size_t max_body,
+                 cc_http_response *out) {
+    memset(out, 0, sizeof *out);
+    out->retry_after = -1;
+    if (!cc_http_available(out->error, sizeof out->error)) return CC_HTTP_UNAVAILABLE;
+
+    CURL *h = curl.easy_init();
+    if (!h) {
+        snprintf(out->error, sizeof out->error, "curl_easy_init failed");
+        return CC_HTTP_NO_MEMORY;
+    }
+    struct curl_slist *list = NULL;
+    for (size_t i = 0; i < header_count; i++) {
+        struct curl_slist *next = curl.slist_append(list, headers[i]);
+        if (!next) {
+            curl.slist_free_all(list);
+            curl.easy_cleanup(h);
+            return CC_HTTP_NO_MEMORY;
+        }
+        list = next;
+    }
+    struct sink sink = {.max = max_body};
+    char errbuf[CURL_ERROR_SIZE] = {0};
+    curl.easy_setopt(h, CURLOPT_URL, url);
+    curl.easy_setopt(h, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+    curl.easy_setopt(h, CURLOPT_REDIR_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+    curl.easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    curl.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl.easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl.easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+    curl.easy_setopt(h, CURLOPT_POST, 1L);
+    curl.easy_setopt(h, CURLOPT_POSTFIELDS, body ? body : "");
+    curl.easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)body_len);
+    curl.easy_setopt(h, CURLOPT_HTTPHEADER, list);
+    curl.easy_setopt(h, CURLOPT_USERAGENT, "contentcards/1");
+    curl.easy_setopt(h, CURLOPT_WRITEFUNCTION, (write_fn)on_body);
+    curl.easy_setopt(h, CURLOPT_WRITEDATA, &sink);
+    curl.easy_setopt(h, CURLOPT_HEADERFUNCTION, (write_fn)on_header);
+    curl.easy_setopt(h, CURLOPT_HEADERDATA, &out->retry_after);
+    curl.easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+
+    int code = curl.easy_perform(h);
+    int result = CC_HTTP_OK;
+    if (code == CURLE_OK) {
+        curl.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &out->status);
+        if (!sink.data) sink.data = calloc(1, 1);
+        out->body = sink.data;
+        out->body_len = sink.len;
+        sink.data = NULL;
+    } else {
+        if (sink.too_large) {
+            result = CC_HTTP_TOO_LARGE;
+            snprintf(out->error, sizeof out->error, "response body larger than %zu bytes", max_body);
+        } else {
+            result = code == CURLE_OPERATION_TIMEDOUT ? CC_HTTP_TIMEOUT
+                   : code == CURLE_OUT_OF_MEMORY      ? CC_HTTP_NO_MEMORY
+                                                      : CC_HTTP_NETWORK;
+            snprintf(out->error, sizeof out->error, "%s", errbuf[0] ? errbuf : curl.easy_strerror(code));
+        }
+        free(sink.data);
+    }
+    curl.slist_free_all(list);
+    curl.easy_cleanup(h);
+    return result;
+}
+
+void cc_http_response_free(cc_http_response *response) {
+    if (!response) return;
+    free(response->body);
+    response->body = NULL;
+    response->body_len = 0;
+}

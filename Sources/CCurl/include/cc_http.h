@@ -1,0 +1,47 @@
+// cc_http.h: one HTTP POST through the system's libcurl, loaded with dlopen at first use.
+//
+// Why C: curl_easy_setopt is variadic, which Swift cannot call, and loading libcurl lazily keeps
+// libcontentcards.so loadable on hosts that have no libcurl (slim containers). Nothing here is
+// part of the public ABI; the Swift `sync` layer is its only caller.
+#ifndef CC_HTTP_H
+#define CC_HTTP_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Outcome classes of one request, so callers need not know curl's codes.
+enum {
+    CC_HTTP_OK = 0,            // a response arrived (any status)
+    CC_HTTP_UNAVAILABLE = 1,   // libcurl could not be loaded; `error` names the fix
+    CC_HTTP_TIMEOUT = 2,       // the whole request took longer than timeout_ms
+    CC_HTTP_TOO_LARGE = 3,     // the body exceeded max_body bytes
+    CC_HTTP_NETWORK = 4,       // connection refused, reset, DNS, TLS, truncated body...
+    CC_HTTP_NO_MEMORY = 5
+};
+
+typedef struct cc_http_response {
+    long status;              // HTTP status, 0 when no response
+    char *body;               // malloc'ed, NUL-terminated; free with cc_http_response_free
+    size_t body_len;
+    long retry_after;         // seconds from a Retry-After header, -1 when absent
+    char error[256];          // human-readable reason when the outcome is not CC_HTTP_OK
+} cc_http_response;
+
+/// Returns 1 when libcurl can be loaded, else 0 and a message in `error` (may be NULL).
+int cc_http_available(char *error, size_t error_len);
+
+/// POSTs `body` to `url` with `headers` ("Name: value" strings). Only http and https are allowed,
+/// redirects are not followed, signals are not used (thread-safe). Thread-safe.
+int cc_http_post(const char *url, const char *const *headers, size_t header_count,
+                 const char *body, size_t body_len, long timeout_ms, size_t max_body,
+                 cc_http_response *out);
+
+void cc_http_response_free(cc_http_response *response);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,143 @@
+/// Event delivery (SEMANTICS.md §6): batches from the durable outbox to the sink, at least once;
+/// retried with capped exponential backoff on network errors, timeouts, 408, 429 and 5xx
+/// (honouring Retry-After); a batch the sink refuses for good (another 4xx) is dropped and the
+/// diagnostics say so. Events are removed from the outbox only once delivered or dropped.
+extension ContentCardsController {
+    /// What a flush did.
+    public struct FlushResult: Sendable, Equatable {
+        public var delivered = 0
+        public var dropped = 0
+        /// Still in the outbox afterwards.
+        public var pending = 0
+    }
+
+    /// Events in the outbox of this store, every user's (each event keeps its own user).
+    public func pendingEvents() throws(ContentCardsError) -> Int {
+        try lock.withLock { () throws(ContentCardsError) in
+            guard let store else { throw Self.closedError }
+            do throws(StoreError) { return try store.pendingEventCount() } catch { throw ContentCardsError(.storage, error.message) }
+        }
+    }
+
+    /// Delivers every pending event now, waiting at most `timeout` seconds. Throws the error
+    /// that stopped delivery (the undelivered events stay pending and are retried in the
+    /// background with backoff); `.noSource` when no event sink is configured.
+    @discardableResult
+    public func flushEvents(timeout: Double? = nil) throws(ContentCardsError) -> FlushResult {
+        let timeout = Self.clampTimeout(timeout ?? configuration.timeoutSeconds)
+        return try deliver(until: monotonicSeconds() + timeout)
+    }
+
+    private func deliver(until deadline: Double) throws(ContentCardsError) -> FlushResult {
+        guard let sink else {
+            throw ContentCardsError(.noSource, "no event sink is configured (\"events\"): events are kept in the outbox")
+        }
+        // One delivery at a time per controller, so a batch is never sent twice by this process.
+        try lock.withLock { () throws(ContentCardsError) in
+            while deliveryInFlight {
+                if store == nil { throw Self.closedError }
+                if !changed.wait(lock, until: deadline) && monotonicSeconds() >= deadline {
+                    throw ContentCardsError(.timeout, "another delivery is still running")
+                }
+            }
+            try checkOpen()
+            deliveryInFlight = true
+        }
+        var result = FlushResult()
+        var failure: ContentCardsError?
+        while failure == nil {
+            let remaining = deadline - monotonicSeconds()
+            if remaining <= 0 {
+                failure = ContentCardsError(.timeout, "flush ran out of time with events still pending")
+                break
+            }
+            let batch: [PendingEvent]
+            do throws(ContentCardsError) {
+                batch = try lock.withLock { () throws(ContentCardsError) in
+                    guard let store else { throw Self.closedError }
+                    do throws(StoreError) { return try store.pendingEvents(limit: configuration.eventBatchSize, maxBytes: configuration.eventBatchBytes) }
+                    catch { throw ContentCardsError(.storage, error.message) }
+                }
+            } catch {
+                failure = error
+                break
+            }
+            if batch.isEmpty { break }
+            let outcome = sink.deliver(batch.map(\.event), timeout: min(remaining, configuration.timeoutSeconds))
+            lock.withLock {
+                switch outcome {
+                case .delivered, .drop:
+                    do throws(StoreError) { try store?.deleteEvents(batch.map(\.sequence)) } catch {
+                        failure = ContentCardsError(.storage, error.message)
+                        return
+                    }
+                    if case .drop(let e) = outcome {
+                        result.dropped += batch.count
+                        record.droppedEvents += batch.count
+                        record.lastError = ContentCardsError(e.code, "\(batch.count) events dropped: \(e.message)")
+                    } else {
+                        result.delivered += batch.count
+                        record.deliveredEvents += batch.count
+                    }
+                    deliveryAttempt = 0
+                case .retry(let e):
+                    failure = e
+                }
+            }
+        }
+        lock.withLock {
+            deliveryInFlight = false
+            if let store { result.pending = (try? store.pendingEventCount()) ?? 0 }
+            record.lastDelivery = .init(time: clock.now(), error: failure, delivered: result.delivered, dropped: result.dropped)
+            if let failure { record.lastError = failure }
+            changed.broadcast()
+        }
+        if let failure {
+            if failure.code != .closed { scheduleRetry(after: failure) }
+            throw failure
+        }
+        return result
+    }
+
+    /// Schedules a background delivery after the configured interval, if there is a sink, the
+    /// interval is not 0, and none is scheduled yet.
+    func scheduleDelivery() {
+        guard sink != nil, configuration.eventFlushIntervalSeconds > 0 else { return }
+        let schedule: Bool = lock.withLock {
+            guard store != nil, !deliveryScheduled else { return false }
+            deliveryScheduled = true
+            return true
+        }
+        if schedule { runDelivery(after: configuration.eventFlushIntervalSeconds) }
+    }
+
+    /// At open: events left by an earlier run (a crash, a kill) go out soon.
+    func scheduleDeliveryIfPending() {
+        guard let store, sink != nil, ((try? store.pendingEventCount()) ?? 0) > 0 else { return }
+        scheduleDelivery()
+    }
+
+    private func scheduleRetry(after error: ContentCardsError) {
+        guard sink != nil else { return }
+        let delay: Double? = lock.withLock {
+            guard store != nil else { return nil }
+            deliveryAttempt += 1
+            if deliveryScheduled { return nil }   // one retry pending is enough
+            deliveryScheduled = true
+            return Backoff().delay(attempt: deliveryAttempt, retryAfter: error.retryAfter, random: Double.random(in: 0...1))
+        }
+        if let delay { runDelivery(after: delay) }
+    }
+
+    private func runDelivery(after delay: Double) {
+        Scheduler.shared.schedule(after: delay) { [weak self] in
+            guard let self else { return }
+            let open: Bool = self.lock.withLock {
+                self.deliveryScheduled = false
+                return self.store != nil
+            }
+            guard open else { return }
+            _ = try? self.deliver(until: monotonicSeconds() + self.configuration.timeoutSeconds * 4)
+        }
+    }
+}

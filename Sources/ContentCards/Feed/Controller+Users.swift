@@ -1,0 +1,24 @@
+/// Users (SEMANTICS.md §9): all state is kept per user in the same store. Changing the user
+/// swaps to that user's state at once and resets nothing of the other's; events logged before
+/// keep the user they were logged for; a refresh running for the previous user is discarded.
+extension ContentCardsController {
+    public func changeUser(_ newUserID: String) throws(ContentCardsError) {
+        let counts: FeedCounts? = try lock.withLock { () throws(ContentCardsError) -> FeedCounts? in
+            guard let store else { throw Self.closedError }
+            if newUserID == userID { return nil }
+            do throws(StoreError) {
+                let loaded = try store.load(user: newUserID)
+                storeVersion = try store.dataVersion()
+                state = loaded
+                userID = newUserID
+            } catch {
+                throw ContentCardsError(.storage, "cannot load user \"\(newUserID)\": \(error.message)")
+            }
+            record.leftOut = []
+            return currentCounts()
+        }
+        if let counts {
+            subscribers.notify(FeedUpdate(reason: .userChanged, error: nil, cardID: nil, counts: counts, sync: nil))
+        }
+    }
+}

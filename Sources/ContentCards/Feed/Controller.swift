@@ -1,0 +1,233 @@
+/// The Content Cards controller: one per open configuration (SEMANTICS.md §4–11).
+///
+/// It refreshes cards from the configured source, merges them into a persistent per-user
+/// store, serves the visible feed and its counts, logs impressions, clicks, dismissals and feed
+/// displays as durable events, delivers those events, and notifies subscribers.
+///
+/// Threads: every method may be called from any thread. One lock guards the state; it is never
+/// held during network I/O or while a subscriber runs, so reading the feed never waits for a
+/// refresh, and subscribers may call back into the controller.
+public final class ContentCardsController: @unchecked Sendable {
+    public let configuration: Configuration
+    let clock: Clock
+    let eventIDs: EventIDGenerator
+    let decoder: PayloadDecoder
+    let subscribers = Subscribers()
+
+    /// Guards everything below.
+    let lock = Lock()
+    let changed = Condition()
+    var store: CardStore?
+    var userID: String
+    var state: StoredUser
+    /// The store's data_version when `state` was loaded: another process's commit changes it.
+    var storeVersion: Int64 = 0
+    var limiter: RateLimiter
+    var refreshInFlight: RefreshTicket?
+    var deliveryInFlight = false
+    var deliveryScheduled = false
+    var deliveryAttempt = 0
+    var hostTransport: Transport?
+    var record = DiagnosticsRecord()
+
+    private(set) var source: CardSource?
+    private(set) var sink: EventSink?
+
+    /// Opens a controller. The clock and the event id generator are injected for tests; a
+    /// transport may be given now or later with `setTransport`.
+    public init(configuration: Configuration, clock: Clock = SystemClock(),
+                eventIDs: EventIDGenerator = RandomEventIDs(), transport: Transport? = nil) throws(ContentCardsError) {
+        self.configuration = configuration
+        self.clock = clock
+        self.eventIDs = eventIDs
+        self.hostTransport = transport
+        decoder = PayloadDecoder(limits: .init(maxBytes: configuration.maxPayloadBytes, maxDepth: 64),
+                                 knownClassTypes: configuration.knownClassTypes)
+        userID = configuration.userID
+        limiter = RateLimiter(capacity: configuration.refreshTokens, interval: configuration.refreshIntervalSeconds, now: clock.now())
+        do {
+            let store = try CardStore(directory: configuration.storagePath)
+            state = try store.load(user: configuration.userID)
+            storeVersion = try store.dataVersion()
+            self.store = store
+        } catch {
+            throw ContentCardsError(.storage, error.message)
+        }
+        source = makeSource()
+        sink = makeSink()
+        scheduleDeliveryIfPending()
+    }
+
+    /// Opens a controller from configuration JSON (WIRE.md §5).
+    public convenience init(json: String, clock: Clock = SystemClock(),
+                            eventIDs: EventIDGenerator = RandomEventIDs(), transport: Transport? = nil) throws(ContentCardsError) {
+        let configuration: Configuration
+        do { configuration = try ConfigurationJSON.decode(json) } catch {
+            throw ContentCardsError(.config, error.message)
+        }
+        try self.init(configuration: configuration, clock: clock, eventIDs: eventIDs, transport: transport)
+    }
+
+    deinit { close() }
+
+    private func makeSource() -> CardSource? {
+        let max = configuration.maxPayloadBytes
+        switch configuration.source {
+        case nil: return nil
+        case .file(let path): return FileSource(path: path, maxBytes: max)
+        case .url(let base, let apiKey):
+            return RemoteSource(url: base + "/content_cards/sync", apiKey: apiKey, maxBytes: max) { .success(CurlTransport()) }
+        case .callback:
+            return RemoteSource(url: "/content_cards/sync", apiKey: "", maxBytes: max) { [weak self] in self?.currentHostTransport() ?? .failure(Self.closedError) }
+        }
+    }
+
+    private func makeSink() -> EventSink? {
+        switch configuration.events {
+        case nil: return nil
+        case .file(let path): return FileEventSink(path: path)
+        case .url(let base, let apiKey):
+            return RemoteEventSink(url: base + "/events", apiKey: apiKey) { .success(CurlTransport()) }
+        case .callback:
+            return RemoteEventSink(url: "/events", apiKey: "") { [weak self] in self?.currentHostTransport() ?? .failure(Self.closedError) }
+        }
+    }
+
+    private func currentHostTransport() -> Result<Transport, ContentCardsError> {
+        lock.withLock {
+            guard let hostTransport else {
+                return .failure(ContentCardsError(.transport, "the configuration asks for a host transport (\"callback\": true) but none is set"))
+            }
+            return .success(hostTransport)
+        }
+    }
+
+    /// Sets (or with nil, removes) the host's transport, used where the configuration says
+    /// `{"callback": true}`.
+    public func setTransport(_ transport: Transport?) throws(ContentCardsError) {
+        try lock.withLock { () throws(ContentCardsError) in
+            try checkOpen()
+            hostTransport = transport
+        }
+    }
+
+    static let closedError = ContentCardsError(.closed, "the controller is closed")
+
+    /// Called with the lock held.
+    func checkOpen() throws(ContentCardsError) {
+        if store == nil { throw Self.closedError }
+    }
+
+    /// Reloads the user's state when another connection (another process, or another
+    /// controller on the same storage) committed changes. Called with the lock held.
+    func reloadIfChangedElsewhere() throws(ContentCardsError) {
+        guard let store else { throw Self.closedError }
+        guard store.location != ":memory:" else { return }
+        do {
+            let version = try store.dataVersion()
+            if version != storeVersion {
+                state = try store.load(user: userID)
+                storeVersion = version
+            }
+        } catch {
+            throw ContentCardsError(.storage, error.message)
+        }
+    }
+
+    /// Persists changes; on failure nothing in memory changes either. Called with the lock held.
+    func persist(_ changes: StoreChanges, for user: String) throws(ContentCardsError) {
+        guard let store else { throw Self.closedError }
+        do { try store.apply(changes, user: user) } catch {
+            throw ContentCardsError(.storage, "cannot save to the store: \(error.message)")
+        }
+    }
+
+    /// Closes the store and removes every subscriber. Idempotent; later calls fail with `.closed`.
+    /// A refresh or delivery still running finishes without touching anything.
+    public func close() {
+        let wasOpen: Bool = lock.withLock {
+            guard let store else { return false }
+            store.close()
+            self.store = nil
+            hostTransport = nil
+            changed.broadcast()
+            return true
+        }
+        if wasOpen { subscribers.removeAll() }
+    }
+
+    public var isClosed: Bool { lock.withLock { store == nil } }
+
+    // MARK: Reading (never any network I/O)
+
+    /// The visible feed in order (pinned, newest, id), optionally filtered by class types.
+    public func cards(_ filter: ClassTypeFilter = .all) throws(ContentCardsError) -> [Card] {
+        try lock.withLock { () throws(ContentCardsError) in
+            try reloadIfChangedElsewhere()
+            return FeedView.cards(state.cards.values, filter: filter, now: clock.now())
+        }
+    }
+
+    /// A stored card by id, visible or not (dismissed and expired cards are returned too, with
+    /// their flags); `.notFound` when the user has no such card.
+    public func card(id: String) throws(ContentCardsError) -> Card {
+        try lock.withLock { () throws(ContentCardsError) in
+            try reloadIfChangedElsewhere()
+            guard let card = state.cards[id] else { throw Self.unknownCard(id) }
+            return card
+        }
+    }
+
+    static func unknownCard(_ id: String) -> ContentCardsError {
+        ContentCardsError(.notFound, "no card with id \"\(id)\" for the current user")
+    }
+
+    /// Total and unviewed counts of the visible feed, optionally for a filter (one screen's badge).
+    public func counts(_ filter: ClassTypeFilter = .all) throws(ContentCardsError) -> FeedCounts {
+        try lock.withLock { () throws(ContentCardsError) in
+            try reloadIfChangedElsewhere()
+            return FeedView.counts(state.cards.values, filter: filter, now: clock.now())
+        }
+    }
+
+    public func unviewedCount(_ filter: ClassTypeFilter = .all) throws(ContentCardsError) -> Int { try counts(filter).unviewed }
+    public func totalCount(_ filter: ClassTypeFilter = .all) throws(ContentCardsError) -> Int { try counts(filter).total }
+
+    /// The current user.
+    public var currentUserID: String { lock.withLock { userID } }
+
+    // MARK: Subscriptions
+
+    /// Adds a subscriber, called after every refresh, apply, user change and logged change.
+    /// `onRemove` runs exactly once, when the subscriber is removed or the controller closes.
+    @discardableResult
+    public func subscribe(_ callback: @escaping @Sendable (FeedUpdate) -> Void,
+                          onRemove: (@Sendable () -> Void)? = nil) throws(ContentCardsError) -> Subscription {
+        let open = lock.withLock { store != nil }
+        guard open else {
+            onRemove?()
+            throw Self.closedError
+        }
+        let id = subscribers.add(callback, onRemove: onRemove)
+        return Subscription(id: id, subscribers: subscribers)
+    }
+
+    /// The counts for an update. Called with the lock held.
+    func currentCounts() -> FeedCounts {
+        FeedView.counts(state.cards.values, filter: .all, now: clock.now())
+    }
+}
+
+/// A subscription; `cancel()` unsubscribes (immediately, and idempotently).
+public final class Subscription: @unchecked Sendable {
+    public let id: UInt64
+    private weak var subscribers: Subscribers?
+
+    init(id: UInt64, subscribers: Subscribers) {
+        self.id = id; self.subscribers = subscribers
+    }
+
+    /// Returns false when it was already cancelled.
+    @discardableResult
+    public func cancel() -> Bool { subscribers?.remove(id) ?? false }
+}

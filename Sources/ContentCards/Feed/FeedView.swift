@@ -1,0 +1,37 @@
+/// The visible feed and its counts (SEMANTICS.md §4), computed from the stored cards at the
+/// moment of reading. No I/O.
+enum FeedView {
+    /// Pinned first, then newest first, then id descending: the one order used everywhere.
+    static func precedes(_ a: Card, _ b: Card) -> Bool {
+        if a.pinned != b.pinned { return a.pinned }
+        if a.created != b.created { return a.created > b.created }
+        return a.id > b.id
+    }
+
+    static func isVisible(_ card: Card, now: Double) -> Bool {
+        !card.dismissed && !card.isExpired(at: now)
+    }
+
+    /// The visible cards passing `filter`, in feed order. Control cards are included: the
+    /// application must log their impression, and decides not to draw them.
+    static func cards<S: Sequence>(_ stored: S, filter: ClassTypeFilter, now: Double) -> [Card] where S.Element == Card {
+        stored.filter { isVisible($0, now: now) && filter.matches($0) }.sorted(by: precedes)
+    }
+
+    /// Total = visible cards, control cards included; unviewed = visible, not viewed, not control.
+    static func counts<S: Sequence>(_ stored: S, filter: ClassTypeFilter, now: Double) -> FeedCounts where S.Element == Card {
+        var counts = FeedCounts()
+        for card in stored where isVisible(card, now: now) && filter.matches(card) {
+            counts.total += 1
+            if !card.viewed && !card.isControl { counts.unviewed += 1 }
+        }
+        return counts
+    }
+}
+
+/// The badge numbers of a feed.
+public struct FeedCounts: Hashable, Sendable {
+    public var total = 0
+    public var unviewed = 0
+    public init(total: Int = 0, unviewed: Int = 0) { self.total = total; self.unviewed = unviewed }
+}

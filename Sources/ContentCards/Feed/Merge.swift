@@ -1,0 +1,87 @@
+/// The merge of a sync response into a user's stored cards (SEMANTICS.md §8), as a pure
+/// function: it reads the stored state and the payload and returns the changes to persist, so
+/// every rule can be tested without a store.
+struct Merge {
+    /// Counts of what the merge did, reported to the caller and to subscribers.
+    struct Stats: Equatable, Sendable {
+        var added = 0
+        var updated = 0
+        var removed = 0
+        var keptNewer = 0
+    }
+
+    var changes = StoreChanges()
+    var stats = Stats()
+
+    /// Applies `payload` to `state` (mutated to the merged state) and records the changes.
+    /// The caller has already discarded a payload for another user (rule 1).
+    static func apply(_ payload: Payload, to state: inout StoredUser) -> Merge {
+        var merge = Merge()
+        var listed = Set<String>()
+        for server in payload.cards {
+            let s = server.card
+            listed.insert(s.id)
+            let stored = state.cards[s.id]
+
+            // Rule 2: a stored copy newer than the server's wins.
+            if let c = stored, c.created > s.created {
+                merge.stats.keptNewer += 1
+                continue
+            }
+            // Rule 3: removed by the server: delete it and forget its dismissal.
+            if server.removed {
+                if stored != nil {
+                    state.cards[s.id] = nil
+                    merge.changes.deletes.append(s.id)
+                    merge.stats.removed += 1
+                }
+                if state.dismissed.remove(s.id) != nil { merge.changes.dismissalsRemoved.append(s.id) }
+                continue
+            }
+            var next = s
+            // Rule 6 (applied to every stored copy): sticky flags are the OR of local and server.
+            if let c = stored {
+                next.viewed = c.viewed || s.viewed
+                next.clicked = c.clicked || s.clicked
+                next.dismissed = c.dismissed || s.dismissed
+            }
+            if state.dismissed.contains(s.id) {
+                // Rule 4: dismissed locally stays dismissed; it is not resurrected.
+                next.dismissed = true
+            } else if s.dismissed {
+                // Rule 5: dismissed on the server (another device): dismissed here too.
+                next.dismissed = true
+                state.dismissed.insert(s.id)
+                merge.changes.dismissalsAdded.append(s.id)
+            }
+            if stored == nil { merge.stats.added += 1 } else if stored != next { merge.stats.updated += 1 }
+            if stored != next {
+                state.cards[s.id] = next
+                merge.changes.upserts.append(next)
+            }
+        }
+
+        // Rule 7: a full sync lists every card: the others go, except test cards.
+        if payload.fullSync {
+            for (id, card) in state.cards where !listed.contains(id) && !card.isTest {
+                state.cards[id] = nil
+                merge.changes.deletes.append(id)
+                merge.stats.removed += 1
+            }
+            for id in state.dismissed where !listed.contains(id) {
+                state.dismissed.remove(id)
+                merge.changes.dismissalsRemoved.append(id)
+            }
+        }
+
+        // Rule 8: the cursors, where the response sets them (-1 = unchanged).
+        var cursors = state.cursors
+        if payload.lastFullSyncAt >= 0 { cursors.lastFullSyncAt = payload.lastFullSyncAt }
+        if payload.lastCardUpdatedAt >= 0 { cursors.lastCardUpdatedAt = payload.lastCardUpdatedAt }
+        if cursors != state.cursors {
+            state.cursors = cursors
+            merge.changes.cursors = cursors
+        }
+        return merge
+    }
+}

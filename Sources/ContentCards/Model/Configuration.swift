@@ -1,0 +1,43 @@
+/// A controller's configuration (WIRE.md §5). Every field has a default that works on a fresh
+/// machine: no storage path keeps everything in memory, no source makes refresh report that
+/// there is nothing to refresh from, no event sink keeps events until they are flushed.
+public struct Configuration: Equatable, Sendable {
+    /// Where cards come from.
+    public enum Source: Equatable, Sendable {
+        /// A payload file (a sync response or a bare array of cards), read on each refresh.
+        case file(path: String)
+        /// An HTTP endpoint speaking the sync protocol (WIRE.md §2).
+        case url(base: String, apiKey: String)
+        /// The host's own transport (a callback or a Swift closure) does the request.
+        case callback
+    }
+
+    /// Where events are delivered.
+    public enum EventSink: Equatable, Sendable {
+        case url(base: String, apiKey: String)
+        /// Appended as JSON lines, one event a line.
+        case file(path: String)
+        case callback
+    }
+
+    public var userID: String = ""
+    public var storagePath: String? = nil
+    public var source: Source? = nil
+    public var events: EventSink? = nil
+    public var refreshTokens: Int = 5
+    public var refreshIntervalSeconds: Double = 180
+    public var timeoutSeconds: Double = 10
+    public var knownClassTypes: Set<String>? = nil
+    public var maxPayloadBytes: Int = 16 << 20
+    /// Sent as `device_id` in sync requests. (Extension of WIRE.md §5.)
+    public var deviceID: String = ""
+    /// Events a delivery batch holds at most. (Extension.)
+    public var eventBatchSize: Int = 100
+    /// Bytes a delivery batch holds at most (one event larger than this is sent alone). (Extension.)
+    public var eventBatchBytes: Int = 256 << 10
+    /// Seconds after an event is logged before delivery starts on its own; 0 delivers only when
+    /// the application flushes. (Extension.)
+    public var eventFlushIntervalSeconds: Double = 30
+
+    public init() {}
+}

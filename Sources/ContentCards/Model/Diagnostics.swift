@@ -1,0 +1,50 @@
+/// A snapshot of a controller's health: what the last refresh and delivery did, the rate limit,
+/// the cards left out of the last payload, pending events, and the last error.
+public struct Diagnostics: Sendable, Equatable {
+    public struct Refresh: Sendable, Equatable {
+        public var time: Double
+        public var error: ContentCardsError?
+        public var summary: SyncSummary?
+    }
+
+    public struct Delivery: Sendable, Equatable {
+        public var time: Double
+        public var error: ContentCardsError?
+        public var delivered: Int
+        public var dropped: Int
+    }
+
+    public struct RateLimit: Sendable, Equatable {
+        public var enabled: Bool
+        public var capacity: Int
+        public var tokens: Int
+        public var intervalSeconds: Double
+        public var nextTokenInSeconds: Double
+    }
+
+    public var userID: String
+    public var storagePath: String?
+    public var closed: Bool
+    public var refreshInFlight: Bool
+    public var lastRefresh: Refresh?
+    public var lastDelivery: Delivery?
+    public var lastError: ContentCardsError?
+    public var rateLimit: RateLimit
+    public var leftOut: [Payload.LeftOut]
+    public var storedCards: Int
+    public var counts: FeedCounts
+    public var pendingEvents: Int
+    public var deliveredEvents: Int
+    public var droppedEvents: Int
+    public var subscribers: Int
+}
+
+/// The parts of the diagnostics the controller records as it goes.
+struct DiagnosticsRecord {
+    var lastRefresh: Diagnostics.Refresh?
+    var lastDelivery: Diagnostics.Delivery?
+    var lastError: ContentCardsError?
+    var leftOut: [Payload.LeftOut] = []
+    var deliveredEvents = 0
+    var droppedEvents = 0
+}

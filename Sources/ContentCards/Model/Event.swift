@@ -1,0 +1,35 @@
+/// An event the library records for delivery to the event sink (SEMANTICS.md §6).
+public struct Event: Hashable, Sendable {
+    public enum Kind: String, CaseIterable, Sendable {
+        case impression
+        case controlImpression = "control_impression"
+        case click
+        case dismissal
+        case feedDisplayed = "feed_displayed"
+    }
+
+    /// Unique; the server drops a duplicate delivery by this id.
+    public var id: String
+    public var kind: Kind
+    /// The card, or nil for `feedDisplayed`.
+    public var cardID: String?
+    public var classType: String?
+    /// The user the event was logged for (kept across a later user change).
+    public var userID: String
+    /// Unix seconds.
+    public var time: Double
+
+    public init(id: String, kind: Kind, cardID: String?, classType: String?, userID: String, time: Double) {
+        self.id = id; self.kind = kind; self.cardID = cardID; self.classType = classType
+        self.userID = userID; self.time = time
+    }
+}
+
+/// The sync cursors saved per user (WIRE.md §2).
+public struct SyncCursors: Hashable, Sendable {
+    public var lastFullSyncAt: Int64
+    public var lastCardUpdatedAt: Int64
+    public init(lastFullSyncAt: Int64 = 0, lastCardUpdatedAt: Int64 = 0) {
+        self.lastFullSyncAt = lastFullSyncAt; self.lastCardUpdatedAt = lastCardUpdatedAt
+    }
+}

@@ -1,0 +1,47 @@
+/// What a subscriber is told (SEMANTICS.md §10).
+public struct FeedUpdate: Sendable, Equatable {
+    public enum Reason: String, Sendable, CaseIterable {
+        /// A refresh finished: `error` is nil on success.
+        case refresh
+        /// The application handed cards in (`apply`).
+        case cardsApplied = "cards_applied"
+        case userChanged = "user_changed"
+        case impression
+        case click
+        case dismissal
+    }
+
+    public var reason: Reason
+    /// Why it failed, for a failed refresh or apply.
+    public var error: ContentCardsError?
+    /// The card concerned, for impression, click and dismissal.
+    public var cardID: String?
+    /// Counts of the whole visible feed after the change.
+    public var counts: FeedCounts
+    /// What a refresh or apply changed.
+    public var sync: SyncSummary?
+
+    public var succeeded: Bool { error == nil }
+}
+
+/// The outcome of a refresh or of cards handed in.
+public struct SyncSummary: Sendable, Equatable {
+    public var added = 0
+    public var updated = 0
+    public var removed = 0
+    /// Server copies older than the stored ones, ignored (merge rule 2).
+    public var keptNewer = 0
+    public var fullSync = false
+    /// Cards of the payload that were left out, and why.
+    public var leftOut: [Payload.LeftOut] = []
+    public var counts = FeedCounts()
+    public init() {}
+}
+
+/// What a logging call did.
+public struct LogResult: Sendable, Equatable {
+    /// The event's id (nil when nothing was recorded).
+    public var eventID: String?
+    /// The card's state changed (first impression, first click, the dismissal).
+    public var stateChanged: Bool
+}

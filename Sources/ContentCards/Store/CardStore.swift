@@ -1,0 +1,231 @@
+/// What the store holds for one user.
+struct StoredUser {
+    var cards: [String: Card] = [:]
+    /// Ids the user dismissed locally: kept dismissed across refreshes (SEMANTICS.md §8 rule 4).
+    var dismissed: Set<String> = []
+    var cursors = SyncCursors()
+}
+
+/// One write to a user's cards, applied in a single transaction.
+struct StoreChanges {
+    var upserts: [Card] = []
+    var deletes: [String] = []
+    var dismissalsAdded: [String] = []
+    var dismissalsRemoved: [String] = []
+    var cursors: SyncCursors? = nil
+    var events: [Event] = []
+
+    var isEmpty: Bool {
+        upserts.isEmpty && deletes.isEmpty && dismissalsAdded.isEmpty && dismissalsRemoved.isEmpty
+            && cursors == nil && events.isEmpty
+    }
+}
+
+/// An event waiting in the outbox, with its position.
+struct PendingEvent {
+    var sequence: Int64
+    var event: Event
+}
+
+/// SQLite persistence of cards, state, cursors and the event outbox, per user.
+///
+/// One file, `contentcards.sqlite`, in the storage directory (created 0700, the file 0600), in
+/// WAL mode so that readers never wait for a writer and two processes can share it. Every
+/// mutation is one transaction. With no directory the store lives in memory.
+final class CardStore {
+    static let schemaVersion: Int64 = 1
+    static let fileName = "contentcards.sqlite"
+
+    let db: SQLiteDatabase
+    let location: String
+
+    private var statements: [String: SQLiteStatement] = [:]
+
+    init(directory: String?) throws(StoreError) {
+        if let directory {
+            do { try Files.makeDirectory(directory) } catch { throw StoreError(error.message) }
+            location = directory.hasSuffix("/") ? directory + CardStore.fileName : directory + "/" + CardStore.fileName
+            // Create the file 0600 first: SQLite gives its WAL and shared-memory files the
+            // database file's permissions.
+            Files.createPrivateFile(location)
+        } else {
+            location = ":memory:"
+        }
+        db = try SQLiteDatabase(path: location)
+        try prepareSchema()
+    }
+
+    func close() {
+        statements.removeAll()
+        db.close()
+    }
+
+    private func prepareSchema() throws(StoreError) {
+        let version: Int64
+        do {
+            let s = try db.prepare("PRAGMA user_version")
+            version = try s.step() ? s.int(0) : 0
+        } catch {
+            throw StoreError("the store at \(location) is corrupt or not a contentcards store (\(error.message)); it was left as it is")
+        }
+        if version > CardStore.schemaVersion {
+            throw StoreError("the store at \(location) has schema version \(version), newer than this library reads (\(CardStore.schemaVersion)): upgrade the library; the store was left as it is")
+        }
+        do {
+            if location != ":memory:" {
+                try db.execute("PRAGMA journal_mode=WAL")
+                // NORMAL in WAL mode: a committed transaction survives a crash or kill of the
+                // process; only a power loss may roll back the last commits.
+                try db.execute("PRAGMA synchronous=NORMAL")
+            }
+            try db.execute("PRAGMA foreign_keys=ON")
+            if version < 1 { try migrateTo1() }
+            try db.execute("PRAGMA quick_check(1)")
+        } catch {
+            throw StoreError("the store at \(location) cannot be used (\(error.message)); it was left as it is")
+        }
+    }
+
+    /// Schema 1. Migrations run in order inside one transaction each; a later schema adds
+    /// `migrateTo2` and so on.
+    private func migrateTo1() throws(StoreError) {
+        try db.transaction { () throws(StoreError) in
+            try db.execute("""
+                CREATE TABLE IF NOT EXISTS cards (
+                    user_id TEXT NOT NULL,
+                    id TEXT NOT NULL,
+                    created INTEGER NOT NULL,
+                    is_test INTEGER NOT NULL DEFAULT 0,
+                    body TEXT NOT NULL,
+                    PRIMARY KEY (user_id, id)
+                ) WITHOUT ROWID;
+                CREATE TABLE IF NOT EXISTS dismissals (
+                    user_id TEXT NOT NULL,
+                    card_id TEXT NOT NULL,
+                    PRIMARY KEY (user_id, card_id)
+                ) WITHOUT ROWID;
+                CREATE TABLE IF NOT EXISTS cursors (
+                    user_id TEXT PRIMARY KEY,
+                    last_full_sync_at INTEGER NOT NULL,
+                    last_card_updated_at INTEGER NOT NULL
+                );
+                CREATE TABLE IF NOT EXISTS events (
+                    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                    id TEXT NOT NULL UNIQUE,
+                    type TEXT NOT NULL,
+                    card_id TEXT,
+                    class_type TEXT,
+                    user_id TEXT NOT NULL,
+                    time REAL NOT NULL
+                );
+                PRAGMA user_version = 1;
+                """)
+        }
+    }
+
+    private func statement(_ sql: String) throws(StoreError) -> SQLiteStatement {
+        if let s = statements[sql] { return s.reset() }
+        let s = try db.prepare(sql)
+        statements[sql] = s
+        return s
+    }
+
+    // MARK: Reading
+
+    func load(user: String) throws(StoreError) -> StoredUser {
+        var stored = StoredUser()
+        let cards = try statement("SELECT id, body FROM cards WHERE user_id = ?")
+        try cards.bind(1, user)
+        while try cards.step() {
+            guard let body = cards.text(1) else { continue }
+            // A row that no longer decodes is skipped rather than failing the whole feed.
+            if let card = try? CardJSON.decode(body) { stored.cards[card.id] = card }
+        }
+        cards.reset()
+        let dismissed = try statement("SELECT card_id FROM dismissals WHERE user_id = ?")
+        try dismissed.bind(1, user)
+        while try dismissed.step() { if let id = dismissed.text(0) { stored.dismissed.insert(id) } }
+        dismissed.reset()
+        let cursors = try statement("SELECT last_full_sync_at, last_card_updated_at FROM cursors WHERE user_id = ?")
+        try cursors.bind(1, user)
+        if try cursors.step() {
+            stored.cursors = SyncCursors(lastFullSyncAt: cursors.int(0), lastCardUpdatedAt: cursors.int(1))
+        }
+        cursors.reset()
+        return stored
+    }
+
+    func dataVersion() throws(StoreError) -> Int64 { try db.dataVersion() }
+
+    // MARK: Writing
+
+    func apply(_ changes: StoreChanges, user: String) throws(StoreError) {
+        if changes.isEmpty { return }
+        try db.transaction { () throws(StoreError) in
+            if !changes.upserts.isEmpty {
+                let s = try statement("INSERT OR REPLACE INTO cards (user_id, id, created, is_test, body) VALUES (?, ?, ?, ?, ?)")
+                for card in changes.upserts {
+                    try s.run([.text(user), .text(card.id), .int(card.created), .int(card.isTest ? 1 : 0), .text(CardJSON.encode(card))])
+                }
+            }
+            if !changes.deletes.isEmpty {
+                let s = try statement("DELETE FROM cards WHERE user_id = ? AND id = ?")
+                for id in changes.deletes { try s.run([.text(user), .text(id)]) }
+            }
+            if !changes.dismissalsAdded.isEmpty {
+                let s = try statement("INSERT OR IGNORE INTO dismissals (user_id, card_id) VALUES (?, ?)")
+                for id in changes.dismissalsAdded { try s.run([.text(user), .text(id)]) }
+            }
+            if !changes.dismissalsRemoved.isEmpty {
+                let s = try statement("DELETE FROM dismissals WHERE user_id = ? AND card_id = ?")
+                for id in changes.dismissalsRemoved { try s.run([.text(user), .text(id)]) }
+            }
+            if let c = changes.cursors {
+                try statement("INSERT OR REPLACE INTO cursors (user_id, last_full_sync_at, last_card_updated_at) VALUES (?, ?, ?)")
+                    .run([.text(user), .int(c.lastFullSyncAt), .int(c.lastCardUpdatedAt)])
+            }
+            if !changes.events.isEmpty {
+                let s = try statement("INSERT INTO events (id, type, card_id, class_type, user_id, time) VALUES (?, ?, ?, ?, ?, ?)")
+                for e in changes.events {
+                    try s.run([.text(e.id), .text(e.kind.rawValue), .text(e.cardID), .text(e.classType), .text(e.userID), .real(e.time)])
+                }
+            }
+        }
+    }
+
+    // MARK: The event outbox
+
+    func pendingEventCount() throws(StoreError) -> Int {
+        let s = try statement("SELECT COUNT(*) FROM events")
+        defer { s.reset() }
+        return try s.step() ? Int(s.int(0)) : 0
+    }
+
+    /// The oldest events, at most `limit` of them and about `maxBytes` of JSON (always at
+    /// least one, so an event larger than the bound still goes out alone).
+    func pendingEvents(limit: Int, maxBytes: Int) throws(StoreError) -> [PendingEvent] {
+        let s = try statement("SELECT seq, id, type, card_id, class_type, user_id, time FROM events ORDER BY seq LIMIT ?")
+        defer { s.reset() }
+        try s.bind(1, Int64(limit))
+        var batch: [PendingEvent] = []
+        var bytes = 16
+        while try s.step() {
+            guard let id = s.text(1), let kind = s.text(2).flatMap(Event.Kind.init(rawValue:)) else { continue }
+            let event = Event(id: id, kind: kind, cardID: s.text(3), classType: s.text(4),
+                              userID: s.text(5) ?? "", time: s.double(6))
+            let size = EventJSON.encodedSize(event)
+            if !batch.isEmpty && bytes + size > maxBytes { break }
+            bytes += size
+            batch.append(PendingEvent(sequence: s.int(0), event: event))
+        }
+        return batch
+    }
+
+    func deleteEvents(_ sequences: [Int64]) throws(StoreError) {
+        guard !sequences.isEmpty else { return }
+        try db.transaction { () throws(StoreError) in
+            let s = try statement("DELETE FROM events WHERE seq = ?")
+            for seq in sequences { try s.run([.int(seq)]) }
+        }
+    }
+}

@@ -1,0 +1,180 @@
+import CSQLite
+
+/// A minimal SQLite connection: prepared statements only, so no SQL is ever built from input.
+/// Not thread-safe by itself: the controller calls it with its state lock held.
+final class SQLiteDatabase {
+    private(set) var handle: OpaquePointer?
+    let path: String
+
+    /// SQLITE_TRANSIENT: SQLite copies bound text before the call returns.
+    private static let transient = unsafeBitCast(Int(-1), to: sqlite3_destructor_type.self)
+
+    init(path: String) throws(StoreError) {
+        self.path = path
+        var db: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) } ?? "error \(rc)"
+            sqlite3_close_v2(db)
+            throw StoreError("cannot open the store at \(path): \(message)")
+        }
+        handle = db
+        sqlite3_extended_result_codes(db, 1)
+        // Another process or controller may hold the write lock for a moment.
+        sqlite3_busy_timeout(db, 5000)
+    }
+
+    deinit { close() }
+
+    func close() {
+        if let handle {
+            sqlite3_close_v2(handle)
+            self.handle = nil
+        }
+    }
+
+    var lastMessage: String {
+        guard let handle, let m = sqlite3_errmsg(handle) else { return "the store is closed" }
+        return String(cString: m)
+    }
+
+    func fail(_ what: String) -> StoreError { StoreError("\(what): \(lastMessage)") }
+
+    /// Runs SQL that takes no parameters (schema, pragmas, transaction control).
+    func execute(_ sql: String) throws(StoreError) {
+        guard let handle else { throw StoreError("the store is closed") }
+        var message: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(handle, sql, nil, nil, &message)
+        if rc != SQLITE_OK {
+            let text = message.map { String(cString: $0) } ?? "error \(rc)"
+            sqlite3_free(message)
+            throw StoreError(text, code: rc)
+        }
+    }
+
+    func prepare(_ sql: String) throws(StoreError) -> SQLiteStatement {
+        guard let handle else { throw StoreError("the store is closed") }
+        var stmt: OpaquePointer?
+        guard sqlite3_prepare_v2(handle, sql, -1, &stmt, nil) == SQLITE_OK, let stmt else {
+            throw fail("cannot prepare a statement")
+        }
+        return SQLiteStatement(stmt, db: self)
+    }
+
+    /// Runs `body` in one IMMEDIATE transaction (the write lock is taken up front, so two
+    /// processes never deadlock upgrading a read to a write), rolling back on error.
+    func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let value = try body()
+            try execute("COMMIT")
+            return value
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Changes committed by any other connection since the last call (PRAGMA data_version).
+    func dataVersion() throws(StoreError) -> Int64 {
+        let s = try prepare("PRAGMA data_version")
+        guard try s.step() else { return 0 }
+        return s.int(0)
+    }
+}
+
+/// A prepared statement. Finalized when released.
+final class SQLiteStatement {
+    private let stmt: OpaquePointer
+    private unowned let db: SQLiteDatabase
+
+    fileprivate init(_ stmt: OpaquePointer, db: SQLiteDatabase) {
+        self.stmt = stmt; self.db = db
+    }
+
+    deinit { sqlite3_finalize(stmt) }
+
+    private static let transient = unsafeBitCast(Int(-1), to: sqlite3_destructor_type.self)
+
+    @discardableResult
+    func reset() -> SQLiteStatement {
+        sqlite3_reset(stmt)
+        sqlite3_clear_bindings(stmt)
+        return self
+    }
+
+    func bind(_ index: Int32, _ value: String?) throws(StoreError) {
+        let rc: Int32
+        if let value {
+            rc = sqlite3_bind_text(stmt, index, value, -1, SQLiteStatement.transient)
+        } else {
+            rc = sqlite3_bind_null(stmt, index)
+        }
+        if rc != SQLITE_OK { throw db.fail("cannot bind a value") }
+    }
+
+    func bind(_ index: Int32, _ value: Int64) throws(StoreError) {
+        if sqlite3_bind_int64(stmt, index, value) != SQLITE_OK { throw db.fail("cannot bind a value") }
+    }
+
+    func bind(_ index: Int32, _ value: Double) throws(StoreError) {
+        if sqlite3_bind_double(stmt, index, value) != SQLITE_OK { throw db.fail("cannot bind a value") }
+    }
+
+    func bind(_ index: Int32, _ value: Bool) throws(StoreError) { try bind(index, Int64(value ? 1 : 0)) }
+
+    /// Binds the values in order, starting at parameter 1.
+    func bind(_ values: [SQLiteValue]) throws(StoreError) {
+        for (i, v) in values.enumerated() {
+            let index = Int32(i + 1)
+            switch v {
+            case .text(let s): try bind(index, s)
+            case .int(let n): try bind(index, n)
+            case .real(let d): try bind(index, d)
+            case .null: try bind(index, nil as String?)
+            }
+        }
+    }
+
+    /// Steps once: true when a row is ready, false when done.
+    func step() throws(StoreError) -> Bool {
+        let rc = sqlite3_step(stmt)
+        if rc == SQLITE_ROW { return true }
+        if rc == SQLITE_DONE { return false }
+        throw StoreError(db.lastMessage, code: rc)
+    }
+
+    /// Binds, runs to completion and resets.
+    func run(_ values: [SQLiteValue] = []) throws(StoreError) {
+        reset()
+        try bind(values)
+        while try step() {}
+        reset()
+    }
+
+    func int(_ column: Int32) -> Int64 { sqlite3_column_int64(stmt, column) }
+    func double(_ column: Int32) -> Double { sqlite3_column_double(stmt, column) }
+    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(stmt, column) == SQLITE_NULL }
+    func text(_ column: Int32) -> String? {
+        guard let p = sqlite3_column_text(stmt, column) else { return nil }
+        let n = Int(sqlite3_column_bytes(stmt, column))
+        return String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self)
+    }
+}
+
+enum SQLiteValue {
+    case text(String?)
+    case int(Int64)
+    case real(Double)
+    case null
+}
+
+/// A store failure: a file that cannot be opened, is corrupt, is from a newer schema, or a
+/// write that failed (disk full, read-only).
+public struct StoreError: Error, CustomStringConvertible, Sendable {
+    public let message: String
+    public let code: Int32
+    public var description: String { message }
+    init(_ message: String, code: Int32 = 0) { self.message = message; self.code = code }
+}

@@ -1,0 +1,68 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A pthread mutex. Chosen over `Synchronization.Mutex` because ThreadSanitizer reports false
+/// races on the latter when contended, and the concurrency tests run under TSan.
+public final class Lock: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+
+    public init() {
+        pthread_mutex_init(mutex, nil)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    public func lock() { pthread_mutex_lock(mutex) }
+    public func unlock() { pthread_mutex_unlock(mutex) }
+
+    @inline(__always)
+    public func withLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+
+    fileprivate var raw: UnsafeMutablePointer<pthread_mutex_t> { mutex }
+}
+
+/// A condition variable paired with a `Lock`, waiting on the monotonic clock.
+public final class Condition: @unchecked Sendable {
+    private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+
+    public init() {
+        var attr = pthread_condattr_t()
+        pthread_condattr_init(&attr)
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)
+        pthread_cond_init(cond, &attr)
+        pthread_condattr_destroy(&attr)
+    }
+
+    deinit {
+        pthread_cond_destroy(cond)
+        cond.deallocate()
+    }
+
+    /// Waits with `lock` held until signalled or until `deadline` (monotonic seconds) passes.
+    /// Returns false on timeout.
+    @discardableResult
+    public func wait(_ lock: Lock, until deadline: Double?) -> Bool {
+        guard let deadline else {
+            pthread_cond_wait(cond, lock.raw)
+            return true
+        }
+        let clamped = min(max(deadline, 0), 1e12)
+        var ts = timespec()
+        ts.tv_sec = Int(clamped)
+        ts.tv_nsec = Int((clamped - Double(Int(clamped))) * 1e9)
+        return pthread_cond_timedwait(cond, lock.raw, &ts) == 0
+    }
+
+    public func signal() { pthread_cond_signal(cond) }
+    public func broadcast() { pthread_cond_broadcast(cond) }
+}

@@ -1,0 +1,67 @@
+/// Where a refresh gets its payload from. Sources only fetch bytes; decoding and merging belong
+/// to the controller, so every source gets the same rules.
+protocol CardSource: Sendable {
+    func fetch(userID: String, deviceID: String, cursors: SyncCursors, timeout: Double) -> Result<[UInt8], ContentCardsError>
+}
+
+/// A payload file, read on each refresh.
+struct FileSource: CardSource {
+    let path: String
+    let maxBytes: Int
+
+    func fetch(userID: String, deviceID: String, cursors: SyncCursors, timeout: Double) -> Result<[UInt8], ContentCardsError> {
+        do { return .success(try Files.read(path, limit: maxBytes)) } catch {
+            return .failure(ContentCardsError(.network, "cannot read the source file: \(error.message)"))
+        }
+    }
+}
+
+/// The sync protocol (WIRE.md §2) over a transport: libcurl for `{"url": ...}`, the host's own for
+/// `{"callback": true}`.
+struct RemoteSource: CardSource {
+    let url: String
+    let apiKey: String
+    let maxBytes: Int
+    let transport: @Sendable () -> Result<Transport, ContentCardsError>
+
+    func fetch(userID: String, deviceID: String, cursors: SyncCursors, timeout: Double) -> Result<[UInt8], ContentCardsError> {
+        let transport: Transport
+        switch self.transport() {
+        case .success(let t): transport = t
+        case .failure(let e): return .failure(e)
+        }
+        var headers: [(name: String, value: String)] = [("Content-Type", "application/json"), ("Accept", "application/json")]
+        if !apiKey.isEmpty { headers.append(("X-Api-Key", apiKey)) }
+        let request = TransportRequest(kind: .sync, url: url, headers: headers,
+                                       body: SyncJSON.request(userID: userID, deviceID: deviceID, cursors: cursors),
+                                       timeout: timeout, maxResponseBytes: maxBytes)
+        switch transport.send(request) {
+        case .failure(let e):
+            return .failure(e)
+        case .success(let response):
+            if (200..<300).contains(response.status) {
+                if response.body.count > maxBytes {
+                    return .failure(ContentCardsError(.parse, "sync response is \(response.body.count) bytes, over the limit of \(maxBytes)"))
+                }
+                return .success(response.body)
+            }
+            return .failure(HTTPStatus.error(for: response, what: "sync"))
+        }
+    }
+}
+
+enum HTTPStatus {
+    /// The error for a non-2xx answer. 429 is the server's rate limit; the others are server errors.
+    static func error(for response: TransportResponse, what: String) -> ContentCardsError {
+        let excerpt = String(decoding: response.body.prefix(200), as: UTF8.self)
+            .filter { !$0.isNewline }
+        let detail = excerpt.isEmpty ? "" : ": \(excerpt)"
+        if response.status == 429 {
+            return ContentCardsError(.rateLimited, "\(what) refused by the server's rate limit (HTTP 429)\(detail)", retryAfter: response.retryAfter)
+        }
+        return ContentCardsError(.server, "\(what) failed with HTTP \(response.status)\(detail)", retryAfter: response.retryAfter)
+    }
+
+    /// Worth retrying: timeouts (408), rate limits (429) and server errors (5xx).
+    static func isRetryable(_ status: Int) -> Bool { status == 408 || status == 429 || status >= 500 }
+}

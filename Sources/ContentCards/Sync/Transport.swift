@@ -1,0 +1,101 @@
+import CCurl
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// One request the library needs sent: a sync or an event batch, as a JSON body.
+public struct TransportRequest: Sendable {
+    public enum Kind: String, Sendable { case sync, events }
+    public var kind: Kind
+    /// The full URL for HTTP transports (`{base}/content_cards/sync`, `{base}/events`); for a
+    /// host transport configured with `{"callback": true}`, the path alone.
+    public var url: String
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
+    /// Seconds the request may take in all.
+    public var timeout: Double
+    public var maxResponseBytes: Int
+}
+
+/// What came back.
+public struct TransportResponse: Sendable {
+    public var status: Int
+    public var body: [UInt8]
+    /// Seconds from a `Retry-After` header, when present.
+    public var retryAfter: Double?
+    public init(status: Int, body: [UInt8], retryAfter: Double? = nil) {
+        self.status = status; self.body = body; self.retryAfter = retryAfter
+    }
+}
+
+/// Sends requests. The library's own is `CurlTransport`; the host may supply its own.
+public protocol Transport: Sendable {
+    func send(_ request: TransportRequest) -> Result<TransportResponse, ContentCardsError>
+}
+
+/// A transport made of a closure: how the host does the HTTP itself (its own networking, or a
+/// C callback through the ABI).
+public struct ClosureTransport: Transport {
+    let body: @Sendable (TransportRequest) -> Result<TransportResponse, ContentCardsError>
+    public init(_ body: @escaping @Sendable (TransportRequest) -> Result<TransportResponse, ContentCardsError>) {
+        self.body = body
+    }
+    public func send(_ request: TransportRequest) -> Result<TransportResponse, ContentCardsError> { body(request) }
+}
+
+/// HTTP over the system's libcurl, loaded at first use.
+public struct CurlTransport: Transport {
+    public init() {}
+
+    /// nil when libcurl can be loaded, else the message naming the fix.
+    public static func unavailableReason() -> String? {
+        var buffer = [CChar](repeating: 0, count: 256)
+        if cc_http_available(&buffer, buffer.count) != 0 { return nil }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    public func send(_ request: TransportRequest) -> Result<TransportResponse, ContentCardsError> {
+        let lines = request.headers.map { "\($0.name): \($0.value)" }
+        var response = cc_http_response()
+        let timeoutMs = Int(min(max(request.timeout, 0.001), 86_400) * 1000)
+        let outcome: Int32 = withCStrings(lines) { headers in
+            request.body.withUnsafeBufferPointer { body in
+                body.withMemoryRebound(to: CChar.self) { chars in
+                    cc_http_post(request.url, headers.baseAddress, headers.count, chars.baseAddress,
+                                 chars.count, timeoutMs, max(request.maxResponseBytes, 0), &response)
+                }
+            }
+        }
+        defer { cc_http_response_free(&response) }
+        let message = withUnsafeBytes(of: response.error) { raw in
+            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        }
+        switch Int(outcome) {
+        case Int(CC_HTTP_OK):
+            let body: [UInt8] = response.body.map { Array(UnsafeRawBufferPointer(start: $0, count: response.body_len)) } ?? []
+            return .success(TransportResponse(status: response.status, body: body,
+                                              retryAfter: response.retry_after >= 0 ? Double(response.retry_after) : nil))
+        case Int(CC_HTTP_UNAVAILABLE):
+            return .failure(ContentCardsError(.unavailable, message))
+        case Int(CC_HTTP_TIMEOUT):
+            return .failure(ContentCardsError(.timeout, "\(request.kind.rawValue) request timed out after \(request.timeout) s (\(message))"))
+        case Int(CC_HTTP_TOO_LARGE):
+            return .failure(ContentCardsError(.parse, "\(request.kind.rawValue) response is too large: \(message)"))
+        case Int(CC_HTTP_NO_MEMORY):
+            return .failure(ContentCardsError(.noMemory, "out of memory during the \(request.kind.rawValue) request"))
+        default:
+            return .failure(ContentCardsError(.network, "\(request.kind.rawValue) request failed: \(message)"))
+        }
+    }
+}
+
+/// Calls `body` with a NULL-free array of C strings that live for the call.
+private func withCStrings<R>(_ strings: [String], _ body: (UnsafeBufferPointer<UnsafePointer<CChar>?>) -> R) -> R {
+    var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
+    defer { for p in pointers { free(p) } }
+    return pointers.withUnsafeMutableBufferPointer { buffer in
+        buffer.withMemoryRebound(to: UnsafePointer<CChar>?.self) { body(UnsafeBufferPointer($0)) }
+    }
+}

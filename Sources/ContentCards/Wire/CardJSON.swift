@@ -1,0 +1,151 @@
+/// Cards at the boundary (WIRE.md §4): long keys, every field present (null where the kind has
+/// none), keys always in the order of SEMANTICS.md §1 and extras sorted by key, so the same card
+/// gives byte-identical JSON on every call and in every binding.
+public enum CardJSON {
+    /// The boundary keys, in the order they are written.
+    public static let keys = [
+        "id", "type", "created", "expiresAt", "viewed", "clicked", "dismissed", "dismissible",
+        "pinned", "isTest", "isControl", "url", "openURLInWebView", "extras", "classType",
+        "image", "imageAltText", "imageAspectRatio", "title", "cardDescription", "domain",
+    ]
+
+    public static func encode(_ card: Card) -> String {
+        var writer = JSONWriter(reservingCapacity: 512)
+        write(card, to: &writer)
+        return writer.string
+    }
+
+    public static func encode<C: Collection>(_ cards: C) -> String where C.Element == Card {
+        var writer = JSONWriter(reservingCapacity: 512 * max(cards.count, 1))
+        writer.beginArray()
+        for card in cards { write(card, to: &writer) }
+        writer.endArray()
+        return writer.string
+    }
+
+    public static func write(_ card: Card, to w: inout JSONWriter) {
+        w.beginObject()
+        w.key("id"); w.string(card.id)
+        w.key("type"); w.string(card.type.rawValue)
+        w.key("created"); w.int(card.created)
+        w.key("expiresAt"); w.int(card.expiresAt)
+        w.key("viewed"); w.bool(card.viewed)
+        w.key("clicked"); w.bool(card.clicked)
+        w.key("dismissed"); w.bool(card.dismissed)
+        w.key("dismissible"); w.bool(card.dismissible)
+        w.key("pinned"); w.bool(card.pinned)
+        w.key("isTest"); w.bool(card.isTest)
+        w.key("isControl"); w.bool(card.isControl)
+        w.key("url"); w.string(card.url)
+        w.key("openURLInWebView"); w.bool(card.openURLInWebView)
+        w.key("extras")
+        w.beginObject()
+        for key in card.extras.keys.sorted() {
+            w.key(key); w.string(card.extras[key] ?? "")
+        }
+        w.endObject()
+        w.key("classType"); w.string(card.classType)
+        w.key("image"); w.string(card.image)
+        w.key("imageAltText"); w.string(card.imageAltText)
+        w.key("imageAspectRatio")
+        if let ratio = card.imageAspectRatio { w.double(ratio) } else { w.null() }
+        w.key("title"); w.string(card.title)
+        w.key("cardDescription"); w.string(card.cardDescription)
+        w.key("domain"); w.string(card.domain)
+        w.endObject()
+    }
+
+    /// Reads one card back from its boundary JSON (the inverse of `encode`).
+    public static func decode(_ text: String, limits: JSONReader.Limits = JSONReader.Limits()) throws(PayloadError) -> Card {
+        let value: JSONValue
+        do { value = try JSONReader.parse(text, limits: limits) } catch {
+            throw PayloadError("card JSON is not valid: \(error)")
+        }
+        do { return try decode(value) } catch { throw PayloadError(error.reason) }
+    }
+
+    /// Reads a JSON array of boundary cards.
+    public static func decodeList(_ text: String, limits: JSONReader.Limits = JSONReader.Limits()) throws(PayloadError) -> [Card] {
+        let value: JSONValue
+        do { value = try JSONReader.parse(text, limits: limits) } catch {
+            throw PayloadError("card list JSON is not valid: \(error)")
+        }
+        guard case .array(let items) = value else { throw PayloadError("card list is \(value.typeName), expected an array") }
+        var cards: [Card] = []
+        for (i, item) in items.enumerated() {
+            do { cards.append(try decode(item)) } catch { throw PayloadError("card #\(i): \(error.reason)") }
+        }
+        return cards
+    }
+
+    public static func decode(_ v: JSONValue) throws(CardProblem) -> Card {
+        guard case .object = v else { throw CardProblem(id: nil, reason: "a card must be an object, not \(v.typeName)") }
+        var r = BoundaryFields(value: v, id: nil)
+        guard let id = try r.string("id"), !id.isEmpty else { throw r.problem("missing \"id\"") }
+        r.id = id
+        guard let typeName = try r.string("type"), let type = CardType(rawValue: typeName) else {
+            throw r.problem("missing or unknown \"type\"")
+        }
+        guard let created = try r.int("created") else { throw r.problem("missing \"created\"") }
+        let content: Card.Content
+        switch type {
+        case .classic:
+            content = .classic(Card.Classic(title: try r.string("title"), cardDescription: try r.required("cardDescription"),
+                                            image: try r.string("image"), imageAltText: try r.string("imageAltText"),
+                                            domain: try r.string("domain")))
+        case .banner:
+            content = .banner(Card.Banner(image: try r.required("image"), imageAltText: try r.string("imageAltText"),
+                                          imageAspectRatio: try r.double("imageAspectRatio"), domain: try r.string("domain")))
+        case .captionedImage:
+            content = .captionedImage(Card.CaptionedImage(
+                image: try r.required("image"), imageAltText: try r.string("imageAltText"),
+                imageAspectRatio: try r.double("imageAspectRatio"), title: try r.required("title"),
+                cardDescription: try r.required("cardDescription"), domain: try r.string("domain")))
+        case .control:
+            content = .control
+        }
+        var extras: [String: String] = [:]
+        if let e = v["extras"], e != .null {
+            guard case .object(let members) = e else { throw r.problem("\"extras\" must be an object") }
+            for m in members {
+                guard let s = m.value.stringValue else { throw r.problem("extras \"\(m.key)\" must be a string") }
+                extras[m.key] = s
+            }
+        }
+        return Card(id: id, created: created, expiresAt: try r.int("expiresAt") ?? Card.neverExpires,
+                    viewed: try r.bool("viewed"), clicked: try r.bool("clicked"), dismissed: try r.bool("dismissed"),
+                    dismissible: try r.bool("dismissible"), pinned: try r.bool("pinned"), isTest: try r.bool("isTest"),
+                    url: try r.string("url"), openURLInWebView: try r.bool("openURLInWebView"), extras: extras,
+                    classType: try r.string("classType"), content: content)
+    }
+}
+
+private struct BoundaryFields {
+    let value: JSONValue
+    var id: String?
+    func problem(_ reason: String) -> CardProblem { CardProblem(id: id, reason: reason) }
+    func string(_ k: String) throws(CardProblem) -> String? {
+        guard let v = value[k], v != .null else { return nil }
+        guard let s = v.stringValue else { throw problem("\"\(k)\" must be a string") }
+        return s
+    }
+    func required(_ k: String) throws(CardProblem) -> String {
+        guard let s = try string(k) else { throw problem("missing \"\(k)\"") }
+        return s
+    }
+    func bool(_ k: String) throws(CardProblem) -> Bool {
+        guard let v = value[k], v != .null else { return false }
+        guard let b = v.boolValue else { throw problem("\"\(k)\" must be a boolean") }
+        return b
+    }
+    func int(_ k: String) throws(CardProblem) -> Int64? {
+        guard let v = value[k], v != .null else { return nil }
+        guard let n = v.int64Value else { throw problem("\"\(k)\" must be a whole number") }
+        return n
+    }
+    func double(_ k: String) throws(CardProblem) -> Double? {
+        guard let v = value[k], v != .null else { return nil }
+        guard let d = v.doubleValue else { throw problem("\"\(k)\" must be a number") }
+        return d
+    }
+}

@@ -1,0 +1,178 @@
+/// Reads a `Configuration` from JSON. Every key is optional; an unknown key, or a value of the
+/// wrong type or out of range, is an error that names the key, so a typo is never ignored.
+public enum ConfigurationJSON {
+    public static let keys: Set<String> = [
+        "userId", "storagePath", "source", "events", "refreshTokens", "refreshIntervalSeconds",
+        "timeoutSeconds", "knownClassTypes", "maxPayloadBytes", "deviceId", "eventBatchSize",
+        "eventBatchBytes", "eventFlushIntervalSeconds",
+    ]
+
+    /// The largest payload limit accepted (1 GiB): a bound, so a typo cannot ask for 1 TB.
+    public static let maxPayloadLimit = 1 << 30
+
+    public static func decode(_ text: String) throws(ConfigurationError) -> Configuration {
+        if text.utf8.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return Configuration() }
+        let root: JSONValue
+        do { root = try JSONReader.parse(text, limits: .init(maxBytes: 1 << 20, maxDepth: 16)) } catch {
+            throw ConfigurationError("configuration is not valid JSON: \(error)")
+        }
+        return try decode(root)
+    }
+
+    public static func decode(_ root: JSONValue) throws(ConfigurationError) -> Configuration {
+        guard case .object(let members) = root else {
+            throw ConfigurationError("configuration is \(root.typeName), expected an object")
+        }
+        var c = Configuration()
+        for (key, value) in members {
+            guard keys.contains(key) else {
+                throw ConfigurationError("unknown configuration key \"\(key)\"\(suggestion(for: key, in: keys))")
+            }
+            if value == .null { continue }
+            switch key {
+            case "userId": c.userID = try string(value, key)
+            case "storagePath":
+                let path = try string(value, key)
+                guard !path.isEmpty else { throw ConfigurationError("\"storagePath\" must not be empty (leave it out to keep the store in memory)") }
+                c.storagePath = path
+            case "source": c.source = try source(value)
+            case "events": c.events = try sink(value)
+            case "refreshTokens": c.refreshTokens = try int(value, key, min: 0, max: 1_000_000)
+            case "refreshIntervalSeconds": c.refreshIntervalSeconds = try seconds(value, key, allowZero: false)
+            case "timeoutSeconds": c.timeoutSeconds = try seconds(value, key, allowZero: false)
+            case "knownClassTypes":
+                guard case .array(let items) = value else { throw wrongType(key, value, "an array of strings") }
+                var known = Set<String>()
+                for item in items {
+                    guard let s = item.stringValue else { throw wrongType("knownClassTypes[]", item, "a string") }
+                    known.insert(ClassType.normalize(s))
+                }
+                c.knownClassTypes = known
+            case "maxPayloadBytes": c.maxPayloadBytes = try int(value, key, min: 1, max: maxPayloadLimit)
+            case "deviceId": c.deviceID = try string(value, key)
+            case "eventBatchSize": c.eventBatchSize = try int(value, key, min: 1, max: 100_000)
+            case "eventBatchBytes": c.eventBatchBytes = try int(value, key, min: 1024, max: maxPayloadLimit)
+            case "eventFlushIntervalSeconds": c.eventFlushIntervalSeconds = try seconds(value, key, allowZero: true)
+            default: break
+            }
+        }
+        return c
+    }
+
+    private static func source(_ v: JSONValue) throws(ConfigurationError) -> Configuration.Source {
+        let members = try object(v, "source", allowed: ["file", "url", "apiKey", "callback"])
+        let kinds = members.filter { ["file", "url", "callback"].contains($0) }
+        guard kinds.count == 1 else {
+            throw ConfigurationError("\"source\" needs exactly one of \"file\", \"url\" or \"callback\"")
+        }
+        if let path = v["file"] {
+            if v["apiKey"] != nil { throw ConfigurationError("\"source.apiKey\" goes only with \"source.url\"") }
+            return .file(path: try nonEmpty(path, "source.file"))
+        }
+        if let url = v["url"] {
+            var apiKey = ""
+            if let key = v["apiKey"] { apiKey = try string(key, "source.apiKey") }
+            return .url(base: try httpURL(url, "source.url"), apiKey: apiKey)
+        }
+        guard v["callback"] == .bool(true) else { throw ConfigurationError("\"source.callback\" must be true") }
+        if v["apiKey"] != nil { throw ConfigurationError("\"source.apiKey\" goes only with \"source.url\"") }
+        return .callback
+    }
+
+    private static func sink(_ v: JSONValue) throws(ConfigurationError) -> Configuration.EventSink {
+        let members = try object(v, "events", allowed: ["file", "url", "apiKey", "callback"])
+        let kinds = members.filter { ["file", "url", "callback"].contains($0) }
+        guard kinds.count == 1 else {
+            throw ConfigurationError("\"events\" needs exactly one of \"file\", \"url\" or \"callback\"")
+        }
+        if let path = v["file"] {
+            if v["apiKey"] != nil { throw ConfigurationError("\"events.apiKey\" goes only with \"events.url\"") }
+            return .file(path: try nonEmpty(path, "events.file"))
+        }
+        if let url = v["url"] {
+            var apiKey = ""
+            if let key = v["apiKey"] { apiKey = try string(key, "events.apiKey") }
+            return .url(base: try httpURL(url, "events.url"), apiKey: apiKey)
+        }
+        guard v["callback"] == .bool(true) else { throw ConfigurationError("\"events.callback\" must be true") }
+        if v["apiKey"] != nil { throw ConfigurationError("\"events.apiKey\" goes only with \"events.url\"") }
+        return .callback
+    }
+
+    private static func object(_ v: JSONValue, _ name: String, allowed: Set<String>) throws(ConfigurationError) -> [String] {
+        guard case .object(let members) = v else { throw wrongType(name, v, "an object") }
+        for m in members where !allowed.contains(m.key) {
+            throw ConfigurationError("unknown configuration key \"\(name).\(m.key)\"\(suggestion(for: m.key, in: allowed))")
+        }
+        return members.map(\.key)
+    }
+
+    private static func wrongType(_ key: String, _ v: JSONValue, _ expected: String) -> ConfigurationError {
+        ConfigurationError("\"\(key)\" is \(v.typeName), expected \(expected)")
+    }
+
+    private static func string(_ v: JSONValue, _ key: String) throws(ConfigurationError) -> String {
+        guard let s = v.stringValue else { throw wrongType(key, v, "a string") }
+        return s
+    }
+
+    private static func nonEmpty(_ v: JSONValue, _ key: String) throws(ConfigurationError) -> String {
+        let s = try string(v, key)
+        guard !s.isEmpty else { throw ConfigurationError("\"\(key)\" must not be empty") }
+        return s
+    }
+
+    private static func httpURL(_ v: JSONValue, _ key: String) throws(ConfigurationError) -> String {
+        var s = try nonEmpty(v, key)
+        let lower = s.lowercased()
+        guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else {
+            throw ConfigurationError("\"\(key)\" must be an http:// or https:// URL, not \"\(s)\"")
+        }
+        while s.hasSuffix("/") { s.removeLast() }
+        return s
+    }
+
+    private static func int(_ v: JSONValue, _ key: String, min: Int, max: Int) throws(ConfigurationError) -> Int {
+        guard let n = v.int64Value else { throw wrongType(key, v, "a whole number") }
+        guard n >= min && n <= max else { throw ConfigurationError("\"\(key)\" is \(n), expected \(min) to \(max)") }
+        return Int(n)
+    }
+
+    private static func seconds(_ v: JSONValue, _ key: String, allowZero: Bool) throws(ConfigurationError) -> Double {
+        guard let d = v.doubleValue else { throw wrongType(key, v, "a number of seconds") }
+        guard d >= 0, allowZero || d > 0, d <= 31_536_000 else {
+            throw ConfigurationError("\"\(key)\" is \(d), expected \(allowZero ? "0" : "more than 0") to 31536000 seconds")
+        }
+        return d
+    }
+
+    /// " (did you mean \"userId\"?)" for a key one small edit away from a known one.
+    static func suggestion(for key: String, in known: Set<String>) -> String {
+        let lower = key.lowercased()
+        let best = known.map { ($0, editDistance(lower, $0.lowercased())) }.min { $0.1 < $1.1 || ($0.1 == $1.1 && $0.0 < $1.0) }
+        guard let best, best.1 <= 2 else { return "" }
+        return " (did you mean \"\(best.0)\"?)"
+    }
+
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a.utf8), b = Array(b.utf8)
+        if a.isEmpty { return b.count }
+        if b.isEmpty { return a.count }
+        var previous = Array(0...b.count)
+        var current = [Int](repeating: 0, count: b.count + 1)
+        for i in 1...a.count {
+            current[0] = i
+            for j in 1...b.count {
+                current[j] = Swift.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            swap(&previous, &current)
+        }
+        return previous[b.count]
+    }
+}
+
+public struct ConfigurationError: Error, Equatable, CustomStringConvertible, Sendable {
+    public let message: String
+    public var description: String { message }
+    public init(_ message: String) { self.message = message }
+}

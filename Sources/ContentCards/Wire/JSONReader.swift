@@ -1,0 +1,319 @@
+/// A strict JSON reader (RFC 8259) with the bounds the library promises: a size limit, a nesting
+/// limit and UTF-8 validation. It never traps on any input: every problem is a `JSONError`
+/// that says what was expected and where (line, column and byte offset).
+public struct JSONReader {
+    public struct Limits: Sendable {
+        public var maxBytes: Int
+        public var maxDepth: Int
+        public init(maxBytes: Int = 16 << 20, maxDepth: Int = 64) {
+            self.maxBytes = maxBytes; self.maxDepth = maxDepth
+        }
+    }
+
+    public static func parse(_ text: String, limits: Limits = Limits()) throws(JSONError) -> JSONValue {
+        var copy = text
+        let result = copy.withUTF8 { bytes in Result { () throws(JSONError) in try parse(bytes, limits: limits) } }
+        return try result.get()
+    }
+
+    public static func parse(_ bytes: [UInt8], limits: Limits = Limits()) throws(JSONError) -> JSONValue {
+        let result = bytes.withUnsafeBufferPointer { buffer in Result { () throws(JSONError) in try parse(buffer, limits: limits) } }
+        return try result.get()
+    }
+
+    public static func parse(_ bytes: UnsafeBufferPointer<UInt8>, limits: Limits = Limits()) throws(JSONError) -> JSONValue {
+        if bytes.count > limits.maxBytes {
+            throw JSONError(message: "payload is \(bytes.count) bytes, over the limit of \(limits.maxBytes)",
+                            offset: 0, line: 1, column: 1)
+        }
+        var parser = Parser(bytes: bytes, maxDepth: limits.maxDepth)
+        return try parser.document()
+    }
+}
+
+public struct JSONError: Error, Equatable, CustomStringConvertible, Sendable {
+    public let message: String
+    public let offset: Int
+    public let line: Int
+    public let column: Int
+    public var description: String { "\(message) at line \(line), column \(column) (byte \(offset))" }
+}
+
+private struct Parser {
+    let bytes: UnsafeBufferPointer<UInt8>
+    let maxDepth: Int
+    var pos = 0
+    var depth = 0
+    var scratch: [UInt8] = []
+
+    init(bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int) {
+        self.bytes = bytes; self.maxDepth = maxDepth
+    }
+
+    mutating func document() throws(JSONError) -> JSONValue {
+        // A UTF-8 byte order mark is tolerated, as many files carry one.
+        if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { pos = 3 }
+        skipSpace()
+        if pos >= bytes.count { throw error("empty document: expected a JSON value") }
+        let value = try parseValue()
+        skipSpace()
+        if pos < bytes.count { throw error("unexpected \(describe(bytes[pos])) after the JSON value") }
+        return value
+    }
+
+    func error(_ message: String, at offset: Int? = nil) -> JSONError {
+        let at = min(offset ?? pos, bytes.count)
+        var line = 1, lineStart = 0
+        var i = 0
+        while i < at { if bytes[i] == 0x0A { line += 1; lineStart = i + 1 }; i += 1 }
+        // Columns count characters, not bytes, so they match what an editor shows.
+        var column = 1
+        i = lineStart
+        while i < at { if bytes[i] & 0xC0 != 0x80 { column += 1 }; i += 1 }
+        return JSONError(message: message, offset: at, line: line, column: column)
+    }
+
+    func describe(_ b: UInt8) -> String {
+        if b >= 0x21 && b < 0x7F { return "'\(Character(Unicode.Scalar(b)))'" }
+        return "byte 0x\(String(b, radix: 16, uppercase: true))"
+    }
+
+    mutating func skipSpace() {
+        while pos < bytes.count {
+            switch bytes[pos] {
+            case 0x20, 0x0A, 0x0D, 0x09: pos += 1
+            default: return
+            }
+        }
+    }
+
+    mutating func parseValue() throws(JSONError) -> JSONValue {
+        guard pos < bytes.count else { throw error("unexpected end of input: expected a value (the JSON is truncated)") }
+        switch bytes[pos] {
+        case 0x7B: return try parseObject()
+        case 0x5B: return try parseArray()
+        case 0x22: return .string(try parseString())
+        case 0x74: try literal("true"); return .bool(true)
+        case 0x66: try literal("false"); return .bool(false)
+        case 0x6E: try literal("null"); return .null
+        case 0x2D, 0x30...0x39: return try parseNumber()
+        default: throw error("unexpected \(describe(bytes[pos])): expected a value")
+        }
+    }
+
+    mutating func literal(_ word: StaticString) throws(JSONError) {
+        let start = pos
+        let count = word.utf8CodeUnitCount
+        guard bytes.count - pos >= count else { throw error("unexpected end of input in a literal (the JSON is truncated)", at: start) }
+        let expected = UnsafeBufferPointer(start: word.utf8Start, count: count)
+        for i in 0..<count where bytes[pos + i] != expected[i] {
+            throw error("invalid literal: expected \(word)", at: start)
+        }
+        pos += count
+    }
+
+    mutating func enter() throws(JSONError) {
+        depth += 1
+        if depth > maxDepth { throw error("nesting deeper than \(maxDepth) levels") }
+    }
+
+    mutating func parseObject() throws(JSONError) -> JSONValue {
+        try enter()
+        pos += 1
+        var members: [(key: String, value: JSONValue)] = []
+        skipSpace()
+        if pos < bytes.count, bytes[pos] == 0x7D { pos += 1; depth -= 1; return .object(members) }
+        while true {
+            skipSpace()
+            guard pos < bytes.count else { throw error("unexpected end of input in an object (the JSON is truncated)") }
+            guard bytes[pos] == 0x22 else { throw error("unexpected \(describe(bytes[pos])): expected a member name in double quotes") }
+            let key = try parseString()
+            skipSpace()
+            guard pos < bytes.count else { throw error("unexpected end of input in an object (the JSON is truncated)") }
+            guard bytes[pos] == 0x3A else { throw error("unexpected \(describe(bytes[pos])): expected ':' after a member name") }
+            pos += 1
+            skipSpace()
+            let value = try parseValue()
+            members.append((key, value))
+            skipSpace()
+            guard pos < bytes.count else { throw error("unexpected end of input in an object (the JSON is truncated)") }
+            switch bytes[pos] {
+            case 0x2C: pos += 1
+            case 0x7D: pos += 1; depth -= 1; return .object(members)
+            default: throw error("unexpected \(describe(bytes[pos])): expected ',' or '}' in an object")
+            }
+        }
+    }
+
+    mutating func parseArray() throws(JSONError) -> JSONValue {
+        try enter()
+        pos += 1
+        var elements: [JSONValue] = []
+        skipSpace()
+        if pos < bytes.count, bytes[pos] == 0x5D { pos += 1; depth -= 1; return .array(elements) }
+        while true {
+            skipSpace()
+            elements.append(try parseValue())
+            skipSpace()
+            guard pos < bytes.count else { throw error("unexpected end of input in an array (the JSON is truncated)") }
+            switch bytes[pos] {
+            case 0x2C: pos += 1
+            case 0x5D: pos += 1; depth -= 1; return .array(elements)
+            default: throw error("unexpected \(describe(bytes[pos])): expected ',' or ']' in an array")
+            }
+        }
+    }
+
+    mutating func parseNumber() throws(JSONError) -> JSONValue {
+        let start = pos
+        if bytes[pos] == 0x2D { pos += 1 }
+        guard pos < bytes.count, isDigit(bytes[pos]) else { throw error("invalid number: expected a digit", at: pos) }
+        if bytes[pos] == 0x30 {
+            pos += 1
+            if pos < bytes.count, isDigit(bytes[pos]) { throw error("invalid number: leading zero", at: start) }
+        } else {
+            while pos < bytes.count, isDigit(bytes[pos]) { pos += 1 }
+        }
+        if pos < bytes.count, bytes[pos] == 0x2E {
+            pos += 1
+            guard pos < bytes.count, isDigit(bytes[pos]) else { throw error("invalid number: expected a digit after '.'") }
+            while pos < bytes.count, isDigit(bytes[pos]) { pos += 1 }
+        }
+        if pos < bytes.count, bytes[pos] | 0x20 == 0x65 {
+            pos += 1
+            if pos < bytes.count, bytes[pos] == 0x2B || bytes[pos] == 0x2D { pos += 1 }
+            guard pos < bytes.count, isDigit(bytes[pos]) else { throw error("invalid number: expected a digit in the exponent") }
+            while pos < bytes.count, isDigit(bytes[pos]) { pos += 1 }
+        }
+        return .number(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<pos]), as: UTF8.self))
+    }
+
+    func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
+
+    /// Reads a string token, validating UTF-8 and escapes. Strings without escapes are made
+    /// straight from the input bytes.
+    mutating func parseString() throws(JSONError) -> String {
+        let open = pos
+        pos += 1
+        let start = pos
+        var hasEscapes = false
+        while true {
+            guard pos < bytes.count else { throw error("unterminated string (the JSON is truncated)", at: open) }
+            let b = bytes[pos]
+            if b == 0x22 { break }
+            if b == 0x5C {
+                hasEscapes = true
+                pos += 2
+                continue
+            }
+            if b < 0x20 { throw error("control character \(describe(b)) in a string: it must be escaped") }
+            if b < 0x80 { pos += 1; continue }
+            pos += try utf8SequenceLength(at: pos)
+        }
+        let end = pos
+        pos += 1
+        let raw = UnsafeBufferPointer(rebasing: bytes[start..<end])
+        if !hasEscapes { return String(decoding: raw, as: UTF8.self) }
+        return try unescape(from: start, to: end)
+    }
+
+    /// The length of the valid UTF-8 sequence at `i`, or an error (overlong forms, surrogates,
+    /// and code points past U+10FFFF are invalid, as the Unicode standard says).
+    func utf8SequenceLength(at i: Int) throws(JSONError) -> Int {
+        let b0 = bytes[i]
+        func cont(_ k: Int) -> UInt8? { i + k < bytes.count && bytes[i + k] & 0xC0 == 0x80 ? bytes[i + k] : nil }
+        let invalid = error("invalid UTF-8 in a string", at: i)
+        switch b0 {
+        case 0xC2...0xDF:
+            guard cont(1) != nil else { throw invalid }
+            return 2
+        case 0xE0...0xEF:
+            guard let b1 = cont(1), cont(2) != nil else { throw invalid }
+            if b0 == 0xE0 && b1 < 0xA0 { throw invalid }      // overlong
+            if b0 == 0xED && b1 > 0x9F { throw invalid }      // surrogate
+            return 3
+        case 0xF0...0xF4:
+            guard let b1 = cont(1), cont(2) != nil, cont(3) != nil else { throw invalid }
+            if b0 == 0xF0 && b1 < 0x90 { throw invalid }      // overlong
+            if b0 == 0xF4 && b1 > 0x8F { throw invalid }      // past U+10FFFF
+            return 4
+        default:
+            throw invalid
+        }
+    }
+
+    mutating func unescape(from start: Int, to end: Int) throws(JSONError) -> String {
+        scratch.removeAll(keepingCapacity: true)
+        var i = start
+        while i < end {
+            let b = bytes[i]
+            guard b == 0x5C else { scratch.append(b); i += 1; continue }
+            guard i + 1 < end else { throw error("invalid escape at the end of a string", at: i) }
+            let e = bytes[i + 1]
+            i += 2
+            switch e {
+            case 0x22: scratch.append(0x22)
+            case 0x5C: scratch.append(0x5C)
+            case 0x2F: scratch.append(0x2F)
+            case 0x62: scratch.append(0x08)
+            case 0x66: scratch.append(0x0C)
+            case 0x6E: scratch.append(0x0A)
+            case 0x72: scratch.append(0x0D)
+            case 0x74: scratch.append(0x09)
+            case 0x75:
+                var code = try hex4(at: i, end: end)
+                i += 4
+                if code >= 0xD800 && code <= 0xDBFF {
+                    guard i + 6 <= end, bytes[i] == 0x5C, bytes[i + 1] == 0x75 else {
+                        throw error("invalid \\u escape: a high surrogate without its low surrogate", at: i - 6)
+                    }
+                    let low = try hex4(at: i + 2, end: end)
+                    guard low >= 0xDC00 && low <= 0xDFFF else {
+                        throw error("invalid \\u escape: a high surrogate without its low surrogate", at: i - 6)
+                    }
+                    code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                    i += 6
+                } else if code >= 0xDC00 && code <= 0xDFFF {
+                    throw error("invalid \\u escape: a lone low surrogate", at: i - 6)
+                }
+                guard let scalar = Unicode.Scalar(code) else { throw error("invalid \\u escape", at: i - 6) }
+                appendUTF8(scalar)
+            default:
+                throw error("invalid escape '\\\(Character(Unicode.Scalar(e)))' in a string", at: i - 2)
+            }
+        }
+        return String(decoding: scratch, as: UTF8.self)
+    }
+
+    mutating func appendUTF8(_ scalar: Unicode.Scalar) {
+        let v = scalar.value
+        switch v {
+        case 0..<0x80: scratch.append(UInt8(v))
+        case 0x80..<0x800:
+            scratch.append(UInt8(0xC0 | (v >> 6))); scratch.append(UInt8(0x80 | (v & 0x3F)))
+        case 0x800..<0x10000:
+            scratch.append(UInt8(0xE0 | (v >> 12))); scratch.append(UInt8(0x80 | ((v >> 6) & 0x3F)))
+            scratch.append(UInt8(0x80 | (v & 0x3F)))
+        default:
+            scratch.append(UInt8(0xF0 | (v >> 18))); scratch.append(UInt8(0x80 | ((v >> 12) & 0x3F)))
+            scratch.append(UInt8(0x80 | ((v >> 6) & 0x3F))); scratch.append(UInt8(0x80 | (v & 0x3F)))
+        }
+    }
+
+    func hex4(at i: Int, end: Int) throws(JSONError) -> UInt32 {
+        guard i + 4 <= end else { throw error("invalid \\u escape: expected 4 hex digits", at: i - 2) }
+        var code: UInt32 = 0
+        for k in 0..<4 {
+            let c = bytes[i + k]
+            let digit: UInt32
+            switch c {
+            case 0x30...0x39: digit = UInt32(c - 0x30)
+            case 0x41...0x46: digit = UInt32(c - 0x41 + 10)
+            case 0x61...0x66: digit = UInt32(c - 0x61 + 10)
+            default: throw error("invalid \\u escape: expected 4 hex digits", at: i - 2)
+            }
+            code = code << 4 | digit
+        }
+        return code
+    }
+}

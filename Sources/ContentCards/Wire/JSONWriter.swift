@@ -1,0 +1,100 @@
+/// Writes compact JSON into a byte buffer. Output is deterministic: members come in the order
+/// they are written, `/` is not escaped, non-ASCII text is written as UTF-8, and control
+/// characters are escaped. The library's only JSON writer.
+public struct JSONWriter {
+    public private(set) var bytes: [UInt8] = []
+    private var needsComma: [Bool] = [false]
+
+    public init(reservingCapacity capacity: Int = 256) {
+        bytes.reserveCapacity(capacity)
+    }
+
+    public var string: String { String(decoding: bytes, as: UTF8.self) }
+
+    private var afterKey = false
+
+    /// Puts the comma that separates this value from the previous one, unless it follows a key.
+    private mutating func beforeValue() {
+        if afterKey {
+            afterKey = false
+        } else if needsComma[needsComma.count - 1] {
+            bytes.append(0x2C)
+        }
+        needsComma[needsComma.count - 1] = true
+    }
+
+    public mutating func beginObject() { beforeValue(); bytes.append(0x7B); needsComma.append(false) }
+    public mutating func endObject() { if needsComma.count > 1 { needsComma.removeLast() }; bytes.append(0x7D) }
+    public mutating func beginArray() { beforeValue(); bytes.append(0x5B); needsComma.append(false) }
+    public mutating func endArray() { if needsComma.count > 1 { needsComma.removeLast() }; bytes.append(0x5D) }
+
+    /// Writes a member name; the next value written is its value.
+    public mutating func key(_ name: String) {
+        beforeValue()
+        writeString(name)
+        bytes.append(0x3A)
+        afterKey = true
+    }
+
+    public mutating func null() { beforeValue(); bytes.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C]) }
+    public mutating func bool(_ v: Bool) {
+        beforeValue()
+        if v { bytes.append(contentsOf: [0x74, 0x72, 0x75, 0x65]) } else { bytes.append(contentsOf: [0x66, 0x61, 0x6C, 0x73, 0x65]) }
+    }
+    public mutating func int(_ v: Int64) { beforeValue(); bytes.append(contentsOf: String(v).utf8) }
+    public mutating func int(_ v: Int) { int(Int64(v)) }
+    /// Finite numbers in Swift's shortest round-trip form; NaN and infinities (not JSON) as null.
+    public mutating func double(_ v: Double) {
+        guard v.isFinite else { null(); return }
+        beforeValue()
+        if v == v.rounded(.towardZero), abs(v) < 1e15 {
+            bytes.append(contentsOf: String(Int64(v)).utf8)
+        } else {
+            bytes.append(contentsOf: v.description.utf8)
+        }
+    }
+    public mutating func string(_ v: String) { beforeValue(); writeString(v) }
+    public mutating func string(_ v: String?) { if let v { string(v) } else { null() } }
+    /// Writes a number kept as source text (see `JSONValue.number`).
+    public mutating func rawNumber(_ text: String) { beforeValue(); bytes.append(contentsOf: text.utf8) }
+
+    public mutating func value(_ v: JSONValue) {
+        switch v {
+        case .null: null()
+        case .bool(let b): bool(b)
+        case .number(let n): rawNumber(n)
+        case .string(let s): string(s)
+        case .array(let items):
+            beginArray()
+            for item in items { value(item) }
+            endArray()
+        case .object(let members):
+            beginObject()
+            for m in members { key(m.key); value(m.value) }
+            endObject()
+        }
+    }
+
+    private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
+
+    private mutating func writeString(_ s: String) {
+        bytes.append(0x22)
+        for b in s.utf8 {
+            switch b {
+            case 0x22: bytes.append(0x5C); bytes.append(0x22)
+            case 0x5C: bytes.append(0x5C); bytes.append(0x5C)
+            case 0x0A: bytes.append(0x5C); bytes.append(0x6E)
+            case 0x0D: bytes.append(0x5C); bytes.append(0x72)
+            case 0x09: bytes.append(0x5C); bytes.append(0x74)
+            case 0x08: bytes.append(0x5C); bytes.append(0x62)
+            case 0x0C: bytes.append(0x5C); bytes.append(0x66)
+            case 0..<0x20, 0x7F:
+                bytes.append(contentsOf: [0x5C, 0x75, 0x30, 0x30])
+                bytes.append(JSONWriter.hex[Int(b >> 4)])
+                bytes.append(JSONWriter.hex[Int(b & 0xF)])
+            default: bytes.append(b)
+            }
+        }
+        bytes.append(0x22)
+    }
+}

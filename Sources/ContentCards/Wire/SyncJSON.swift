@@ -1,0 +1,13 @@
+/// The sync request body (WIRE.md §2).
+public enum SyncJSON {
+    public static func request(userID: String, deviceID: String, cursors: SyncCursors) -> [UInt8] {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("user_id"); w.string(userID)
+        w.key("device_id"); w.string(deviceID)
+        w.key("last_full_sync_at"); w.int(cursors.lastFullSyncAt)
+        w.key("last_card_updated_at"); w.int(cursors.lastCardUpdatedAt)
+        w.endObject()
+        return w.bytes
+    }
+}

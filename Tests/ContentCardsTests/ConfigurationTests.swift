@@ -1,0 +1,57 @@
+import Testing
+@testable import ContentCards
+
+@Suite struct ConfigurationTests {
+    @Test func defaults() throws {
+        let c = try ConfigurationJSON.decode("{}")
+        #expect(c == Configuration())
+        #expect(c.userID == "" && c.storagePath == nil && c.source == nil && c.events == nil)
+        #expect(c.refreshTokens == 5 && c.refreshIntervalSeconds == 180 && c.timeoutSeconds == 10)
+        #expect(c.maxPayloadBytes == 16 << 20 && c.knownClassTypes == nil)
+        #expect(try ConfigurationJSON.decode("") == Configuration())
+    }
+
+    @Test func everyKey() throws {
+        let c = try ConfigurationJSON.decode(#"""
+        {"userId":"u-1","storagePath":"/tmp/x","source":{"url":"http://127.0.0.1:8080/","apiKey":"k"},
+         "events":{"file":"/tmp/e.jsonl"},"refreshTokens":0,"refreshIntervalSeconds":1.5,"timeoutSeconds":2,
+         "knownClassTypes":["Home_Tile"],"maxPayloadBytes":1000,"deviceId":"d","eventBatchSize":7,
+         "eventBatchBytes":2048,"eventFlushIntervalSeconds":0}
+        """#)
+        #expect(c.userID == "u-1" && c.storagePath == "/tmp/x")
+        #expect(c.source == .url(base: "http://127.0.0.1:8080", apiKey: "k"))
+        #expect(c.events == .file(path: "/tmp/e.jsonl"))
+        #expect(c.refreshTokens == 0 && c.refreshIntervalSeconds == 1.5 && c.timeoutSeconds == 2)
+        #expect(c.knownClassTypes == ["home_tile"] && c.maxPayloadBytes == 1000 && c.deviceID == "d")
+        #expect(c.eventBatchSize == 7 && c.eventBatchBytes == 2048 && c.eventFlushIntervalSeconds == 0)
+        #expect(try ConfigurationJSON.decode(#"{"source":{"callback":true},"events":{"callback":true}}"#).source == .callback)
+        #expect(try ConfigurationJSON.decode(#"{"source":{"file":"f.json"}}"#).source == .file(path: "f.json"))
+    }
+
+    @Test(arguments: [
+        (#"{"userID":"x"}"#, #"unknown configuration key "userID" (did you mean "userId"?)"#),
+        (#"{"refreshToken":3}"#, #"(did you mean "refreshTokens"?)"#),
+        (#"{"colour":"red"}"#, #"unknown configuration key "colour""#),
+        (#"{"source":{"file":"a","urll":"b"}}"#, #""source.urll""#),
+        (#"{"source":{}}"#, "exactly one of"),
+        (#"{"source":{"file":"a","url":"http://x"}}"#, "exactly one of"),
+        (#"{"source":{"url":"ftp://x"}}"#, "http:// or https://"),
+        (#"{"source":{"file":"a","apiKey":"k"}}"#, "apiKey"),
+        (#"{"source":{"callback":false}}"#, "must be true"),
+        (#"{"source":"file.json"}"#, "expected an object"),
+        (#"{"refreshTokens":-1}"#, "expected 0 to"),
+        (#"{"refreshTokens":1.5}"#, "whole number"),
+        (#"{"timeoutSeconds":0}"#, "more than 0"),
+        (#"{"userId":5}"#, "\"userId\" is a number, expected a string"),
+        (#"{"knownClassTypes":[1]}"#, "knownClassTypes"),
+        (#"{"maxPayloadBytes":0}"#, "maxPayloadBytes"),
+        (#"{"storagePath":""}"#, "must not be empty"),
+        ("[]", "expected an object"),
+        ("{", "not valid JSON"),
+    ])
+    func badConfigurationsNameTheProblem(json: String, fragment: String) {
+        do { _ = try ConfigurationJSON.decode(json); Issue.record("accepted \(json)") } catch {
+            #expect(error.message.contains(fragment), "\(error.message)")
+        }
+    }
+}

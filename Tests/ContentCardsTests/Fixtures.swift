@@ -1,0 +1,55 @@
+import Foundation
+import Testing
+@testable import ContentCards
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Paths and helpers shared by the tests.
+enum Fixtures {
+    /// The repository root, found from this file's path.
+    static let root: String = {
+        var parts = #filePath.split(separator: "/", omittingEmptySubsequences: false)
+        parts.removeLast(3)   // Tests/ContentCardsTests/Fixtures.swift
+        return parts.joined(separator: "/")
+    }()
+
+    static let sampleFeedPath = root + "/examples/data/sample_feed.json"
+
+    static func sampleFeed() throws -> String {
+        String(decoding: try Files.read(sampleFeedPath, limit: 1 << 20), as: UTF8.self)
+    }
+
+    /// A fresh private directory, removed by the caller with `removeTree`.
+    static func temporaryDirectory(_ name: String = "cc") -> String {
+        let path = NSTemporaryDirectory() + "\(name)-\(UUID().uuidString)"
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    static func removeTree(_ path: String) {
+        try? FileManager.default.removeItem(atPath: path)
+    }
+
+    /// A short-key card as the server sends it.
+    static func wire(_ id: String, type: String = "short_news", created: Int64 = 1_763_700_000,
+                     extra: String = "") -> String {
+        var fields = "\"id\":\"\(id)\",\"tp\":\"\(type)\",\"ca\":\(created)"
+        switch type {
+        case "banner_image": fields += ",\"i\":\"https://cdn.example.com/\(id).png\""
+        case "captioned_image": fields += ",\"i\":\"https://cdn.example.com/\(id).png\",\"tt\":\"T \(id)\",\"ds\":\"D \(id)\""
+        case "short_news", "text_announcement": fields += ",\"ds\":\"D \(id)\""
+        default: break
+        }
+        if !extra.isEmpty { fields += "," + extra }
+        return "{\(fields)}"
+    }
+
+    static func payload(_ cards: [String], full: Bool = false, user: String? = nil,
+                        lastFull: Int64 = -1, lastUpdated: Int64 = -1) -> String {
+        var s = "{\"cards\":[\(cards.joined(separator: ","))],\"full_sync\":\(full)"
+        s += ",\"last_full_sync_at\":\(lastFull),\"last_card_updated_at\":\(lastUpdated)"
+        if let user { s += ",\"user_id\":\"\(user)\"" }
+        return s + "}"
+    }
+}
