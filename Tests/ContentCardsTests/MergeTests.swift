@@ -1,0 +1,97 @@
+import Testing
+@testable import ContentCards
+
+/// SEMANTICS.md §8, rule by rule, on the pure merge.
+@Suite struct MergeTests {
+    func card(_ id: String, created: Int64 = 100, viewed: Bool = false, clicked: Bool = false,
+              dismissed: Bool = false, isTest: Bool = false, title: String = "t") -> Card {
+        Card(id: id, created: created, viewed: viewed, clicked: clicked, dismissed: dismissed, dismissible: true,
+             isTest: isTest, content: .classic(.init(title: title, cardDescription: "d")))
+    }
+
+    func state(_ cards: [Card], dismissed: Set<String> = []) -> StoredUser {
+        StoredUser(cards: Dictionary(uniqueKeysWithValues: cards.map { ($0.id, $0) }), dismissed: dismissed)
+    }
+
+    @Test func rule2_aNewerStoredCopyIsKept() {
+        var s = state([card("a", created: 200, title: "local")])
+        let m = Merge.apply(Payload(cards: [.init(card: card("a", created: 100, title: "server"))]), to: &s)
+        #expect(s.cards["a"]?.title == "local")
+        #expect(m.stats.keptNewer == 1 && m.changes.upserts.isEmpty)
+    }
+
+    @Test func rule2_anEqualOrNewerServerCopyReplaces() {
+        var s = state([card("a", created: 100, title: "local")])
+        let m = Merge.apply(Payload(cards: [.init(card: card("a", created: 100, title: "server"))]), to: &s)
+        #expect(s.cards["a"]?.title == "server")
+        #expect(m.stats.updated == 1)
+    }
+
+    @Test func rule3_serverRemovalDeletesAndForgetsTheDismissal() {
+        var s = state([card("a", dismissed: true)], dismissed: ["a"])
+        let m = Merge.apply(Payload(cards: [.init(card: card("a"), removed: true)]), to: &s)
+        #expect(s.cards["a"] == nil && !s.dismissed.contains("a"))
+        #expect(m.changes.deletes == ["a"] && m.changes.dismissalsRemoved == ["a"])
+        #expect(m.stats.removed == 1)
+    }
+
+    @Test func rule3_removalOfANewerStoredCopyIsIgnored() {
+        var s = state([card("a", created: 300)])
+        _ = Merge.apply(Payload(cards: [.init(card: card("a", created: 100), removed: true)]), to: &s)
+        #expect(s.cards["a"] != nil)
+    }
+
+    @Test func rule4_aLocalDismissalIsNotResurrected() {
+        var s = state([card("a", dismissed: true)], dismissed: ["a"])
+        _ = Merge.apply(Payload(cards: [.init(card: card("a", created: 150, dismissed: false, title: "new"))]), to: &s)
+        #expect(s.cards["a"]?.dismissed == true)
+        #expect(s.cards["a"]?.title == "new")
+    }
+
+    @Test func rule5_aServerDismissalDismissesLocally() {
+        var s = state([card("a")])
+        let m = Merge.apply(Payload(cards: [.init(card: card("a", dismissed: true))]), to: &s)
+        #expect(s.cards["a"]?.dismissed == true && s.dismissed.contains("a"))
+        #expect(m.changes.dismissalsAdded == ["a"])
+    }
+
+    @Test func rule6_stickyFlagsAreTheOrOfLocalAndServer() {
+        var s = state([card("a", viewed: true), card("b", clicked: true), card("c")])
+        _ = Merge.apply(Payload(cards: [.init(card: card("a")), .init(card: card("b", viewed: true)),
+                                        .init(card: card("c", clicked: true))]), to: &s)
+        #expect(s.cards["a"]?.viewed == true && s.cards["a"]?.clicked == false)
+        #expect(s.cards["b"]?.viewed == true && s.cards["b"]?.clicked == true)
+        #expect(s.cards["c"]?.clicked == true && s.cards["c"]?.viewed == false)
+    }
+
+    @Test func rule7_fullSyncPurgesUnlistedCardsButTestCardsSurvive() {
+        var s = state([card("keep"), card("gone"), card("test", isTest: true)], dismissed: ["gone", "keep"])
+        let m = Merge.apply(Payload(cards: [.init(card: card("keep"))], fullSync: true), to: &s)
+        #expect(Set(s.cards.keys) == ["keep", "test"])
+        #expect(s.dismissed == ["keep"])
+        #expect(Set(m.changes.deletes) == ["gone"])
+        #expect(m.changes.dismissalsRemoved == ["gone"])
+    }
+
+    @Test func rule7_anIncrementalSyncPurgesNothing() {
+        var s = state([card("a"), card("b")])
+        _ = Merge.apply(Payload(cards: [.init(card: card("a"))], fullSync: false), to: &s)
+        #expect(Set(s.cards.keys) == ["a", "b"])
+    }
+
+    @Test func rule8_cursorsAreSavedWhenGiven() {
+        var s = state([])
+        let m = Merge.apply(Payload(lastFullSyncAt: 10, lastCardUpdatedAt: 20), to: &s)
+        #expect(s.cursors == SyncCursors(lastFullSyncAt: 10, lastCardUpdatedAt: 20))
+        #expect(m.changes.cursors == s.cursors)
+        let unchanged = Merge.apply(Payload(lastFullSyncAt: -1, lastCardUpdatedAt: 30), to: &s)
+        #expect(s.cursors == SyncCursors(lastFullSyncAt: 10, lastCardUpdatedAt: 30))
+        #expect(unchanged.changes.cursors != nil)
+    }
+
+    @Test func anUnchangedCardWritesNothing() {
+        var s = state([card("a")])
+        let m = Merge.apply(Payload(cards: [.init(card: card("a"))]), to: &s)
+        #expect(m.changes.isEmpty)
+    }
+}
