@@ -25,9 +25,11 @@ let package = Package(
             dependencies: ["CSQLite", "CCurl"],
             path: "Sources/ContentCards",
             swiftSettings: [.swiftLanguageMode(.v5)]),
+        // The handwritten header as a module: its types and constants are the ABI's.
+        .systemLibrary(name: "CContentCardsABI", path: "Sources/CContentCardsABI"),
         .target(
             name: "ContentCardsC",
-            dependencies: ["ContentCards"],
+            dependencies: ["ContentCards", "CContentCardsABI"],
             path: "Sources/ContentCardsC",
             swiftSettings: [.swiftLanguageMode(.v5)]),
         .testTarget(
@@ -35,6 +37,11 @@ let package = Package(
             dependencies: ["ContentCards"],
             path: "Tests/ContentCardsTests",
             resources: [],
+            swiftSettings: [.swiftLanguageMode(.v5)]),
+        .testTarget(
+            name: "ABITests",
+            dependencies: ["ContentCardsC", "CContentCardsABI"],
+            path: "Tests/ABITests",
             swiftSettings: [.swiftLanguageMode(.v5)]),
     ]
 )

@@ -1,23 +1,29 @@
-// Version entry points. Static strings: never freed by the caller.
+import CContentCardsABI
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
-/// The library's version; keep in step with CC_VERSION_* in include/contentcards.h.
-enum LibraryVersion {
-    static let major: Int32 = 0
-    static let minor: Int32 = 1
-    static let patch: Int32 = 0
-    /// The ABI version: the number in the SONAME (libcontentcards.so.1).
-    static let abi: Int32 = 1
-    static let string: StaticString = "0.1.0"
-}
+// Version entry points. The numbers come from the header's macros, so they cannot drift.
 
-/// Returns the version as a static, NUL-terminated string ("0.1.0"); never free it.
+/// The version string: a static string, never freed by the caller.
 @_cdecl("cc_version")
-public func cc_version() -> UnsafePointer<CChar> {
-    UnsafeRawPointer(LibraryVersion.string.utf8Start).assumingMemoryBound(to: CChar.self)
+public func cc_version() -> UnsafePointer<CChar>? {
+    StaticCString.version
 }
 
-/// Returns CC_ABI_VERSION of the library actually loaded.
+/// CC_ABI_VERSION of the library actually loaded.
 @_cdecl("cc_abi_version")
 public func cc_abi_version() -> Int32 {
-    LibraryVersion.abi
+    CC_ABI_VERSION
+}
+
+enum StaticCString {
+    static let version = pointer(CC_VERSION_STRING)
+
+    /// A C string that lives as long as the process (made once; the library never frees it).
+    static func pointer(_ s: String) -> UnsafePointer<CChar>? {
+        UnsafePointer(strdup(s))
+    }
 }

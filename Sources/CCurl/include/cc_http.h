@@ -12,6 +12,9 @@
 extern "C" {
 #endif
 
+// Internal to libcontentcards.so: never exported, whatever the export list says.
+#define CC_HTTP_INTERNAL __attribute__((visibility("hidden")))
+
 /// Outcome classes of one request, so callers need not know curl's codes.
 enum {
     CC_HTTP_OK = 0,            // a response arrived (any status)
@@ -31,15 +34,15 @@ typedef struct cc_http_response {
 } cc_http_response;
 
 /// Returns 1 when libcurl can be loaded, else 0 and a message in `error` (may be NULL).
-int cc_http_available(char *error, size_t error_len);
+CC_HTTP_INTERNAL int cc_http_available(char *error, size_t error_len);
 
 /// POSTs `body` to `url` with `headers` ("Name: value" strings). Only http and https are allowed,
 /// redirects are not followed, signals are not used (thread-safe). Thread-safe.
-int cc_http_post(const char *url, const char *const *headers, size_t header_count,
+CC_HTTP_INTERNAL int cc_http_post(const char *url, const char *const *headers, size_t header_count,
                  const char *body, size_t body_len, long timeout_ms, size_t max_body,
                  cc_http_response *out);
 
-void cc_http_response_free(cc_http_response *response);
+CC_HTTP_INTERNAL void cc_http_response_free(cc_http_response *response);
 
 #ifdef __cplusplus
 }

@@ -3,14 +3,6 @@
 /// (honouring Retry-After); a batch the sink refuses for good (another 4xx) is dropped and the
 /// diagnostics say so. Events are removed from the outbox only once delivered or dropped.
 extension ContentCardsController {
-    /// What a flush did.
-    public struct FlushResult: Sendable, Equatable {
-        public var delivered = 0
-        public var dropped = 0
-        /// Still in the outbox afterwards.
-        public var pending = 0
-    }
-
     /// Events in the outbox of this store, every user's (each event keeps its own user).
     public func pendingEvents() throws(ContentCardsError) -> Int {
         try lock.withLock { () throws(ContentCardsError) in

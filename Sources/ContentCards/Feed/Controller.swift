@@ -212,6 +212,10 @@ public final class ContentCardsController: @unchecked Sendable {
         return Subscription(id: id, subscribers: subscribers)
     }
 
+    /// Removes a subscriber by id; false when there is none (already removed, or closed).
+    @discardableResult
+    public func unsubscribe(_ id: UInt64) -> Bool { subscribers.remove(id) }
+
     /// The counts for an update. Called with the lock held.
     func currentCounts() -> FeedCounts {
         FeedView.counts(state.cards.values, filter: .all, now: clock.now())

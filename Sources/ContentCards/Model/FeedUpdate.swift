@@ -45,3 +45,12 @@ public struct LogResult: Sendable, Equatable {
     /// The card's state changed (first impression, first click, the dismissal).
     public var stateChanged: Bool
 }
+
+/// What a flush of the event outbox did.
+public struct FlushResult: Sendable, Equatable {
+    public var delivered = 0
+    public var dropped = 0
+    /// Still in the outbox afterwards.
+    public var pending = 0
+    public init() {}
+}

@@ -102,8 +102,8 @@ public struct PayloadDecoder: Sendable {
         let wireType = try fields.string("tp")
 
         let content: Card.Content
-        if removed && wireType == nil {
-            // A tombstone needs only its id and creation time.
+        if removed {
+            // A tombstone needs only its id and creation time: its content is never shown.
             content = .control
         } else {
             guard let wireType else { throw fields.problem("missing required field \"tp\" (type)") }

@@ -1,0 +1,142 @@
+/// The JSON of results at the boundary: sync summaries, subscriber updates, flush results,
+/// errors and diagnostics. Keys in fixed order, as everywhere.
+public enum ResultJSON {
+    public static func error(_ e: ContentCardsError, to w: inout JSONWriter) {
+        w.beginObject()
+        w.key("code"); w.int(Int(e.code.rawValue))
+        w.key("name"); w.string(e.code.name)
+        w.key("message"); w.string(e.message)
+        if let r = e.retryAfter { w.key("retryAfter"); w.double(r) }
+        w.endObject()
+    }
+
+    public static func counts(_ c: FeedCounts, to w: inout JSONWriter) {
+        w.beginObject()
+        w.key("total"); w.int(c.total)
+        w.key("unviewed"); w.int(c.unviewed)
+        w.endObject()
+    }
+
+    public static func leftOut(_ items: [Payload.LeftOut], to w: inout JSONWriter) {
+        w.beginArray()
+        for item in items {
+            w.beginObject()
+            w.key("index"); w.int(item.index)
+            w.key("id"); w.string(item.id)
+            w.key("reason"); w.string(item.reason)
+            w.endObject()
+        }
+        w.endArray()
+    }
+
+    public static func summary(_ s: SyncSummary, to w: inout JSONWriter) {
+        w.beginObject()
+        w.key("added"); w.int(s.added)
+        w.key("updated"); w.int(s.updated)
+        w.key("removed"); w.int(s.removed)
+        w.key("keptNewer"); w.int(s.keptNewer)
+        w.key("fullSync"); w.bool(s.fullSync)
+        w.key("leftOut"); leftOut(s.leftOut, to: &w)
+        w.key("counts"); counts(s.counts, to: &w)
+        w.endObject()
+    }
+
+    public static func summary(_ s: SyncSummary) -> String {
+        var w = JSONWriter()
+        summary(s, to: &w)
+        return w.string
+    }
+
+    public static func update(_ u: FeedUpdate) -> String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("reason"); w.string(u.reason.rawValue)
+        w.key("ok"); w.bool(u.error == nil)
+        w.key("error")
+        if let e = u.error { error(e, to: &w) } else { w.null() }
+        w.key("cardId"); w.string(u.cardID)
+        w.key("counts"); counts(u.counts, to: &w)
+        w.key("sync")
+        if let s = u.sync { summary(s, to: &w) } else { w.null() }
+        w.endObject()
+        return w.string
+    }
+
+    public static func flush(_ f: FlushResult) -> String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("delivered"); w.int(f.delivered)
+        w.key("dropped"); w.int(f.dropped)
+        w.key("pending"); w.int(f.pending)
+        w.endObject()
+        return w.string
+    }
+
+    public static func diagnostics(_ d: Diagnostics) -> String {
+        var w = JSONWriter(reservingCapacity: 1024)
+        w.beginObject()
+        w.key("userId"); w.string(d.userID)
+        w.key("storagePath"); w.string(d.storagePath)
+        w.key("closed"); w.bool(d.closed)
+        w.key("refreshInFlight"); w.bool(d.refreshInFlight)
+        w.key("lastRefresh")
+        if let r = d.lastRefresh {
+            w.beginObject()
+            w.key("time"); w.double(r.time)
+            w.key("ok"); w.bool(r.error == nil)
+            w.key("error")
+            if let e = r.error { error(e, to: &w) } else { w.null() }
+            w.key("summary")
+            if let s = r.summary { summary(s, to: &w) } else { w.null() }
+            w.endObject()
+        } else { w.null() }
+        w.key("lastDelivery")
+        if let l = d.lastDelivery {
+            w.beginObject()
+            w.key("time"); w.double(l.time)
+            w.key("ok"); w.bool(l.error == nil)
+            w.key("error")
+            if let e = l.error { error(e, to: &w) } else { w.null() }
+            w.key("delivered"); w.int(l.delivered)
+            w.key("dropped"); w.int(l.dropped)
+            w.endObject()
+        } else { w.null() }
+        w.key("lastError")
+        if let e = d.lastError { error(e, to: &w) } else { w.null() }
+        w.key("rateLimit")
+        w.beginObject()
+        w.key("enabled"); w.bool(d.rateLimit.enabled)
+        w.key("capacity"); w.int(d.rateLimit.capacity)
+        w.key("tokens"); w.int(d.rateLimit.tokens)
+        w.key("intervalSeconds"); w.double(d.rateLimit.intervalSeconds)
+        w.key("nextTokenInSeconds"); w.double(d.rateLimit.nextTokenInSeconds)
+        w.endObject()
+        w.key("leftOut"); leftOut(d.leftOut, to: &w)
+        w.key("storedCards"); w.int(d.storedCards)
+        w.key("counts"); counts(d.counts, to: &w)
+        w.key("pendingEvents"); w.int(d.pendingEvents)
+        w.key("deliveredEvents"); w.int(d.deliveredEvents)
+        w.key("droppedEvents"); w.int(d.droppedEvents)
+        w.key("subscribers"); w.int(d.subscribers)
+        w.endObject()
+        return w.string
+    }
+
+    /// Reads a class-type filter: nil, "" or "[]" for every card, else a JSON array of strings.
+    public static func filter(_ text: String?) throws(PayloadError) -> ClassTypeFilter {
+        guard let text, text.utf8.contains(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) else { return .all }
+        let value: JSONValue
+        do { value = try JSONReader.parse(text, limits: .init(maxBytes: 1 << 20, maxDepth: 4)) } catch {
+            throw PayloadError("the class-type filter is not valid JSON: \(error)")
+        }
+        guard case .array(let items) = value else {
+            throw PayloadError("the class-type filter is \(value.typeName), expected an array of strings such as [\"home_tile\"]")
+        }
+        var types: [String] = []
+        for item in items {
+            guard let s = item.stringValue else { throw PayloadError("the class-type filter holds \(item.typeName), expected strings only") }
+            types.append(s)
+        }
+        return ClassTypeFilter(types)
+    }
+}

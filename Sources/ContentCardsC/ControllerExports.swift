@@ -1,0 +1,119 @@
+import CContentCardsABI
+import ContentCards
+
+// Opening, closing, refreshing and reading: thin wrappers that validate arguments, call the
+// controller, and turn results into JSON. No business logic lives here.
+
+@_cdecl("cc_controller_open")
+public func cc_controller_open(_ out: UnsafeMutablePointer<OpaquePointer?>?, _ configJSON: UnsafePointer<CChar>?) -> Int32 {
+    entry { () throws(ContentCardsError) in
+        let out = try CStrings.requireOutput(out, "out")
+        let json = try CStrings.optional(configJSON, "config_json") ?? ""
+        let controller = try ContentCardsController(json: json)
+        do throws(ContentCardsError) {
+            out.pointee = try Handles.controllers.insert(controller)
+        } catch {
+            controller.close()
+            throw error
+        }
+    }
+}
+
+@_cdecl("cc_controller_close")
+public func cc_controller_close(_ controller: OpaquePointer?) -> Int32 {
+    entry { () throws(ContentCardsError) in
+        try Handles.controllers.remove(controller).close()
+    }
+}
+
+@_cdecl("cc_controller_refresh")
+public func cc_controller_refresh(_ outSummary: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                                  _ controller: OpaquePointer?, _ timeoutSeconds: Double) -> Int32 {
+    entry { () throws(ContentCardsError) in
+        outSummary?.pointee = nil
+        let c = try Handles.controller(controller)
+        let summary = try c.refresh(timeout: try timeoutArgument(timeoutSeconds))
+        try CStrings.output(outSummary, ResultJSON.summary(summary))
+    }
+}
+
+@_cdecl("cc_controller_refresh_async")
+public func cc_controller_refresh_async(_ controller: OpaquePointer?) -> Int32 {
+    entry { () throws(ContentCardsError) in
+        try Handles.controller(controller).refreshInBackground()
+    }
+}
+
+@_cdecl("cc_controller_apply")
+public func cc_controller_apply(_ outSummary: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                                _ controller: OpaquePointer?, _ payloadJSON: UnsafePointer<CChar>?) -> Int32 {
+    entry { () throws(ContentCardsError) in
+        outSummary?.pointee = nil
+        let c = try Handles.controller(controller)
+        let payload = try CStrings.required(payloadJSON, "payload_json")
+        let summary = try c.apply(payload)
+        try CStrings.output(outSummary, ResultJSON.summary(summary))
+    }
+}
+
+@_cdecl("cc_controller_feed")
+public func cc_controller_feed(_ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                               _ controller: OpaquePointer?, _ filterJSON: UnsafePointer<CChar>?) -> Int32 {
+    entry { () throws(ContentCardsError) in
+        let out = try CStrings.requireOutput(outJSON, "out_json")
+        let c = try Handles.controller(controller)
+        let cards = try c.cards(try filterArgument(filterJSON))
+        out.pointee = try CStrings.copy(CardJSON.encode(cards))
+    }
+}
+
+@_cdecl("cc_controller_card")
+public func cc_controller_card(_ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                               _ controller: OpaquePointer?, _ cardID: UnsafePointer<CChar>?) -> Int32 {
+    entry { () throws(ContentCardsError) in
+        let out = try CStrings.requireOutput(outJSON, "out_json")
+        let c = try Handles.controller(controller)
+        let card = try c.card(id: try CStrings.required(cardID, "card_id"))
+        out.pointee = try CStrings.copy(CardJSON.encode(card))
+    }
+}
+
+@_cdecl("cc_controller_counts")
+public func cc_controller_counts(_ outTotal: UnsafeMutablePointer<Int64>?, _ outUnviewed: UnsafeMutablePointer<Int64>?,
+                                 _ controller: OpaquePointer?, _ filterJSON: UnsafePointer<CChar>?) -> Int32 {
+    entry { () throws(ContentCardsError) in
+        let c = try Handles.controller(controller)
+        let counts = try c.counts(try filterArgument(filterJSON))
+        outTotal?.pointee = Int64(counts.total)
+        outUnviewed?.pointee = Int64(counts.unviewed)
+    }
+}
+
+@_cdecl("cc_controller_change_user")
+public func cc_controller_change_user(_ controller: OpaquePointer?, _ userID: UnsafePointer<CChar>?) -> Int32 {
+    entry { () throws(ContentCardsError) in
+        let c = try Handles.controller(controller)
+        try c.changeUser(try CStrings.required(userID, "user_id"))
+    }
+}
+
+@_cdecl("cc_controller_user")
+public func cc_controller_user(_ outUserID: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                               _ controller: OpaquePointer?) -> Int32 {
+    entry { () throws(ContentCardsError) in
+        let out = try CStrings.requireOutput(outUserID, "out_user_id")
+        let c = try Handles.controller(controller)
+        if c.isClosed { throw ContentCardsError(.closed, "the controller is closed") }
+        out.pointee = try CStrings.copy(c.currentUserID)
+    }
+}
+
+@_cdecl("cc_controller_diagnostics")
+public func cc_controller_diagnostics(_ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                                      _ controller: OpaquePointer?) -> Int32 {
+    entry { () throws(ContentCardsError) in
+        let out = try CStrings.requireOutput(outJSON, "out_json")
+        let c = try Handles.controller(controller)
+        out.pointee = try CStrings.copy(ResultJSON.diagnostics(c.diagnostics()))
+    }
+}

@@ -1,0 +1,85 @@
+import ContentCards
+
+/// Generation-checked handles (as in mozilla's ffi-support HandleMap): the value a C program
+/// holds is never a pointer but `tag << 56 | generation << 24 | (index + 1)`, so a closed,
+/// never-issued, forged, or other-kind handle is recognized and refused; nothing is ever
+/// dereferenced.
+final class HandleTable<Object: AnyObject>: @unchecked Sendable {
+    private struct Slot {
+        var generation: UInt32 = 0
+        var object: Object?
+    }
+
+    private let tag: UInt64
+    private let kind: String
+    private let lock = Lock()
+    private var slots: [Slot] = []
+    private var free: [Int] = []
+
+    private static var indexBits: UInt64 { 24 }
+    private static var generationBits: UInt64 { 32 }
+
+    init(tag: UInt8, kind: String) {
+        self.tag = UInt64(tag)
+        self.kind = kind
+    }
+
+    func insert(_ object: Object) throws(ContentCardsError) -> OpaquePointer? {
+        try lock.withLock { () throws(ContentCardsError) -> OpaquePointer? in
+            let index: Int
+            if let reused = free.popLast() {
+                index = reused
+            } else {
+                guard slots.count < (1 << 24) - 1 else {
+                    throw ContentCardsError(.noMemory, "too many open \(kind) handles")
+                }
+                slots.append(Slot())
+                index = slots.count - 1
+            }
+            slots[index].object = object
+            let value = tag << 56 | UInt64(slots[index].generation) << 24 | UInt64(index + 1)
+            return OpaquePointer(bitPattern: UInt(value))
+        }
+    }
+
+    private func decode(_ handle: OpaquePointer?) throws(ContentCardsError) -> (index: Int, generation: UInt32) {
+        guard let handle else { throw ContentCardsError(.invalidHandle, "the \(kind) handle is NULL") }
+        let value = UInt64(UInt(bitPattern: handle))
+        guard value >> 56 == tag else {
+            throw ContentCardsError(.invalidHandle, "not a \(kind) handle (another kind of handle, or not a handle)")
+        }
+        let raw = value & ((1 << 24) - 1)
+        let generation = UInt32(truncatingIfNeeded: value >> 24)
+        guard raw >= 1 else { throw ContentCardsError(.invalidHandle, "not a \(kind) handle (never issued)") }
+        return (Int(raw - 1), generation)
+    }
+
+    /// The object behind a live handle.
+    func get(_ handle: OpaquePointer?) throws(ContentCardsError) -> Object {
+        let (index, generation) = try decode(handle)
+        return try lock.withLock { () throws(ContentCardsError) -> Object in
+            guard index < slots.count else { throw ContentCardsError(.invalidHandle, "not a \(kind) handle (never issued)") }
+            let slot = slots[index]
+            guard let object = slot.object, slot.generation == generation else {
+                throw ContentCardsError(.invalidHandle, generation < slot.generation || slot.object == nil
+                                        ? "the \(kind) handle was closed" : "not a \(kind) handle (never issued)")
+            }
+            return object
+        }
+    }
+
+    /// Removes a live handle and returns its object; the handle is invalid from then on.
+    func remove(_ handle: OpaquePointer?) throws(ContentCardsError) -> Object {
+        let (index, generation) = try decode(handle)
+        return try lock.withLock { () throws(ContentCardsError) -> Object in
+            guard index < slots.count else { throw ContentCardsError(.invalidHandle, "not a \(kind) handle (never issued)") }
+            guard let object = slots[index].object, slots[index].generation == generation else {
+                throw ContentCardsError(.invalidHandle, "the \(kind) handle was already closed (closing twice is harmless)")
+            }
+            slots[index].object = nil
+            slots[index].generation &+= 1
+            free.append(index)
+            return object
+        }
+    }
+}

@@ -1,0 +1,119 @@
+import CContentCardsABI
+import ContentCards
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The answer a host transport callback fills in. C sees only an opaque pointer to it, checked
+/// against the set of responses being answered before any use, so a stray pointer is refused.
+final class TransportResponseBox {
+    var response: TransportResponse?
+    var failure: String?
+
+    private static let lock = Lock()
+    nonisolated(unsafe) private static var active: [UInt: TransportResponseBox] = [:]
+
+    var handle: OpaquePointer? { OpaquePointer(Unmanaged.passUnretained(self).toOpaque()) }
+
+    func activate() { Self.lock.withLock { Self.active[UInt(bitPattern: handle)] = self } }
+    func deactivate() { _ = Self.lock.withLock { Self.active.removeValue(forKey: UInt(bitPattern: handle)) } }
+
+    static func find(_ p: OpaquePointer?) throws(ContentCardsError) -> TransportResponseBox {
+        guard let p else { throw ContentCardsError(.invalidArgument, "response is NULL") }
+        guard let box = lock.withLock({ active[UInt(bitPattern: p)] }) else {
+            throw ContentCardsError(.invalidArgument, "response is not a response being answered (use it only inside the transport callback)")
+        }
+        return box
+    }
+}
+
+/// The host's transport callback as a `Transport`.
+final class CTransport: Transport, @unchecked Sendable {
+    let fn: cc_transport_fn
+    let data: UserData
+
+    init(fn: cc_transport_fn, data: UserData) { self.fn = fn; self.data = data }
+
+    func send(_ request: TransportRequest) -> Result<TransportResponse, ContentCardsError> {
+        let box = TransportResponseBox()
+        box.activate()
+        defer { box.deactivate() }
+        var body = request.body
+        body.append(0)   // NUL-terminated for C readers; body_len excludes it
+        let headerLines = request.headers.map { "\($0.name): \($0.value)" }
+        let cHeaders: [UnsafeMutablePointer<CChar>?] = headerLines.map { strdup($0) }
+        defer { cHeaders.forEach { free($0) } }
+        let status: Int32 = request.kind.rawValue.withCString { kind in
+            request.url.withCString { url in
+                body.withUnsafeBufferPointer { bodyBytes in
+                    cHeaders.withUnsafeBufferPointer { headers in
+                        headers.withMemoryRebound(to: UnsafePointer<CChar>?.self) { headerPointers in
+                            bodyBytes.withMemoryRebound(to: CChar.self) { bodyChars in
+                                var c = cc_transport_request(
+                                    kind: kind, url: url, headers: headerPointers.baseAddress, header_count: headerPointers.count,
+                                    body: bodyChars.baseAddress, body_len: max(bodyChars.count - 1, 0),
+                                    timeout_seconds: request.timeout)
+                                return fn(data.pointer, &c, box.handle)
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if status != CC_OK {
+            let why = box.failure ?? "the host transport returned \(status)"
+            return .failure(ContentCardsError(.transport, "\(request.kind.rawValue) request failed in the host transport: \(why)"))
+        }
+        guard let response = box.response else {
+            return .failure(ContentCardsError(.transport, "the host transport returned CC_OK without cc_transport_response_set"))
+        }
+        return .success(response)
+    }
+}
+
+@_cdecl("cc_transport_response_set")
+public func cc_transport_response_set(_ response: OpaquePointer?, _ status: Int32, _ body: UnsafePointer<CChar>?,
+                                      _ bodyLen: Int, _ retryAfterSeconds: Double) -> Int32 {
+    entry { () throws(ContentCardsError) in
+        let box = try TransportResponseBox.find(response)
+        guard bodyLen >= 0 else { throw ContentCardsError(.invalidArgument, "body_len is negative") }
+        guard body != nil || bodyLen == 0 else { throw ContentCardsError(.invalidArgument, "body is NULL but body_len is \(bodyLen)") }
+        guard status >= 100 && status <= 999 else { throw ContentCardsError(.invalidArgument, "status \(status) is not an HTTP status") }
+        var bytes: [UInt8] = []
+        if let body, bodyLen > 0 {
+            bytes = body.withMemoryRebound(to: UInt8.self, capacity: bodyLen) { Array(UnsafeBufferPointer(start: $0, count: bodyLen)) }
+        }
+        let retry = retryAfterSeconds.isFinite && retryAfterSeconds >= 0 ? retryAfterSeconds : nil
+        box.response = TransportResponse(status: Int(status), body: bytes, retryAfter: retry)
+    }
+}
+
+@_cdecl("cc_transport_response_fail")
+public func cc_transport_response_fail(_ response: OpaquePointer?, _ message: UnsafePointer<CChar>?) -> Int32 {
+    entry { () throws(ContentCardsError) in
+        let box = try TransportResponseBox.find(response)
+        box.failure = try CStrings.required(message, "message")
+    }
+}
+
+@_cdecl("cc_controller_set_transport")
+public func cc_controller_set_transport(_ controller: OpaquePointer?, _ fn: cc_transport_fn?, _ userdata: UnsafeMutableRawPointer?,
+                                        _ freeUserdata: (@convention(c) (UnsafeMutableRawPointer?) -> Void)?) -> Int32 {
+    let data = UserData(userdata, free: freeUserdata)
+    return entry { () throws(ContentCardsError) in
+        do throws(ContentCardsError) {
+            let c = try Handles.controller(controller)
+            if let fn {
+                try c.setTransport(CTransport(fn: fn, data: data))
+            } else {
+                data.release()
+                try c.setTransport(nil)
+            }
+        } catch {
+            data.release()
+            throw error
+        }
+    }
+}

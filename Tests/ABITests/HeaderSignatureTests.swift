@@ -1,0 +1,109 @@
+import CContentCardsABI
+import ContentCardsC
+import Foundation
+import Testing
+
+/// The handwritten header and the @_cdecl implementations kept in step (ABI.md, last section).
+///
+/// Each line assigns the header's function to a variable of the implementation's type and the
+/// other way round, so this file does not build if a declaration in include/contentcards.h and
+/// its Swift implementation differ in any parameter or result type (nullability included).
+/// The second test fails when the header declares a function this file does not check.
+@Suite struct HeaderSignatureTests {
+    static let checked: Set<String> = [
+        "cc_abi_version",
+        "cc_controller_apply",
+        "cc_controller_card",
+        "cc_controller_change_user",
+        "cc_controller_close",
+        "cc_controller_counts",
+        "cc_controller_diagnostics",
+        "cc_controller_feed",
+        "cc_controller_flush_events",
+        "cc_controller_log_click",
+        "cc_controller_log_dismissal",
+        "cc_controller_log_feed_displayed",
+        "cc_controller_log_impression",
+        "cc_controller_open",
+        "cc_controller_pending_events",
+        "cc_controller_refresh",
+        "cc_controller_refresh_async",
+        "cc_controller_set_transport",
+        "cc_controller_snapshot",
+        "cc_controller_subscribe",
+        "cc_controller_unsubscribe",
+        "cc_controller_user",
+        "cc_last_error_code",
+        "cc_last_error_message",
+        "cc_snapshot_bool",
+        "cc_snapshot_close",
+        "cc_snapshot_count",
+        "cc_snapshot_double",
+        "cc_snapshot_extra",
+        "cc_snapshot_extra_at",
+        "cc_snapshot_extras_count",
+        "cc_snapshot_int",
+        "cc_snapshot_string",
+        "cc_status_name",
+        "cc_string_free",
+        "cc_transport_response_fail",
+        "cc_transport_response_set",
+        "cc_version",
+    ]
+
+    @Test func everyDeclarationMatchesItsImplementation() {
+        do { var h = CContentCardsABI.cc_abi_version; h = ContentCardsC.cc_abi_version; var i = ContentCardsC.cc_abi_version; i = CContentCardsABI.cc_abi_version; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_controller_apply; h = ContentCardsC.cc_controller_apply; var i = ContentCardsC.cc_controller_apply; i = CContentCardsABI.cc_controller_apply; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_controller_card; h = ContentCardsC.cc_controller_card; var i = ContentCardsC.cc_controller_card; i = CContentCardsABI.cc_controller_card; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_controller_change_user; h = ContentCardsC.cc_controller_change_user; var i = ContentCardsC.cc_controller_change_user; i = CContentCardsABI.cc_controller_change_user; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_controller_close; h = ContentCardsC.cc_controller_close; var i = ContentCardsC.cc_controller_close; i = CContentCardsABI.cc_controller_close; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_controller_counts; h = ContentCardsC.cc_controller_counts; var i = ContentCardsC.cc_controller_counts; i = CContentCardsABI.cc_controller_counts; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_controller_diagnostics; h = ContentCardsC.cc_controller_diagnostics; var i = ContentCardsC.cc_controller_diagnostics; i = CContentCardsABI.cc_controller_diagnostics; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_controller_feed; h = ContentCardsC.cc_controller_feed; var i = ContentCardsC.cc_controller_feed; i = CContentCardsABI.cc_controller_feed; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_controller_flush_events; h = ContentCardsC.cc_controller_flush_events; var i = ContentCardsC.cc_controller_flush_events; i = CContentCardsABI.cc_controller_flush_events; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_controller_log_click; h = ContentCardsC.cc_controller_log_click; var i = ContentCardsC.cc_controller_log_click; i = CContentCardsABI.cc_controller_log_click; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_controller_log_dismissal; h = ContentCardsC.cc_controller_log_dismissal; var i = ContentCardsC.cc_controller_log_dismissal; i = CContentCardsABI.cc_controller_log_dismissal; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_controller_log_feed_displayed; h = ContentCardsC.cc_controller_log_feed_displayed; var i = ContentCardsC.cc_controller_log_feed_displayed; i = CContentCardsABI.cc_controller_log_feed_displayed; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_controller_log_impression; h = ContentCardsC.cc_controller_log_impression; var i = ContentCardsC.cc_controller_log_impression; i = CContentCardsABI.cc_controller_log_impression; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_controller_open; h = ContentCardsC.cc_controller_open; var i = ContentCardsC.cc_controller_open; i = CContentCardsABI.cc_controller_open; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_controller_pending_events; h = ContentCardsC.cc_controller_pending_events; var i = ContentCardsC.cc_controller_pending_events; i = CContentCardsABI.cc_controller_pending_events; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_controller_refresh; h = ContentCardsC.cc_controller_refresh; var i = ContentCardsC.cc_controller_refresh; i = CContentCardsABI.cc_controller_refresh; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_controller_refresh_async; h = ContentCardsC.cc_controller_refresh_async; var i = ContentCardsC.cc_controller_refresh_async; i = CContentCardsABI.cc_controller_refresh_async; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_controller_set_transport; h = ContentCardsC.cc_controller_set_transport; var i = ContentCardsC.cc_controller_set_transport; i = CContentCardsABI.cc_controller_set_transport; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_controller_snapshot; h = ContentCardsC.cc_controller_snapshot; var i = ContentCardsC.cc_controller_snapshot; i = CContentCardsABI.cc_controller_snapshot; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_controller_subscribe; h = ContentCardsC.cc_controller_subscribe; var i = ContentCardsC.cc_controller_subscribe; i = CContentCardsABI.cc_controller_subscribe; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_controller_unsubscribe; h = ContentCardsC.cc_controller_unsubscribe; var i = ContentCardsC.cc_controller_unsubscribe; i = CContentCardsABI.cc_controller_unsubscribe; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_controller_user; h = ContentCardsC.cc_controller_user; var i = ContentCardsC.cc_controller_user; i = CContentCardsABI.cc_controller_user; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_last_error_code; h = ContentCardsC.cc_last_error_code; var i = ContentCardsC.cc_last_error_code; i = CContentCardsABI.cc_last_error_code; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_last_error_message; h = ContentCardsC.cc_last_error_message; var i = ContentCardsC.cc_last_error_message; i = CContentCardsABI.cc_last_error_message; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_snapshot_bool; h = ContentCardsC.cc_snapshot_bool; var i = ContentCardsC.cc_snapshot_bool; i = CContentCardsABI.cc_snapshot_bool; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_snapshot_close; h = ContentCardsC.cc_snapshot_close; var i = ContentCardsC.cc_snapshot_close; i = CContentCardsABI.cc_snapshot_close; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_snapshot_count; h = ContentCardsC.cc_snapshot_count; var i = ContentCardsC.cc_snapshot_count; i = CContentCardsABI.cc_snapshot_count; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_snapshot_double; h = ContentCardsC.cc_snapshot_double; var i = ContentCardsC.cc_snapshot_double; i = CContentCardsABI.cc_snapshot_double; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_snapshot_extra; h = ContentCardsC.cc_snapshot_extra; var i = ContentCardsC.cc_snapshot_extra; i = CContentCardsABI.cc_snapshot_extra; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_snapshot_extra_at; h = ContentCardsC.cc_snapshot_extra_at; var i = ContentCardsC.cc_snapshot_extra_at; i = CContentCardsABI.cc_snapshot_extra_at; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_snapshot_extras_count; h = ContentCardsC.cc_snapshot_extras_count; var i = ContentCardsC.cc_snapshot_extras_count; i = CContentCardsABI.cc_snapshot_extras_count; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_snapshot_int; h = ContentCardsC.cc_snapshot_int; var i = ContentCardsC.cc_snapshot_int; i = CContentCardsABI.cc_snapshot_int; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_snapshot_string; h = ContentCardsC.cc_snapshot_string; var i = ContentCardsC.cc_snapshot_string; i = CContentCardsABI.cc_snapshot_string; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_status_name; h = ContentCardsC.cc_status_name; var i = ContentCardsC.cc_status_name; i = CContentCardsABI.cc_status_name; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_string_free; h = ContentCardsC.cc_string_free; var i = ContentCardsC.cc_string_free; i = CContentCardsABI.cc_string_free; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_transport_response_fail; h = ContentCardsC.cc_transport_response_fail; var i = ContentCardsC.cc_transport_response_fail; i = CContentCardsABI.cc_transport_response_fail; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_transport_response_set; h = ContentCardsC.cc_transport_response_set; var i = ContentCardsC.cc_transport_response_set; i = CContentCardsABI.cc_transport_response_set; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_version; h = ContentCardsC.cc_version; var i = ContentCardsC.cc_version; i = CContentCardsABI.cc_version; _ = (h, i) }
+    }
+
+    @Test func everyDeclaredFunctionIsChecked() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let header = try String(contentsOf: root.appendingPathComponent("include/contentcards.h"), encoding: .utf8)
+        let regex = try NSRegularExpression(pattern: #"\b(cc_[a-z0-9_]+)\s*\("#)
+        let range = NSRange(header.startIndex..., in: header)
+        let declared = Set(regex.matches(in: header, range: range).compactMap { Range($0.range(at: 1), in: header).map { String(header[$0]) } })
+        #expect(declared == Self.checked, "declared but not checked: \(declared.subtracting(Self.checked)); checked but not declared: \(Self.checked.subtracting(declared))")
+    }
+
+    @Test func versionMacrosMatchTheLibrary() {
+        #expect(ContentCardsC.cc_abi_version() == CC_ABI_VERSION)
+        #expect(String(cString: ContentCardsC.cc_version()!) == CC_VERSION_STRING)
+        #expect(CC_VERSION_STRING == "\(CC_VERSION_MAJOR).\(CC_VERSION_MINOR).\(CC_VERSION_PATCH)")
+    }
+}

@@ -1,0 +1,66 @@
+/* feed.c: open a controller, refresh, list the cards by class type, show the badge counts.
+ *
+ *   feed [CONFIG_JSON]     default: the bundled sample feed, in memory
+ *
+ * Reads cards through a snapshot, so no JSON parser is needed. */
+#include <stdio.h>
+#include <string.h>
+
+#include "contentcards.h"
+
+#ifndef CC_SAMPLE_FEED
+#define CC_SAMPLE_FEED "examples/data/sample_feed.json"
+#endif
+
+static int fail(const char *what) {
+    fprintf(stderr, "%s failed: %s\n", what, cc_last_error_message());
+    return 1;
+}
+
+static void print_class(cc_controller *c, const char *title, const char *filter) {
+    cc_snapshot *snap = NULL;
+    size_t n = 0;
+    if (cc_controller_snapshot(&snap, c, filter) != CC_OK) return;
+    cc_snapshot_count(&n, snap);
+    int64_t total = 0, unviewed = 0;
+    cc_controller_counts(&total, &unviewed, c, filter);
+    printf("%s (%lld cards, %lld unread)\n", title, (long long)total, (long long)unviewed);
+    for (size_t i = 0; i < n; i++) {
+        const char *id = NULL, *type = NULL, *text = NULL;
+        int pinned = 0, control = 0;
+        cc_snapshot_string(&id, snap, i, "id");
+        cc_snapshot_string(&type, snap, i, "type");
+        cc_snapshot_string(&text, snap, i, "title");
+        if (!text) cc_snapshot_string(&text, snap, i, "cardDescription");
+        cc_snapshot_bool(&pinned, snap, i, "pinned");
+        cc_snapshot_bool(&control, snap, i, "isControl");
+        printf("  %-16s %-16s %s%s\n", id, type, control ? "(control: not shown)" : text ? text : "",
+               pinned ? "  [pinned]" : "");
+    }
+    cc_snapshot_close(snap);
+}
+
+int main(int argc, char **argv) {
+    const char *config = argc > 1 ? argv[1] : "{\"userId\":\"demo\",\"source\":{\"file\":\"" CC_SAMPLE_FEED "\"}}";
+    cc_controller *c = NULL;
+    if (cc_controller_open(&c, config) != CC_OK) return fail("open");
+    char *summary = NULL;
+    if (cc_controller_refresh(&summary, c, 10) != CC_OK) {
+        fail("refresh");
+        cc_controller_close(c);
+        return 1;
+    }
+    printf("refreshed: %s\n\n", summary);
+    cc_string_free(summary);
+
+    print_class(c, "Home tiles", "[\"home_tile\"]");
+    print_class(c, "Message center", "[\"message_full_page\",\"message_webview\"]");
+    print_class(c, "Checkout coupons", "[\"coupon_code\"]");
+    print_class(c, "Without a class type", "[\"\"]");
+
+    int64_t total = 0, unviewed = 0;
+    cc_controller_counts(&total, &unviewed, c, NULL);
+    printf("\nbadge: %lld unread of %lld\n", (long long)unviewed, (long long)total);
+    cc_controller_close(c);
+    return 0;
+}

@@ -1,0 +1,42 @@
+/* logging.c: logging with a subscription that prints every update, and events written to a
+ * JSON-lines file sink, flushed on demand. */
+#include <stdio.h>
+
+#include "contentcards.h"
+
+#ifndef CC_SAMPLE_FEED
+#define CC_SAMPLE_FEED "examples/data/sample_feed.json"
+#endif
+
+static void print_update(void *userdata, const char *update_json) {
+    int *n = userdata;
+    printf("  update %d: %s\n", ++*n, update_json);
+}
+
+int main(int argc, char **argv) {
+    const char *events_file = argc > 1 ? argv[1] : "/tmp/contentcards-events.jsonl";
+    char config[1024];
+    snprintf(config, sizeof config,
+             "{\"userId\":\"logger\",\"source\":{\"file\":\"%s\"},\"events\":{\"file\":\"%s\"},\"eventFlushIntervalSeconds\":0}",
+             CC_SAMPLE_FEED, events_file);
+    cc_controller *c = NULL;
+    if (cc_controller_open(&c, config) != CC_OK) {
+        fprintf(stderr, "open: %s\n", cc_last_error_message());
+        return 1;
+    }
+    int updates = 0;
+    uint64_t sub = 0;
+    cc_controller_subscribe(&sub, c, print_update, &updates, NULL);
+    cc_controller_refresh(NULL, c, 10);
+    cc_controller_log_impression(c, "tile-2");
+    cc_controller_log_click(c, "tile-2");
+    cc_controller_log_dismissal(c, "tile-2");
+    if (cc_controller_log_click(c, "msg-2") != CC_OK)
+        printf("  refused as expected: %s (%s)\n", cc_status_name(cc_last_error_code()), cc_last_error_message());
+    char *result = NULL;
+    if (cc_controller_flush_events(&result, c, 5) == CC_OK) printf("  flushed to %s: %s\n", events_file, result);
+    cc_string_free(result);
+    cc_controller_unsubscribe(c, sub);
+    cc_controller_close(c);
+    return updates == 4 ? 0 : 1;
+}

@@ -1,0 +1,350 @@
+/*
+ * contentcards.h: the C API of libcontentcards, a Content Cards library.
+ *
+ * Content Cards are messages an application shows inside itself: a feed or inbox of cards
+ * (classic, banner, captioned image, and invisible control cards for A/B tests), each with
+ * extras whose "class_type" decides which of the application's own objects it becomes. This
+ * library refreshes cards from a source, keeps them in a per-user store, serves the visible
+ * feed and its badge counts, logs impressions, clicks and dismissals as durable events,
+ * delivers those events, and tells subscribers what changed.
+ *
+ * This header is written by hand and is the single source of truth of the ABI.
+ *
+ * CONVENTIONS (every function follows them unless its comment says otherwise)
+ *
+ *   Status.      A function that can fail returns int: CC_OK (0) or a negative CC_E_* code.
+ *                The codes are stable forever once published.
+ *   Errors.      After a failure, cc_last_error_message() gives a message for people, for the
+ *                calling thread. Every entry point clears it on entry, so read it right after
+ *                the failing call.
+ *   Output.      Output parameters come first. On failure they are set to NULL / 0 where the
+ *                function documents it, and are otherwise left untouched.
+ *   Handles.     cc_controller and cc_snapshot are opaque handles, never pointers to memory.
+ *                A handle that was closed, never issued, or is of another kind gives
+ *                CC_E_INVALID_HANDLE; using one is never undefined behaviour. Closing twice is
+ *                harmless and returns CC_E_INVALID_HANDLE with a message saying so.
+ *   Strings in.  const char * is UTF-8, NUL-terminated, and copied before the call returns:
+ *                the library keeps no pointer to it. NULL where a string is required, and
+ *                invalid UTF-8 anywhere, give CC_E_INVALID_ARGUMENT.
+ *   Strings out. char ** outputs are allocated by the library; free each with cc_string_free()
+ *                (never with free()). const char * results are owned by the library, and the
+ *                function says how long they live.
+ *   JSON.        Configuration, filters, cards, results and diagnostics cross the boundary as
+ *                JSON. Cards use the long keys of the card model (see README and docs/ABI.md),
+ *                every field present, keys in a fixed order: the same card gives the same bytes
+ *                on every call. A C program without a JSON parser reads cards through a
+ *                snapshot (cc_controller_snapshot) and its field accessors.
+ *   Filters.     A class-type filter is NULL, "" or "[]" for every card, or a JSON array of class
+ *                types such as ["home_tile","coupon_code"]; matching ignores case and surrounding
+ *                white space; "" in the array selects cards with no class type.
+ *   Callbacks.   A callback comes with a void *userdata and a free_userdata function (may be
+ *                NULL) that the library calls exactly once when it no longer needs userdata,
+ *                also when the registration fails. No callback is ever called while the library
+ *                holds a lock, so a callback may call any cc_ function.
+ *   Threads.     Every function may be called from any thread at any time, on the same or on
+ *                different handles.
+ *   Never trap.  No input makes the library abort the host process.
+ */
+#ifndef CONTENTCARDS_H
+#define CONTENTCARDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------------------
+ * Versions
+ * ------------------------------------------------------------------------------------------- */
+
+#define CC_VERSION_MAJOR 0
+#define CC_VERSION_MINOR 1
+#define CC_VERSION_PATCH 0
+#define CC_VERSION_STRING "0.1.0"
+
+/* The ABI version: the number in the SONAME (libcontentcards.so.1). It changes only when a
+ * published function changes incompatibly; bindings should check cc_abi_version() at load. */
+#define CC_ABI_VERSION 1
+
+/* The version of the library actually loaded, e.g. "0.1.0". A static string: do not free. */
+const char *cc_version(void);
+
+/* CC_ABI_VERSION of the library actually loaded. */
+int cc_abi_version(void);
+
+/* ---------------------------------------------------------------------------------------------
+ * Status codes and errors
+ * ------------------------------------------------------------------------------------------- */
+
+#define CC_OK 0
+#define CC_E_INVALID_ARGUMENT (-1)  /* NULL where a value is needed, invalid UTF-8, bad value   */
+#define CC_E_INVALID_HANDLE (-2)    /* closed, never issued, or another kind of handle          */
+#define CC_E_CONFIG (-3)            /* configuration JSON malformed, unknown key, bad value      */
+#define CC_E_PARSE (-4)             /* a payload or filter that is not valid JSON or not of the
+                                       expected shape; the stored cards are untouched            */
+#define CC_E_NOT_FOUND (-5)         /* no card with that id for the current user                 */
+#define CC_E_REFUSED (-6)           /* a logging call that recorded nothing: no valid url for a
+                                       click, not dismissible, already dismissed                 */
+#define CC_E_RATE_LIMITED (-7)      /* refresh refused by the rate limit (local or the server's) */
+#define CC_E_NETWORK (-8)           /* connection failed, reset, truncated; source file unreadable */
+#define CC_E_TIMEOUT (-9)           /* the operation did not finish in time                      */
+#define CC_E_SERVER (-10)           /* the server answered with an HTTP error status             */
+#define CC_E_STORAGE (-11)          /* the store cannot be opened, is corrupt or newer, or a
+                                       write failed                                              */
+#define CC_E_NO_SOURCE (-12)        /* no source (refresh) or no event sink (flush) configured   */
+#define CC_E_UNAVAILABLE (-13)      /* libcurl is not installed; the message names the fix       */
+#define CC_E_WRONG_USER (-14)       /* a response or payload for another user: discarded         */
+#define CC_E_TRANSPORT (-15)        /* the host transport callback is missing or failed          */
+#define CC_E_NO_MEMORY (-16)
+#define CC_E_CLOSED (-17)           /* reserved: an operation raced with the handle's close      */
+#define CC_E_INTERNAL (-99)         /* a bug in the library; please report it                    */
+
+/* The message of the last failing cc_ call on this thread, or "" when it succeeded. Owned by the
+ * library, valid until the next cc_ call on this thread. Never NULL. Does not clear itself. */
+const char *cc_last_error_message(void);
+
+/* The status of the last cc_ call on this thread (CC_OK after a success). */
+int cc_last_error_code(void);
+
+/* The name of a status code, e.g. "CC_E_NOT_FOUND"; "CC_E_UNKNOWN" for a code that is not one.
+ * A static string: do not free. */
+const char *cc_status_name(int status);
+
+/* Frees a string the library returned through a char ** output. NULL is a no-op. */
+void cc_string_free(char *string);
+
+/* ---------------------------------------------------------------------------------------------
+ * The controller
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct cc_controller cc_controller;
+
+/* Opens a controller from a JSON configuration (NULL or "" for every default):
+ *
+ *   {"userId": "u-123",                       current user; default ""
+ *    "storagePath": "/var/lib/app/cards",     directory (created 0700); default: in memory
+ *    "source": {"file": PATH} | {"url": BASE, "apiKey": KEY} | {"callback": true},
+ *    "events": {"url": BASE, "apiKey": KEY} | {"file": PATH} | {"callback": true},
+ *    "refreshTokens": 5, "refreshIntervalSeconds": 180,   refresh rate limit; 0 tokens = off
+ *    "timeoutSeconds": 10, "knownClassTypes": ["home_tile"], "maxPayloadBytes": 16777216,
+ *    "deviceId": "", "eventBatchSize": 100, "eventBatchBytes": 262144,
+ *    "eventFlushIntervalSeconds": 30}           0 = deliver events only on cc_controller_flush_events
+ *
+ * An unknown key is CC_E_CONFIG with a message naming it. Events left pending by an earlier run
+ * are delivered in the background when an event sink is configured.
+ * On success *out is the new handle; on failure *out is set to NULL.
+ * Errors: CC_E_INVALID_ARGUMENT (out NULL, invalid UTF-8), CC_E_CONFIG, CC_E_STORAGE. */
+int cc_controller_open(cc_controller **out, const char *config_json);
+
+/* Closes the controller: the store is closed and every subscriber is removed (their
+ * free_userdata runs). A refresh or delivery running on another thread finishes without
+ * effect. The handle is invalid afterwards.
+ * Errors: CC_E_INVALID_HANDLE (also for a second close, which is otherwise harmless). */
+int cc_controller_close(cc_controller *controller);
+
+/* Refreshes from the configured source and waits at most timeout_seconds (<= 0: the
+ * configuration's timeoutSeconds) for the outcome. A refresh already running is joined
+ * instead of starting another. On success, if out_summary_json is not NULL, it receives
+ *   {"added":N,"updated":N,"removed":N,"keptNewer":N,"fullSync":B,
+ *    "leftOut":[{"index":N,"id":S|null,"reason":S}],"counts":{"total":N,"unviewed":N}}
+ * On failure the cached cards stay as they were and *out_summary_json is set to NULL.
+ * Subscribers are told of the outcome either way. The network request runs on the calling
+ * thread (or in the host transport callback, on the calling thread).
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (NaN timeout), CC_E_NO_SOURCE,
+ * CC_E_RATE_LIMITED, CC_E_NETWORK, CC_E_TIMEOUT, CC_E_SERVER, CC_E_PARSE, CC_E_WRONG_USER,
+ * CC_E_UNAVAILABLE, CC_E_TRANSPORT, CC_E_STORAGE. */
+int cc_controller_refresh(char **out_summary_json, cc_controller *controller, double timeout_seconds);
+
+/* Starts a refresh on a library thread and returns at once; the outcome reaches the
+ * subscribers (on that library thread). Returns CC_OK also when a refresh was already running.
+ * Refusals known at once are returned (and told to subscribers): CC_E_NO_SOURCE,
+ * CC_E_RATE_LIMITED. Errors: CC_E_INVALID_HANDLE. */
+int cc_controller_refresh_async(cc_controller *controller);
+
+/* Hands in cards the application got itself (a push message, its own networking): a sync
+ * response object or a bare JSON array of server cards, merged exactly as a refresh. No rate
+ * limit. Output as cc_controller_refresh. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT,
+ * CC_E_PARSE, CC_E_WRONG_USER, CC_E_STORAGE. */
+int cc_controller_apply(char **out_summary_json, cc_controller *controller, const char *payload_json);
+
+/* The visible feed (not dismissed, not expired now), in feed order (pinned first, then newest,
+ * then id descending), as a JSON array of cards, filtered by class types (see Filters).
+ * Control cards are included: log their impression, do not draw them. No network I/O.
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_PARSE (filter), CC_E_STORAGE. */
+int cc_controller_feed(char **out_json, cc_controller *controller, const char *filter_json);
+
+/* One stored card by id as JSON, visible or not (dismissed and expired cards come back with
+ * their flags). Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_NOT_FOUND. */
+int cc_controller_card(char **out_json, cc_controller *controller, const char *card_id);
+
+/* The badge counts of the visible feed, optionally for a filter: total counts control cards,
+ * unviewed does not. Either output may be NULL. No network I/O.
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_PARSE (filter). */
+int cc_controller_counts(int64_t *out_total, int64_t *out_unviewed, cc_controller *controller,
+                         const char *filter_json);
+
+/* Logs an impression: marks the card viewed (once) and records an event, a control impression
+ * for a control card. Logging again records another event. The state change and the event are
+ * on disk before the call returns. Subscribers are told.
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_NOT_FOUND, CC_E_STORAGE. */
+int cc_controller_log_impression(cc_controller *controller, const char *card_id);
+
+/* Logs a click: records an event and marks the card clicked, only when the card has a valid
+ * url (a scheme and more; javascript: and data: are refused). Otherwise records nothing and
+ * returns CC_E_REFUSED. Errors as cc_controller_log_impression, plus CC_E_REFUSED. */
+int cc_controller_log_click(cc_controller *controller, const char *card_id);
+
+/* Dismisses a dismissible card that is not dismissed yet: it leaves the feed at once and stays
+ * out after later refreshes until the server removes it. Otherwise records nothing and returns
+ * CC_E_REFUSED. Errors as cc_controller_log_click. */
+int cc_controller_log_dismissal(cc_controller *controller, const char *card_id);
+
+/* Records that the application showed a feed. Errors: CC_E_INVALID_HANDLE, CC_E_STORAGE. */
+int cc_controller_log_feed_displayed(cc_controller *controller);
+
+/* Switches to another user's cards, state and cursors at once; nothing of the previous user's
+ * state is reset, and events logged before keep their user. A refresh still running for the
+ * previous user is discarded. Subscribers are told (unless the user is the same).
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_STORAGE. */
+int cc_controller_change_user(cc_controller *controller, const char *user_id);
+
+/* The current user id. Free *out_user_id with cc_string_free. Errors: CC_E_INVALID_HANDLE. */
+int cc_controller_user(char **out_user_id, cc_controller *controller);
+
+/* Delivers every pending event now, waiting at most timeout_seconds (<= 0: the configuration's
+ * timeoutSeconds). If out_result_json is not NULL it receives
+ * {"delivered":N,"dropped":N,"pending":N}. On failure the undelivered events stay pending and are
+ * retried in the background with backoff. The request runs on the calling thread.
+ * Errors: CC_E_INVALID_HANDLE, CC_E_NO_SOURCE (no event sink), CC_E_NETWORK, CC_E_TIMEOUT,
+ * CC_E_SERVER, CC_E_RATE_LIMITED, CC_E_UNAVAILABLE, CC_E_TRANSPORT, CC_E_STORAGE. */
+int cc_controller_flush_events(char **out_result_json, cc_controller *controller, double timeout_seconds);
+
+/* The number of events waiting in the store's outbox (every user's).
+ * Errors: CC_E_INVALID_HANDLE, CC_E_STORAGE. */
+int cc_controller_pending_events(int64_t *out_count, cc_controller *controller);
+
+/* Diagnostics as JSON: user, last refresh (time, error, summary), last delivery, last error,
+ * rate-limit state, cards left out of the last payload, counts, pending/delivered/dropped
+ * events, subscriber count. Errors: CC_E_INVALID_HANDLE. */
+int cc_controller_diagnostics(char **out_json, cc_controller *controller);
+
+/* ---------------------------------------------------------------------------------------------
+ * Subscriptions
+ * ------------------------------------------------------------------------------------------- */
+
+/* Called after every refresh (success or failure), apply, user change, and logged impression,
+ * click or dismissal, with update_json (valid only during the call):
+ *   {"reason":"refresh"|"cards_applied"|"user_changed"|"impression"|"click"|"dismissal",
+ *    "ok":B, "error":null|{"code":N,"name":S,"message":S}, "cardId":S|null,
+ *    "counts":{"total":N,"unviewed":N}, "sync":null|{...as cc_controller_refresh's summary}}
+ * It runs on the thread that made the change: the caller's, or a library thread for
+ * cc_controller_refresh_async and background work. */
+typedef void (*cc_update_fn)(void *userdata, const char *update_json);
+
+/* Subscribes. *out_subscription receives an id for cc_controller_unsubscribe (never 0).
+ * free_userdata (may be NULL) runs exactly once: at unsubscribe, at close, or right away when
+ * this call fails. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (fn NULL). */
+int cc_controller_subscribe(uint64_t *out_subscription, cc_controller *controller, cc_update_fn fn,
+                            void *userdata, void (*free_userdata)(void *userdata));
+
+/* Unsubscribes at once: when this returns, fn is not called again, and free_userdata has run.
+ * If fn is running on another thread, this waits for it to return; called from inside fn
+ * itself, it does not wait. Errors: CC_E_INVALID_HANDLE, CC_E_NOT_FOUND (no such subscription,
+ * e.g. already unsubscribed). */
+int cc_controller_unsubscribe(cc_controller *controller, uint64_t subscription);
+
+/* ---------------------------------------------------------------------------------------------
+ * Host transport: the application does the HTTP itself
+ * ------------------------------------------------------------------------------------------- */
+
+/* One request the library needs sent. Every pointer is valid only during the callback. */
+typedef struct cc_transport_request {
+    const char *kind;             /* "sync" or "events" */
+    const char *url;              /* "/content_cards/sync" or "/events" for {"callback": true} */
+    const char *const *headers;   /* header_count strings "Name: value" */
+    size_t header_count;
+    const char *body;             /* JSON, body_len bytes, NUL-terminated */
+    size_t body_len;
+    double timeout_seconds;       /* the callback should give up after this long */
+} cc_transport_request;
+
+/* Where the callback puts the answer (opaque; valid only during the callback). */
+typedef struct cc_transport_response cc_transport_response;
+
+/* Sets the answer: the HTTP status, the body (copied; may be NULL when body_len is 0) and
+ * Retry-After seconds (< 0 for none). Errors: CC_E_INVALID_ARGUMENT (response NULL or not the
+ * one being answered, body NULL with body_len > 0). */
+int cc_transport_response_set(cc_transport_response *response, int status, const char *body,
+                              size_t body_len, double retry_after_seconds);
+
+/* The transport. Return CC_OK after cc_transport_response_set; return anything else for a
+ * failure to reach the server (the library treats it as a network error and keeps the cached
+ * cards / the pending events), optionally with a message from cc_transport_response_fail.
+ * Runs on the thread doing the request: the caller of cc_controller_refresh or
+ * cc_controller_flush_events, or a library thread for background work. */
+typedef int (*cc_transport_fn)(void *userdata, const cc_transport_request *request,
+                               cc_transport_response *response);
+
+/* Records why the transport failed (copied). Errors: CC_E_INVALID_ARGUMENT. */
+int cc_transport_response_fail(cc_transport_response *response, const char *message);
+
+/* Sets the host transport, used where the configuration says {"callback": true}; fn NULL
+ * removes it. Replaces an earlier one (whose free_userdata runs once no request uses it).
+ * free_userdata runs exactly once: when replaced, at close, or right away when this call fails.
+ * Errors: CC_E_INVALID_HANDLE. */
+int cc_controller_set_transport(cc_controller *controller, cc_transport_fn fn, void *userdata,
+                                void (*free_userdata)(void *userdata));
+
+/* ---------------------------------------------------------------------------------------------
+ * Feed snapshots: every card field without a JSON parser
+ * ------------------------------------------------------------------------------------------- */
+
+typedef struct cc_snapshot cc_snapshot;
+
+/* Takes a snapshot of the visible feed (as cc_controller_feed, same order and filter). It does
+ * not change when the controller does. Close it with cc_snapshot_close.
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_PARSE (filter). */
+int cc_controller_snapshot(cc_snapshot **out, cc_controller *controller, const char *filter_json);
+
+/* The number of cards. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT. */
+int cc_snapshot_count(size_t *out_count, cc_snapshot *snapshot);
+
+/* A string field of card `index` by its name: "id", "type", "url", "classType", "image",
+ * "imageAltText", "title", "cardDescription", "domain". *out is NULL where the card has no
+ * such value (JSON null). The string is owned by the snapshot and lives until it is closed.
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (index out of range, unknown field, a
+ * field that is not a string). */
+int cc_snapshot_string(const char **out, cc_snapshot *snapshot, size_t index, const char *field);
+
+/* An integer field: "created", "expiresAt" (unix seconds; -1 = never). Errors as above. */
+int cc_snapshot_int(int64_t *out, cc_snapshot *snapshot, size_t index, const char *field);
+
+/* A boolean field (1 or 0): "viewed", "clicked", "dismissed", "dismissible", "pinned",
+ * "isTest", "isControl", "openURLInWebView". Errors as above. */
+int cc_snapshot_bool(int *out, cc_snapshot *snapshot, size_t index, const char *field);
+
+/* "imageAspectRatio": *out_present is 0 when the card has none (then *out is 0).
+ * Errors as above. */
+int cc_snapshot_double(double *out, int *out_present, cc_snapshot *snapshot, size_t index,
+                       const char *field);
+
+/* An extras value by key; *out is NULL when the card has no such key. Owned by the snapshot.
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT. */
+int cc_snapshot_extra(const char **out, cc_snapshot *snapshot, size_t index, const char *key);
+
+/* The number of extras of card `index`, and the key and value of extra `extra_index` (keys in
+ * sorted order). Owned by the snapshot. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT. */
+int cc_snapshot_extras_count(size_t *out_count, cc_snapshot *snapshot, size_t index);
+int cc_snapshot_extra_at(const char **out_key, const char **out_value, cc_snapshot *snapshot,
+                         size_t index, size_t extra_index);
+
+/* Frees the snapshot and every string it owns. Errors: CC_E_INVALID_HANDLE (also a second
+ * close, otherwise harmless). */
+int cc_snapshot_close(cc_snapshot *snapshot);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CONTENTCARDS_H */

@@ -1,0 +1,25 @@
+#!/bin/sh
+# The header and the library in step: every function declared in the header is exported by the
+# library, and no undeclared cc_ symbol is (ABI.md). Also checks the SONAME and that the Swift
+# runtime is linked in (no libswift*.so needed). (The version node CONTENTCARDS_1 is an 'A' symbol.)
+set -eu
+lib=$1
+header=$2
+declared=$(grep -oE '\bcc_[a-z0-9_]+[[:space:]]*\(' "$header" | tr -d ' (' | sort -u)
+exported=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TW]$/ {print $3}' | sed 's/@.*//' | grep '^cc_' | sort -u)
+status=0
+missing=$(printf '%s\n' "$declared" | comm -23 - "$(printf '%s\n' "$exported" > /tmp/cc_exported.$$; echo /tmp/cc_exported.$$)")
+extra=$(printf '%s\n' "$exported" | comm -23 - "$(printf '%s\n' "$declared" > /tmp/cc_declared.$$; echo /tmp/cc_declared.$$)")
+rm -f /tmp/cc_exported.$$ /tmp/cc_declared.$$
+if [ -n "$missing" ]; then echo "declared but not exported: $missing"; status=1; fi
+if [ -n "$extra" ]; then echo "exported but not declared: $extra"; status=1; fi
+others=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[B-Z]$/ {print $3}' | sed 's/@.*//' | grep -v '^cc_' || true)
+if [ -n "$others" ]; then echo "global symbols other than cc_: $(echo $others | head -c 400)"; status=1; fi
+soname=$(readelf -d "$lib" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
+if [ "$soname" != "libcontentcards.so.1" ]; then echo "SONAME is '$soname', expected libcontentcards.so.1"; status=1; fi
+if readelf -d "$lib" | grep NEEDED | grep -q 'libswift\|libFoundation\|libdispatch'; then
+    echo "the library needs Swift runtime libraries:"; readelf -d "$lib" | grep NEEDED; status=1
+fi
+count=$(printf '%s\n' "$exported" | grep -c .)
+if [ $status -eq 0 ]; then echo "exports: $count cc_ functions, all declared; SONAME $soname; Swift runtime linked in"; echo "1 passed, 0 failed"; else echo "0 passed, 1 failed"; fi
+exit $status

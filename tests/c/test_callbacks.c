@@ -1,0 +1,254 @@
+/* Callbacks: subscribers get the right data, free_userdata runs exactly once, callbacks may call
+ * back into the library (and unsubscribe themselves), and the host transport serves refreshes
+ * and event delivery, including when it fails. */
+#include "cc_test.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+typedef struct {
+    int calls;
+    int frees;
+    char last[4096];
+    cc_controller *controller;
+    uint64_t subscription;
+    int reentrant_ok;
+} recorder;
+
+static void record_update(void *userdata, const char *json) {
+    recorder *r = userdata;
+    r->calls++;
+    snprintf(r->last, sizeof r->last, "%s", json);
+}
+
+static void record_free(void *userdata) { ((recorder *)userdata)->frees++; }
+
+static void test_subscriber_data_and_free(void) {
+    cc_controller *c = cc_test_open_sample();
+    recorder r = {0};
+    uint64_t sub = 0;
+    CHECK_OK(cc_controller_subscribe(&sub, c, record_update, &r, record_free));
+    CHECK(sub != 0);
+    CHECK_OK(cc_controller_refresh(NULL, c, 5));
+    CHECK(r.calls == 1);
+    CHECK_CONTAINS(r.last, "{\"reason\":\"refresh\",\"ok\":true,\"error\":null,\"cardId\":null,\"counts\":{\"total\":10,\"unviewed\":9}");
+    CHECK_OK(cc_controller_log_impression(c, "coupon-1"));
+    CHECK_CONTAINS(r.last, "\"reason\":\"impression\",\"ok\":true,\"error\":null,\"cardId\":\"coupon-1\",\"counts\":{\"total\":10,\"unviewed\":8}");
+    CHECK_RC(CC_E_PARSE, cc_controller_apply(NULL, c, "{"));
+    CHECK_CONTAINS(r.last, "\"reason\":\"cards_applied\",\"ok\":false,\"error\":{\"code\":-4,\"name\":\"parse\"");
+    CHECK_OK(cc_controller_unsubscribe(c, sub));
+    CHECK(r.frees == 1);
+    CHECK_RC(CC_E_NOT_FOUND, cc_controller_unsubscribe(c, sub));
+    CHECK(r.frees == 1);
+    int calls = r.calls;
+    CHECK_OK(cc_controller_log_impression(c, "coupon-1"));
+    CHECK(r.calls == calls);
+
+    /* Close frees the remaining subscribers' userdata, once. */
+    recorder r2 = {0};
+    CHECK_OK(cc_controller_subscribe(&sub, c, record_update, &r2, record_free));
+    CHECK_OK(cc_controller_close(c));
+    CHECK(r2.frees == 1);
+    CHECK_RC(CC_E_INVALID_HANDLE, cc_controller_close(c));
+    CHECK(r2.frees == 1);
+}
+
+static void reenter(void *userdata, const char *json) {
+    recorder *r = userdata;
+    r->calls++;
+    if (strstr(json, "\"reason\":\"refresh\"")) {
+        /* Reading, logging and diagnostics from inside the callback must not deadlock. */
+        int64_t total = 0;
+        char *feed = NULL;
+        r->reentrant_ok = cc_controller_counts(&total, NULL, r->controller, NULL) == CC_OK && total == 10 &&
+                          cc_controller_feed(&feed, r->controller, "[\"home_tile\"]") == CC_OK &&
+                          cc_controller_log_impression(r->controller, "tile-2") == CC_OK;
+        cc_string_free(feed);
+    }
+}
+
+static void unsubscribe_self(void *userdata, const char *json) {
+    (void)json;
+    recorder *r = userdata;
+    r->calls++;
+    r->reentrant_ok = cc_controller_unsubscribe(r->controller, r->subscription) == CC_OK;
+}
+
+static void test_reentrancy(void) {
+    cc_controller *c = cc_test_open_sample();
+    recorder r = {.controller = c};
+    uint64_t sub = 0;
+    CHECK_OK(cc_controller_subscribe(&sub, c, reenter, &r, record_free));
+    CHECK_OK(cc_controller_refresh(NULL, c, 5));
+    CHECK(r.reentrant_ok);
+    CHECK(r.calls == 2); /* the refresh, then the impression logged inside it */
+
+    recorder self = {.controller = c};
+    CHECK_OK(cc_controller_subscribe(&self.subscription, c, unsubscribe_self, &self, record_free));
+    CHECK_OK(cc_controller_log_impression(c, "tile-1"));
+    CHECK(self.calls == 1 && self.reentrant_ok && self.frees == 1);
+    CHECK_OK(cc_controller_log_impression(c, "tile-3"));
+    CHECK(self.calls == 1);
+    CHECK_OK(cc_controller_close(c));
+    CHECK(r.frees == 1);
+}
+
+/* --- host transport --- */
+
+typedef struct {
+    int requests;
+    int fail;
+    int status;
+    char last_kind[16];
+    char last_body[1024];
+    int frees;
+} transport_state;
+
+static int host_transport(void *userdata, const cc_transport_request *req, cc_transport_response *resp) {
+    transport_state *t = userdata;
+    t->requests++;
+    snprintf(t->last_kind, sizeof t->last_kind, "%s", req->kind);
+    snprintf(t->last_body, sizeof t->last_body, "%.*s", (int)req->body_len, req->body);
+    if (t->fail) {
+        cc_transport_response_fail(resp, "no network in this test");
+        return -1;
+    }
+    if (strcmp(req->kind, "sync") == 0) {
+        const char *body = "{\"cards\":[{\"id\":\"h1\",\"tp\":\"short_news\",\"ca\":5,\"ds\":\"from the host\",\"u\":\"https://x.test\"}],\"full_sync\":true}";
+        return cc_transport_response_set(resp, t->status ? t->status : 200, body, strlen(body), -1);
+    }
+    return cc_transport_response_set(resp, t->status ? t->status : 202, NULL, 0, -1);
+}
+
+static void transport_free(void *userdata) { ((transport_state *)userdata)->frees++; }
+
+static void test_host_transport(void) {
+    cc_controller *c = NULL;
+    CHECK_OK(cc_controller_open(&c, "{\"userId\":\"h\",\"source\":{\"callback\":true},\"events\":{\"callback\":true},"
+                                    "\"eventFlushIntervalSeconds\":0,\"refreshTokens\":0}"));
+    /* No transport set yet */
+    CHECK_RC(CC_E_TRANSPORT, cc_controller_refresh(NULL, c, 2));
+    CHECK_MESSAGE("none is set");
+
+    transport_state t = {0};
+    CHECK_OK(cc_controller_set_transport(c, host_transport, &t, transport_free));
+    CHECK_OK(cc_controller_refresh(NULL, c, 2));
+    CHECK(t.requests == 1 && strcmp(t.last_kind, "sync") == 0);
+    CHECK_CONTAINS(t.last_body, "\"user_id\":\"h\"");
+    int64_t total = 0, pending = 0;
+    CHECK_OK(cc_controller_counts(&total, NULL, c, NULL));
+    CHECK(total == 1);
+
+    CHECK_OK(cc_controller_log_click(c, "h1"));
+    char *result = NULL;
+    CHECK_OK(cc_controller_flush_events(&result, c, 2));
+    CHECK_CONTAINS(result, "\"delivered\":1");
+    cc_string_free(result);
+    CHECK(strcmp(t.last_kind, "events") == 0);
+    CHECK_CONTAINS(t.last_body, "\"type\":\"click\",\"card_id\":\"h1\"");
+
+    /* A failing transport keeps the cache and the events. */
+    t.fail = 1;
+    CHECK_RC(CC_E_TRANSPORT, cc_controller_refresh(NULL, c, 2));
+    CHECK_MESSAGE("no network in this test");
+    CHECK_OK(cc_controller_log_impression(c, "h1"));
+    CHECK_RC(CC_E_TRANSPORT, cc_controller_flush_events(NULL, c, 2));
+    CHECK_OK(cc_controller_pending_events(&pending, c));
+    CHECK(pending == 1);
+    CHECK_OK(cc_controller_counts(&total, NULL, c, NULL));
+    CHECK(total == 1);
+
+    /* A server error through the host transport */
+    t.fail = 0;
+    t.status = 503;
+    CHECK_RC(CC_E_SERVER, cc_controller_refresh(NULL, c, 2));
+    CHECK_MESSAGE("HTTP 503");
+
+    /* A permanent 4xx drops the batch and says so. */
+    t.status = 400;
+    CHECK_OK(cc_controller_flush_events(&result, c, 2));
+    CHECK_CONTAINS(result, "\"dropped\":1");
+    cc_string_free(result);
+    char *diag = NULL;
+    CHECK_OK(cc_controller_diagnostics(&diag, c));
+    CHECK_CONTAINS(diag, "\"droppedEvents\":1");
+    cc_string_free(diag);
+
+    /* Replacing frees the old userdata once; close frees the new one once. */
+    transport_state t2 = {0};
+    CHECK_OK(cc_controller_set_transport(c, host_transport, &t2, transport_free));
+    CHECK(t.frees == 1);
+    CHECK_OK(cc_controller_set_transport(c, NULL, NULL, NULL));
+    CHECK(t2.frees == 1);
+    transport_state t3 = {0};
+    CHECK_OK(cc_controller_set_transport(c, host_transport, &t3, transport_free));
+    CHECK_OK(cc_controller_close(c));
+    CHECK(t3.frees == 1 && t.frees == 1 && t2.frees == 1);
+}
+
+/* Unsubscribing from another thread waits for a running callback to finish. */
+typedef struct {
+    _Atomic int inside;
+    _Atomic int finished;
+    _Atomic int calls_after;
+    _Atomic int unsubscribed;
+} slow_state;
+
+static void slow_update(void *userdata, const char *json) {
+    (void)json;
+    slow_state *s = userdata;
+    if (s->unsubscribed) s->calls_after++;
+    s->inside = 1;
+    usleep(200 * 1000);
+    s->finished = 1;
+}
+
+typedef struct {
+    cc_controller *c;
+} thread_arg;
+
+static void *log_in_thread(void *arg) {
+    cc_controller_log_impression(((thread_arg *)arg)->c, "tile-1");
+    return NULL;
+}
+
+static void test_unsubscribe_waits(void) {
+    cc_controller *c = cc_test_open_sample();
+    CHECK_OK(cc_controller_refresh(NULL, c, 5));
+    slow_state s = {0};
+    uint64_t sub = 0;
+    CHECK_OK(cc_controller_subscribe(&sub, c, slow_update, &s, NULL));
+    pthread_t th;
+    thread_arg arg = {c};
+    pthread_create(&th, NULL, log_in_thread, &arg);
+    while (!s.inside) usleep(1000);
+    CHECK_OK(cc_controller_unsubscribe(c, sub));
+    CHECK(s.finished == 1); /* returned only after the running call ended */
+    s.unsubscribed = 1;
+    pthread_join(th, NULL);
+    CHECK_OK(cc_controller_log_impression(c, "tile-2"));
+    CHECK(s.calls_after == 0);
+    CHECK_OK(cc_controller_close(c));
+}
+
+/* The async refresh reaches subscribers on a library thread. */
+static void test_async_refresh(void) {
+    cc_controller *c = cc_test_open_sample();
+    recorder r = {0};
+    uint64_t sub = 0;
+    CHECK_OK(cc_controller_subscribe(&sub, c, record_update, &r, NULL));
+    CHECK_OK(cc_controller_refresh_async(c));
+    for (int i = 0; i < 500 && r.calls == 0; i++) usleep(10 * 1000);
+    CHECK(r.calls == 1);
+    CHECK_CONTAINS(r.last, "\"reason\":\"refresh\",\"ok\":true");
+    CHECK_OK(cc_controller_close(c));
+}
+
+int main(void) {
+    test_subscriber_data_and_free();
+    test_reentrancy();
+    test_host_transport();
+    test_unsubscribe_waits();
+    test_async_refresh();
+    return cc_test_finish("test_callbacks");
+}

@@ -1,0 +1,153 @@
+/* Against the reference server over real HTTP (CC_SERVER_URL, started by with_server.py): full
+ * then incremental sync, event delivery and server-side dedupe, and each fault keeping the
+ * cached cards: 500, 429 with Retry-After, a timeout, a truncated body, invalid JSON, a response
+ * for another user, an unreachable server. */
+#include "cc_test.h"
+
+#include <unistd.h>
+
+static const char *server;
+
+/* One admin call through CC_ADMIN; the answer goes to `out` when not NULL. */
+static void admin(const char *method, const char *path, const char *json, char *out, size_t out_len) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s %s %s '%s'", getenv("CC_ADMIN"), method, path, json ? json : "");
+    FILE *p = popen(cmd, "r");
+    if (!p) { perror("popen"); exit(2); }
+    size_t n = fread(out ? out : cmd, 1, out ? out_len - 1 : sizeof cmd - 1, p);
+    if (out) out[n] = 0;
+    if (pclose(p) != 0) { fprintf(stderr, "admin call failed: %s\n", cmd); exit(2); }
+}
+
+static cc_controller *open_remote(const char *user, double timeout) {
+    char config[1024];
+    snprintf(config, sizeof config,
+             "{\"userId\":\"%s\",\"refreshTokens\":0,\"timeoutSeconds\":%g,\"source\":{\"url\":\"%s\",\"apiKey\":\"k\"},"
+             "\"events\":{\"url\":\"%s\"},\"eventFlushIntervalSeconds\":0}", user, timeout, server, server);
+    cc_controller *c = NULL;
+    if (cc_controller_open(&c, config) != CC_OK) {
+        fprintf(stderr, "open: %s\n", cc_last_error_message());
+        exit(2);
+    }
+    return c;
+}
+
+static int64_t total_of(cc_controller *c) {
+    int64_t total = -1;
+    cc_controller_counts(&total, NULL, c, NULL);
+    return total;
+}
+
+static void test_full_then_incremental(void) {
+    cc_controller *c = open_remote("alice", 5);
+    char *summary = NULL;
+    CHECK_OK(cc_controller_refresh(&summary, c, 5));
+    CHECK_CONTAINS(summary, "\"fullSync\":true");
+    cc_string_free(summary);
+    CHECK(total_of(c) == 10);
+
+    admin("POST", "/_admin/cards", "{\"user_id\":\"alice\",\"cards\":[{\"id\":\"new-1\",\"tp\":\"short_news\",\"ca\":1763799999,\"ds\":\"fresh\"}]}", NULL, 0);
+    admin("POST", "/_admin/remove", "{\"user_id\":\"alice\",\"ids\":[\"tile-3\"]}", NULL, 0);
+    CHECK_OK(cc_controller_refresh(&summary, c, 5));
+    CHECK_CONTAINS(summary, "\"fullSync\":false");
+    CHECK_CONTAINS(summary, "\"added\":1");
+    CHECK_CONTAINS(summary, "\"removed\":1");
+    cc_string_free(summary);
+    char *card = NULL;
+    CHECK_OK(cc_controller_card(&card, c, "new-1"));
+    cc_string_free(card);
+    CHECK_RC(CC_E_NOT_FOUND, cc_controller_card(&card, c, "tile-3"));
+    CHECK(total_of(c) == 10);
+    CHECK_OK(cc_controller_close(c));
+}
+
+static void test_events_delivered_once(void) {
+    admin("POST", "/_admin/reset", "{}", NULL, 0);
+    cc_controller *c = open_remote("bob", 5);
+    CHECK_OK(cc_controller_refresh(NULL, c, 5));
+    CHECK_OK(cc_controller_log_impression(c, "coupon-1"));
+    CHECK_OK(cc_controller_log_click(c, "coupon-1"));
+    CHECK_OK(cc_controller_log_impression(c, "coupon-control"));
+    char *result = NULL;
+    CHECK_OK(cc_controller_flush_events(&result, c, 5));
+    CHECK_CONTAINS(result, "{\"delivered\":3,\"dropped\":0,\"pending\":0}");
+    cc_string_free(result);
+    char events[65536];
+    admin("GET", "/_admin/events", NULL, events, sizeof events);
+    CHECK_CONTAINS(events, "\"type\":\"control_impression\"");
+    CHECK_CONTAINS(events, "\"user_id\":\"bob\"");
+    CHECK_CONTAINS(events, "\"duplicates\":0");
+
+    /* A lost answer (truncated) makes the client send again: the server drops the duplicate. */
+    CHECK_OK(cc_controller_log_dismissal(c, "coupon-1"));
+    admin("POST", "/_admin/fault", "{\"path\":\"/events\",\"body\":\"truncated\"}", NULL, 0);
+    CHECK(cc_controller_flush_events(NULL, c, 5) != CC_OK);
+    int64_t pending = 0;
+    CHECK_OK(cc_controller_pending_events(&pending, c));
+    CHECK(pending == 1);
+    CHECK_OK(cc_controller_flush_events(NULL, c, 5));
+    admin("GET", "/_admin/events", NULL, events, sizeof events);
+    CHECK_CONTAINS(events, "\"duplicates\":1");
+    int dismissals = 0;
+    for (const char *p = events; (p = strstr(p, "\"type\":\"dismissal\"")); p++) dismissals++;
+    CHECK(dismissals == 1);
+    CHECK_OK(cc_controller_close(c));
+}
+
+static void test_faults_keep_the_cache(void) {
+    admin("POST", "/_admin/reset", "{}", NULL, 0);
+    cc_controller *c = open_remote("carol", 1);
+    CHECK_OK(cc_controller_refresh(NULL, c, 5));
+    CHECK(total_of(c) == 10);
+
+    admin("POST", "/_admin/fault", "{\"status\":500}", NULL, 0);
+    CHECK_RC(CC_E_SERVER, cc_controller_refresh(NULL, c, 5));
+    CHECK_MESSAGE("HTTP 500");
+    CHECK(total_of(c) == 10);
+
+    admin("POST", "/_admin/fault", "{\"status\":429,\"retry_after\":7}", NULL, 0);
+    CHECK_RC(CC_E_RATE_LIMITED, cc_controller_refresh(NULL, c, 5));
+    CHECK_MESSAGE("429");
+    CHECK(total_of(c) == 10);
+
+    admin("POST", "/_admin/fault", "{\"delay\":3}", NULL, 0);
+    CHECK_RC(CC_E_TIMEOUT, cc_controller_refresh(NULL, c, 5)); /* timeoutSeconds is 1 */
+    CHECK(total_of(c) == 10);
+
+    admin("POST", "/_admin/fault", "{\"body\":\"truncated\"}", NULL, 0);
+    CHECK_RC(CC_E_NETWORK, cc_controller_refresh(NULL, c, 5));
+    CHECK(total_of(c) == 10);
+
+    admin("POST", "/_admin/fault", "{\"body\":\"invalid\"}", NULL, 0);
+    CHECK_RC(CC_E_PARSE, cc_controller_refresh(NULL, c, 5));
+    CHECK(total_of(c) == 10);
+
+    admin("POST", "/_admin/fault", "{\"body\":\"wrong_user\"}", NULL, 0);
+    CHECK_RC(CC_E_WRONG_USER, cc_controller_refresh(NULL, c, 5));
+    CHECK_MESSAGE("someone-else");
+    CHECK(total_of(c) == 10);
+
+    char *diag = NULL;
+    CHECK_OK(cc_controller_diagnostics(&diag, c));
+    CHECK_CONTAINS(diag, "\"name\":\"wrong_user\"");
+    cc_string_free(diag);
+    CHECK_OK(cc_controller_close(c));
+
+    /* Nothing listening */
+    cc_controller *dead = NULL;
+    CHECK_OK(cc_controller_open(&dead, "{\"refreshTokens\":0,\"timeoutSeconds\":2,\"source\":{\"url\":\"http://127.0.0.1:9\"}}"));
+    CHECK_RC(CC_E_NETWORK, cc_controller_refresh(NULL, dead, 2));
+    CHECK_OK(cc_controller_close(dead));
+}
+
+int main(void) {
+    server = getenv("CC_SERVER_URL");
+    if (!server || !getenv("CC_ADMIN")) {
+        fprintf(stderr, "run through with_server.py\n");
+        return 2;
+    }
+    test_full_then_incremental();
+    test_events_delivered_once();
+    test_faults_keep_the_cache();
+    return cc_test_finish("test_http");
+}
