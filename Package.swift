@@ -32,9 +32,15 @@ let package = Package(
             dependencies: ["ContentCards", "CContentCardsABI"],
             path: "Sources/ContentCardsC",
             swiftSettings: [.swiftLanguageMode(.v5)]),
+        // Small jobs on the core in a process of their own (the crash and multi-process tests).
+        .executableTarget(
+            name: "contentcards-tool",
+            dependencies: ["ContentCards"],
+            path: "Sources/contentcards-tool",
+            swiftSettings: [.swiftLanguageMode(.v5)]),
         .testTarget(
             name: "ContentCardsTests",
-            dependencies: ["ContentCards"],
+            dependencies: ["ContentCards", "contentcards-tool"],
             path: "Tests/ContentCardsTests",
             resources: [],
             swiftSettings: [.swiftLanguageMode(.v5)]),

@@ -1,0 +1,82 @@
+# contentcards: the two commands of the README, and the rest.
+#
+#   make demo     the main job: the end-to-end demo (reference server on 127.0.0.1, refresh over
+#                 HTTP, cards by class type, logging, badge, event delivery) through Python
+#   make test     every test: Swift (swift test), C (ctest: tests, examples, ABI checks), Python
+#                 (pytest), plus the concurrency tests under ThreadSanitizer and the C tests
+#                 under valgrind
+#
+# Other targets: lib (the SwiftPM release .so), cmake (the CMake build), python (the venv with
+# the package installed), tsan, memcheck, install (PREFIX=/usr/local), clean.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := demo
+ROOT := $(abspath .)
+BUILD := $(ROOT)/build
+VENV := $(BUILD)/venv
+PY := $(VENV)/bin/python
+PYTHON ?= python3
+PREFIX ?= /usr/local
+
+# The Swift toolchain of these machines, when it is not on PATH already.
+ifneq ($(wildcard /opt/swift/usr/bin/swift),)
+export PATH := $(PATH):/opt/swift/usr/bin
+endif
+
+SWIFTPM_LIB_FLAGS := -c release --product contentcards -Xswiftc -static-stdlib \
+	-Xlinker -soname=libcontentcards.so.1 \
+	-Xlinker --version-script=$(ROOT)/Sources/ContentCardsC/exports.map
+
+.PHONY: demo test deps lib cmake python test-swift test-c test-python tsan memcheck install clean
+
+deps:
+	@scripts/install-deps.sh
+
+# libcontentcards.so with SwiftPM: SONAME, export list and static Swift runtime on the command
+# line (see Package.swift for why).
+lib: deps
+	swift build $(SWIFTPM_LIB_FLAGS)
+	@readelf -d .build/release/libcontentcards.so | grep -q 'SONAME.*libcontentcards.so.1'
+
+cmake: deps
+	@[ -f $(BUILD)/build.ninja ] || cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(BUILD)
+
+# A virtual environment with the Python package installed from bindings/python (the library
+# built by CMake goes inside the package).
+python: cmake
+	@[ -x $(PY) ] || $(PYTHON) -m venv --system-site-packages $(VENV)
+	@$(PY) -c 'import pytest, hypothesis' 2>/dev/null || $(PY) -m pip install --quiet pytest hypothesis
+	CONTENTCARDS_LIB_BUILD=$(BUILD)/lib/libcontentcards.so.1 $(PY) -m pip install --quiet --no-deps --force-reinstall ./bindings/python
+
+demo: python
+	@$(PY) examples/python/demo.py
+
+test: test-swift test-c test-python tsan memcheck
+
+test-swift: deps
+	swift test
+
+test-c: cmake
+	cd $(BUILD) && ctest --output-on-failure
+
+test-python: python
+	cd $(BUILD) && CONTENTCARDS_LIBRARY= $(PY) -m pytest -q $(ROOT)/bindings/python/tests
+
+# The concurrency tests under ThreadSanitizer (a separate build folder).
+tsan: deps
+	swift test --sanitize=thread --scratch-path .build-tsan --filter Concurrency
+
+# The C tests under valgrind: no invalid access, no "definitely lost" memory.
+memcheck: cmake
+	@for t in test_api test_misuse test_callbacks; do \
+	  valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite \
+	    --show-leak-kinds=definite $(BUILD)/bin/$$t > /dev/null || exit 1; \
+	  echo "valgrind: $$t clean"; \
+	done
+
+install: cmake
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+clean:
+	rm -rf $(BUILD) .build .build-tsan

@@ -1,0 +1,126 @@
+import Foundation
+import Testing
+@testable import ContentCards
+
+/// Against the reference server over real HTTP on 127.0.0.1.
+@Suite(.serialized) struct HTTPTests {
+    func controller(_ server: ReferenceServer, user: String, timeout: Double = 5, extra: String = "") throws -> ContentCardsController {
+        try ContentCardsController(json: #"""
+            {"userId":"\#(user)","refreshTokens":0,"timeoutSeconds":\#(timeout),
+             "source":{"url":"\#(server.url)","apiKey":"k"},"events":{"url":"\#(server.url)","apiKey":"k"},
+             "eventFlushIntervalSeconds":0\#(extra)}
+            """#)
+    }
+
+    @Test func fullThenIncrementalSync() throws {
+        let server = try ReferenceServer(apiKey: "k")
+        let c = try controller(server, user: "alice")
+        let first = try c.refresh()
+        #expect(first.fullSync && first.added == 11 && first.leftOut.count == 3)
+        try server.admin("POST", "/_admin/cards", #"{"user_id":"alice","cards":[{"id":"new-1","tp":"short_news","ca":1763799999,"ds":"fresh"}]}"#)
+        try server.admin("POST", "/_admin/remove", #"{"user_id":"alice","ids":["tile-3"]}"#)
+        let second = try c.refresh()
+        #expect(!second.fullSync && second.added == 1 && second.removed == 1)
+        #expect(try c.cards().map(\.id).contains("new-1"))
+        #expect(throws: ContentCardsError.self) { try c.card(id: "tile-3") }
+        // The cursors went to the server with the second request.
+        guard case .array(let requests)? = try server.admin("GET", "/_admin/requests")["requests"] else { Issue.record("no requests"); return }
+        #expect(requests.count == 2)
+        #expect(requests.allSatisfy { $0["api_key_present"] == .bool(true) })
+    }
+
+    @Test func wrongAPIKeyIsAServerError() throws {
+        let server = try ReferenceServer(apiKey: "right")
+        let c = try controller(server, user: "x")
+        do { try c.refresh(); Issue.record("refreshed") } catch {
+            #expect(error.code == .server && error.message.contains("401"))
+        }
+    }
+
+    @Test func eventsAreDeliveredAndDeduplicated() throws {
+        let server = try ReferenceServer()
+        let c = try controller(server, user: "bob")
+        try c.refresh()
+        try c.logImpression(cardID: "coupon-1")
+        try c.logClick(cardID: "coupon-1")
+        try c.logImpression(cardID: "coupon-control")
+        try c.logFeedDisplayed()
+        let flushed = try c.flushEvents()
+        #expect(flushed == { var f = FlushResult(); f.delivered = 4; return f }())
+        let events = try server.events()
+        #expect(events.map { $0["type"]?.stringValue ?? "" } == ["impression", "click", "control_impression", "feed_displayed"])
+        #expect(events.allSatisfy { $0["user_id"] == .string("bob") })
+        #expect(events[3]["card_id"] == .null)
+        // The answer to a delivery is lost: the batch goes again, and the server drops it.
+        try c.logDismissal(cardID: "coupon-1")
+        try server.fault(#"{"path":"/events","body":"truncated"}"#)
+        #expect(throws: ContentCardsError.self) { try c.flushEvents() }
+        #expect(try c.pendingEvents() == 1)
+        try c.flushEvents()
+        #expect(try c.pendingEvents() == 0)
+        #expect(try server.events().filter { $0["type"] == .string("dismissal") }.count == 1)
+        #expect(try server.admin("GET", "/_admin/events")["duplicates"] == .number("1"))
+    }
+
+    @Test func retryableAndPermanentDeliveryFailures() throws {
+        let server = try ReferenceServer()
+        let c = try controller(server, user: "eve")
+        try c.refresh()
+        try c.logImpression(cardID: "tile-1")
+        try server.fault(#"{"path":"/events","status":503,"retry_after":1}"#)
+        do { try c.flushEvents(); Issue.record("flushed") } catch {
+            #expect(error.code == .server && error.retryAfter == 1)
+        }
+        #expect(try c.pendingEvents() == 1)
+        try server.fault(#"{"path":"/events","status":400}"#)
+        let dropped = try c.flushEvents()
+        #expect(dropped.dropped == 1 && dropped.pending == 0)
+        #expect(c.diagnostics().droppedEvents == 1)
+        #expect(c.diagnostics().lastError?.message.contains("dropped") == true)
+    }
+
+    @Test func backgroundDeliveryRetriesWithBackoff() async throws {
+        let server = try ReferenceServer()
+        let c = try controller(server, user: "fay", extra: #","eventFlushIntervalSeconds":0.2"#)
+        try c.refresh()
+        try server.fault(#"{"path":"/events","status":500}"#)
+        try c.logImpression(cardID: "tile-1")
+        // First attempt after 0.2 s fails with 500; the retry after ~1 s of backoff succeeds.
+        for _ in 0..<100 where (try c.pendingEvents()) > 0 { try await Task.sleep(nanoseconds: 50_000_000) }
+        #expect(try c.pendingEvents() == 0)
+        #expect(try server.events().count == 1)
+        #expect(try server.admin("GET", "/_admin/events")["batches"] == .number("2"))
+    }
+
+    @Test(arguments: [
+        (#"{"status":500}"#, ContentCardsError.Code.server),
+        (#"{"status":429,"retry_after":7}"#, .rateLimited),
+        (#"{"delay":3}"#, .timeout),
+        (#"{"body":"truncated"}"#, .network),
+        (#"{"body":"invalid"}"#, .parse),
+        (#"{"body":"wrong_user"}"#, .wrongUser),
+        (#"{"hang":true}"#, .timeout),
+        (#"{"drip":0.3}"#, .timeout),
+    ])
+    func eachFaultKeepsTheCachedCards(fault: String, code: ContentCardsError.Code) throws {
+        let server = try ReferenceServer()
+        let c = try controller(server, user: "carol", timeout: 1)
+        try c.refresh()
+        try c.logImpression(cardID: "tile-1")
+        try server.fault(fault)
+        let started = Date()
+        do { try c.refresh(); Issue.record("refreshed through \(fault)") } catch {
+            #expect(error.code == code, "\(fault): \(error.message)")
+            if code == .rateLimited { #expect(error.retryAfter == 7) }
+        }
+        #expect(Date().timeIntervalSince(started) < 3, "refresh returned within its timeout")
+        #expect(try c.counts() == FeedCounts(total: 10, unviewed: 8))
+        #expect(try c.card(id: "tile-1").viewed)
+        #expect(c.diagnostics().lastRefresh?.error?.code == code)
+    }
+
+    @Test func nothingListening() throws {
+        let c = try ContentCardsController(json: #"{"refreshTokens":0,"timeoutSeconds":2,"source":{"url":"http://127.0.0.1:9"}}"#)
+        do { try c.refresh(); Issue.record("refreshed") } catch { #expect(error.code == .network) }
+    }
+}
