@@ -1,0 +1,474 @@
+"""The low level: ctypes declarations of every function of ``contentcards.h`` and thin wrappers.
+
+Like llvmlite's ``binding/ffi.py``: :data:`SIGNATURES` is the one table of argument and result
+types for all 38 functions of the header; every function that returns a status gets
+:func:`_errcheck`, which turns a negative status into the matching
+:class:`~contentcards.errors.ContentCardsError`, with the message read from
+``cc_last_error_message()`` at once, on the calling thread. The wrappers below take the
+``char **`` outputs and always free them with ``cc_string_free`` (try/finally).
+
+Callbacks: the library gets three module-level trampolines (:data:`UPDATE_TRAMPOLINE`,
+:data:`TRANSPORT_TRAMPOLINE`, :data:`FREE_TRAMPOLINE`) that live as long as the module, so no
+ctypes thunk is ever freed while C may still call it (not even from inside its own call, as
+when a subscriber unsubscribes itself). The ``userdata`` handed to the library is a key into
+:data:`callbacks`, a registry of the Python callables; the library's ``free_userdata`` (the free
+trampoline) removes the key, which drops the last reference the binding holds. So nothing leaks
+and nothing is released while the library may still call it.
+
+This module is private: its names may change without notice. Use the package's public API.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from ctypes import (CFUNCTYPE, POINTER, Structure, c_char_p, c_double, c_int, c_int64, c_size_t,
+                    c_uint64, c_void_p)
+from typing import Any, Callable
+
+from . import _library
+from .errors import InvalidArgumentError, error_for
+
+__all__ = [
+    "CALLBACK_KEY_NONE", "FREE_TRAMPOLINE", "SIGNATURES", "TRANSPORT_TRAMPOLINE",
+    "UPDATE_TRAMPOLINE", "TransportRequestStruct", "callbacks", "cstr", "lib", "library_path",
+]
+
+# -- types ---------------------------------------------------------------------------------------
+
+
+class TransportRequestStruct(Structure):
+    """``cc_transport_request``: every pointer is valid only during the callback."""
+
+    _fields_ = [
+        ("kind", c_char_p),
+        ("url", c_char_p),
+        ("headers", POINTER(c_char_p)),
+        ("header_count", c_size_t),
+        ("body", c_void_p),
+        ("body_len", c_size_t),
+        ("timeout_seconds", c_double),
+    ]
+
+
+#: void (*cc_update_fn)(void *userdata, const char *update_json)
+UPDATE_FN = CFUNCTYPE(None, c_void_p, c_char_p)
+#: void (*free_userdata)(void *userdata)
+FREE_FN = CFUNCTYPE(None, c_void_p)
+#: int (*cc_transport_fn)(void *userdata, const cc_transport_request *, cc_transport_response *)
+TRANSPORT_FN = CFUNCTYPE(c_int, c_void_p, POINTER(TransportRequestStruct), c_void_p)
+
+handle_t = c_void_p          # cc_controller *, cc_snapshot *: opaque handles
+out_string_t = POINTER(c_void_p)  # char **: library-allocated, freed with cc_string_free
+P_int64 = POINTER(c_int64)
+
+STATUS = "status"  # returns int status: gets the errcheck
+PLAIN = "plain"    # returns a value: no errcheck
+
+# name: (restype, argtypes, kind). The order follows contentcards.h.
+SIGNATURES: dict[str, tuple[Any, list[Any], str]] = {
+    # versions and errors
+    "cc_version": (c_char_p, [], PLAIN),
+    "cc_abi_version": (c_int, [], PLAIN),
+    "cc_last_error_message": (c_char_p, [], PLAIN),
+    "cc_last_error_code": (c_int, [], PLAIN),
+    "cc_status_name": (c_char_p, [c_int], PLAIN),
+    "cc_string_free": (None, [c_void_p], PLAIN),
+    # the controller
+    "cc_controller_open": (c_int, [POINTER(handle_t), c_char_p], STATUS),
+    "cc_controller_close": (c_int, [handle_t], STATUS),
+    "cc_controller_refresh": (c_int, [out_string_t, handle_t, c_double], STATUS),
+    "cc_controller_refresh_async": (c_int, [handle_t], STATUS),
+    "cc_controller_apply": (c_int, [out_string_t, handle_t, c_char_p], STATUS),
+    "cc_controller_feed": (c_int, [out_string_t, handle_t, c_char_p], STATUS),
+    "cc_controller_card": (c_int, [out_string_t, handle_t, c_char_p], STATUS),
+    "cc_controller_counts": (c_int, [P_int64, P_int64, handle_t, c_char_p], STATUS),
+    "cc_controller_log_impression": (c_int, [handle_t, c_char_p], STATUS),
+    "cc_controller_log_click": (c_int, [handle_t, c_char_p], STATUS),
+    "cc_controller_log_dismissal": (c_int, [handle_t, c_char_p], STATUS),
+    "cc_controller_log_feed_displayed": (c_int, [handle_t], STATUS),
+    "cc_controller_change_user": (c_int, [handle_t, c_char_p], STATUS),
+    "cc_controller_user": (c_int, [out_string_t, handle_t], STATUS),
+    "cc_controller_flush_events": (c_int, [out_string_t, handle_t, c_double], STATUS),
+    "cc_controller_pending_events": (c_int, [P_int64, handle_t], STATUS),
+    "cc_controller_diagnostics": (c_int, [out_string_t, handle_t], STATUS),
+    # subscriptions
+    "cc_controller_subscribe": (
+        c_int, [POINTER(c_uint64), handle_t, UPDATE_FN, c_void_p, FREE_FN], STATUS),
+    "cc_controller_unsubscribe": (c_int, [handle_t, c_uint64], STATUS),
+    # host transport
+    "cc_transport_response_set": (
+        c_int, [c_void_p, c_int, c_char_p, c_size_t, c_double], STATUS),
+    "cc_transport_response_fail": (c_int, [c_void_p, c_char_p], STATUS),
+    "cc_controller_set_transport": (c_int, [handle_t, TRANSPORT_FN, c_void_p, FREE_FN], STATUS),
+    # snapshots
+    "cc_controller_snapshot": (c_int, [POINTER(handle_t), handle_t, c_char_p], STATUS),
+    "cc_snapshot_count": (c_int, [POINTER(c_size_t), handle_t], STATUS),
+    "cc_snapshot_string": (c_int, [POINTER(c_char_p), handle_t, c_size_t, c_char_p], STATUS),
+    "cc_snapshot_int": (c_int, [P_int64, handle_t, c_size_t, c_char_p], STATUS),
+    "cc_snapshot_bool": (c_int, [POINTER(c_int), handle_t, c_size_t, c_char_p], STATUS),
+    "cc_snapshot_double": (
+        c_int, [POINTER(c_double), POINTER(c_int), handle_t, c_size_t, c_char_p], STATUS),
+    "cc_snapshot_extra": (c_int, [POINTER(c_char_p), handle_t, c_size_t, c_char_p], STATUS),
+    "cc_snapshot_extras_count": (c_int, [POINTER(c_size_t), handle_t, c_size_t], STATUS),
+    "cc_snapshot_extra_at": (
+        c_int, [POINTER(c_char_p), POINTER(c_char_p), handle_t, c_size_t, c_size_t], STATUS),
+    "cc_snapshot_close": (c_int, [handle_t], STATUS),
+}
+
+lib, library_path = _library.load()
+
+
+def _errcheck(result: int, func: Any, arguments: tuple[Any, ...]) -> int:
+    """Raises the exception of a negative status, with the thread's last error message."""
+    if result < 0:
+        message = _last_error_message()
+        raise error_for(result, message)
+    return result
+
+
+def _declare() -> None:
+    missing = []
+    for name, (restype, argtypes, kind) in SIGNATURES.items():
+        try:
+            function = getattr(lib, name)
+        except AttributeError:
+            missing.append(name)
+            continue
+        function.restype = restype
+        function.argtypes = argtypes
+        if kind == STATUS:
+            function.errcheck = _errcheck
+    if missing:
+        raise _library.LibraryLoadError(
+            f"{library_path} lacks functions of contentcards.h: {', '.join(missing)}")
+
+
+def _last_error_message() -> str:
+    raw: bytes | None = lib.cc_last_error_message()
+    return "" if raw is None else raw.decode("utf-8", "replace")
+
+
+_declare()
+
+# -- strings ---------------------------------------------------------------------------------------
+
+
+def cstr(value: str | bytes, what: str) -> bytes:
+    """A string argument as UTF-8 bytes. An embedded NUL would silently cut the string short in
+    C, so it is refused here. Lone surrogates are passed on as they are (invalid UTF-8), so the
+    library reports them like any other invalid UTF-8."""
+    if isinstance(value, str):
+        data = value.encode("utf-8", "surrogatepass")
+    elif isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+    else:
+        raise TypeError(f"{what} must be a str, not {type(value).__name__}")
+    if b"\0" in data:
+        raise InvalidArgumentError(f"{what} contains a NUL character", -1)
+    return data
+
+
+def _take_string(out: c_void_p) -> str | None:
+    """The string behind a ``char **`` output (None for NULL); the caller frees it."""
+    if not out.value:
+        return None
+    return ctypes.string_at(out.value).decode("utf-8")
+
+
+def _call_string_out(function: Any, *args: Any) -> str:
+    """Calls ``function(&out, *args)`` and returns ``*out``, always freed with cc_string_free."""
+    out = c_void_p()
+    try:
+        function(ctypes.byref(out), *args)
+        text = _take_string(out)
+    finally:
+        if out.value:
+            lib.cc_string_free(out)
+    if text is None:
+        raise error_for(-99, f"{function.__name__} succeeded but returned no string")
+    return text
+
+
+# -- versions and errors ------------------------------------------------------------------------
+
+
+def version() -> str:
+    raw: bytes = lib.cc_version()
+    return raw.decode("utf-8")
+
+
+def abi_version() -> int:
+    return int(lib.cc_abi_version())
+
+
+def last_error_message() -> str:
+    return _last_error_message()
+
+
+def last_error_code() -> int:
+    return int(lib.cc_last_error_code())
+
+
+def status_name(status: int) -> str:
+    raw: bytes = lib.cc_status_name(status)
+    return raw.decode("utf-8")
+
+
+# -- the controller -----------------------------------------------------------------------------
+
+
+def controller_open(config: bytes | None) -> int:
+    out = handle_t()
+    lib.cc_controller_open(ctypes.byref(out), config)
+    if not out.value:
+        raise error_for(-99, "cc_controller_open succeeded but returned no handle")
+    return int(out.value)
+
+
+def controller_close(handle: int) -> None:
+    lib.cc_controller_close(handle)
+
+
+def controller_refresh(handle: int, timeout_seconds: float) -> str:
+    return _call_string_out(lib.cc_controller_refresh, handle, timeout_seconds)
+
+
+def controller_refresh_async(handle: int) -> None:
+    lib.cc_controller_refresh_async(handle)
+
+
+def controller_apply(handle: int, payload: bytes) -> str:
+    return _call_string_out(lib.cc_controller_apply, handle, payload)
+
+
+def controller_feed(handle: int, filter_json: bytes | None) -> str:
+    return _call_string_out(lib.cc_controller_feed, handle, filter_json)
+
+
+def controller_card(handle: int, card_id: bytes) -> str:
+    return _call_string_out(lib.cc_controller_card, handle, card_id)
+
+
+def controller_counts(handle: int, filter_json: bytes | None) -> tuple[int, int]:
+    total, unviewed = c_int64(), c_int64()
+    lib.cc_controller_counts(ctypes.byref(total), ctypes.byref(unviewed), handle, filter_json)
+    return int(total.value), int(unviewed.value)
+
+
+def controller_log_impression(handle: int, card_id: bytes) -> None:
+    lib.cc_controller_log_impression(handle, card_id)
+
+
+def controller_log_click(handle: int, card_id: bytes) -> None:
+    lib.cc_controller_log_click(handle, card_id)
+
+
+def controller_log_dismissal(handle: int, card_id: bytes) -> None:
+    lib.cc_controller_log_dismissal(handle, card_id)
+
+
+def controller_log_feed_displayed(handle: int) -> None:
+    lib.cc_controller_log_feed_displayed(handle)
+
+
+def controller_change_user(handle: int, user_id: bytes) -> None:
+    lib.cc_controller_change_user(handle, user_id)
+
+
+def controller_user(handle: int) -> str:
+    return _call_string_out(lib.cc_controller_user, handle)
+
+
+def controller_flush_events(handle: int, timeout_seconds: float) -> str:
+    return _call_string_out(lib.cc_controller_flush_events, handle, timeout_seconds)
+
+
+def controller_pending_events(handle: int) -> int:
+    out = c_int64()
+    lib.cc_controller_pending_events(ctypes.byref(out), handle)
+    return int(out.value)
+
+
+def controller_diagnostics(handle: int) -> str:
+    return _call_string_out(lib.cc_controller_diagnostics, handle)
+
+
+# -- callbacks ------------------------------------------------------------------------------------
+
+
+class CallbackRegistry:
+    """The Python callables the library may call, by the integer key given to it as userdata."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[int, Callable[..., Any]] = {}
+        self._next = 1  # never 0: userdata 0 is NULL and comes back as None
+
+    def add(self, entry: Callable[..., Any]) -> int:
+        with self._lock:
+            key = self._next
+            self._next += 1
+            self._entries[key] = entry
+            return key
+
+    def get(self, key: int | None) -> Callable[..., Any] | None:
+        if key is None:
+            return None
+        with self._lock:
+            return self._entries.get(key)
+
+    def release(self, key: int | None) -> bool:
+        """Drops the entry (free_userdata); True when it was there."""
+        if key is None:
+            return False
+        with self._lock:
+            return self._entries.pop(key, None) is not None
+
+    def __contains__(self, key: object) -> bool:
+        with self._lock:
+            return key in self._entries
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+
+callbacks = CallbackRegistry()
+CALLBACK_KEY_NONE = 0
+
+
+def _update_trampoline(userdata: int | None, update_json: bytes | None,
+                       _get: Callable[[int | None], Any] = callbacks.get) -> None:
+    # Never lets an exception reach ctypes (it would print to stderr and return garbage to C);
+    # the entry reports its own errors (see controller.py). Default arguments keep what this
+    # needs alive at interpreter exit, when module globals may already be None.
+    try:
+        entry = _get(userdata)
+        if entry is not None:
+            entry(update_json)
+    except BaseException:  # noqa: BLE001 - nothing may propagate into C
+        pass
+
+
+def _transport_trampoline(userdata: int | None, request: Any, response: int | None,
+                          _get: Callable[[int | None], Any] = callbacks.get) -> int:
+    try:
+        entry = _get(userdata)
+        if entry is None:
+            return -1
+        return int(entry(request.contents, response))
+    except BaseException:  # noqa: BLE001 - nothing may propagate into C
+        return -1
+
+
+def _free_trampoline(userdata: int | None,
+                     _release: Callable[[int | None], bool] = callbacks.release) -> None:
+    try:
+        _release(userdata)
+    except BaseException:  # noqa: BLE001
+        pass
+
+
+UPDATE_TRAMPOLINE = UPDATE_FN(_update_trampoline)
+TRANSPORT_TRAMPOLINE = TRANSPORT_FN(_transport_trampoline)
+FREE_TRAMPOLINE = FREE_FN(_free_trampoline)
+
+
+def controller_subscribe(handle: int, key: int) -> int:
+    """Subscribes the registry entry ``key``; the library releases it (free_userdata) at
+    unsubscribe, at close, or right away when this fails."""
+    out = c_uint64()
+    lib.cc_controller_subscribe(ctypes.byref(out), handle, UPDATE_TRAMPOLINE, key,
+                                FREE_TRAMPOLINE)
+    return int(out.value)
+
+
+def controller_unsubscribe(handle: int, subscription: int) -> None:
+    lib.cc_controller_unsubscribe(handle, subscription)
+
+
+def controller_set_transport(handle: int, key: int | None) -> None:
+    """Sets the registry entry ``key`` as the transport (None removes it)."""
+    if key is None:
+        lib.cc_controller_set_transport(handle, None, None, None)
+    else:
+        lib.cc_controller_set_transport(handle, TRANSPORT_TRAMPOLINE, key, FREE_TRAMPOLINE)
+
+
+def transport_response_set(response: int | None, status: int, body: bytes,
+                           retry_after_seconds: float) -> None:
+    lib.cc_transport_response_set(response, status, body, len(body), retry_after_seconds)
+
+
+def transport_response_fail(response: int | None, message: bytes) -> None:
+    lib.cc_transport_response_fail(response, message)
+
+
+# -- snapshots ------------------------------------------------------------------------------------
+
+
+def controller_snapshot(handle: int, filter_json: bytes | None) -> int:
+    out = handle_t()
+    lib.cc_controller_snapshot(ctypes.byref(out), handle, filter_json)
+    if not out.value:
+        raise error_for(-99, "cc_controller_snapshot succeeded but returned no handle")
+    return int(out.value)
+
+
+def snapshot_count(snapshot: int) -> int:
+    out = c_size_t()
+    lib.cc_snapshot_count(ctypes.byref(out), snapshot)
+    return int(out.value)
+
+
+def _borrowed(out: c_char_p) -> str | None:
+    raw = out.value
+    return None if raw is None else raw.decode("utf-8")
+
+
+def snapshot_string(snapshot: int, index: int, field: bytes) -> str | None:
+    out = c_char_p()
+    lib.cc_snapshot_string(ctypes.byref(out), snapshot, index, field)
+    return _borrowed(out)
+
+
+def snapshot_int(snapshot: int, index: int, field: bytes) -> int:
+    out = c_int64()
+    lib.cc_snapshot_int(ctypes.byref(out), snapshot, index, field)
+    return int(out.value)
+
+
+def snapshot_bool(snapshot: int, index: int, field: bytes) -> bool:
+    out = c_int()
+    lib.cc_snapshot_bool(ctypes.byref(out), snapshot, index, field)
+    return bool(out.value)
+
+
+def snapshot_double(snapshot: int, index: int, field: bytes) -> float | None:
+    out, present = c_double(), c_int()
+    lib.cc_snapshot_double(ctypes.byref(out), ctypes.byref(present), snapshot, index, field)
+    return float(out.value) if present.value else None
+
+
+def snapshot_extra(snapshot: int, index: int, key: bytes) -> str | None:
+    out = c_char_p()
+    lib.cc_snapshot_extra(ctypes.byref(out), snapshot, index, key)
+    return _borrowed(out)
+
+
+def snapshot_extras_count(snapshot: int, index: int) -> int:
+    out = c_size_t()
+    lib.cc_snapshot_extras_count(ctypes.byref(out), snapshot, index)
+    return int(out.value)
+
+
+def snapshot_extra_at(snapshot: int, index: int, extra_index: int) -> tuple[str, str]:
+    key, value = c_char_p(), c_char_p()
+    lib.cc_snapshot_extra_at(ctypes.byref(key), ctypes.byref(value), snapshot, index,
+                             extra_index)
+    return _borrowed(key) or "", _borrowed(value) or ""
+
+
+def snapshot_close(snapshot: int) -> None:
+    lib.cc_snapshot_close(snapshot)

@@ -1,0 +1,233 @@
+"""The exceptions of contentcards: one class per ``CC_E_*`` status code of the C API.
+
+Every exception raised by the library is a :class:`ContentCardsError` with the status ``code``
+(a negative int), its ``name`` (``"CC_E_NOT_FOUND"``, as ``cc_status_name`` gives it) and the
+library's ``message`` for people. :func:`error_for` builds the right subclass from a code.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import ClassVar
+
+__all__ = [
+    "STATUS_NAMES",
+    "CardNotFoundError",
+    "ClosedError",
+    "ConfigError",
+    "ContentCardsError",
+    "InternalError",
+    "InvalidArgumentError",
+    "InvalidHandleError",
+    "NetworkError",
+    "NoMemoryError",
+    "NoSourceError",
+    "ParseError",
+    "RateLimitedError",
+    "RefusedError",
+    "RequestTimeoutError",
+    "ServerError",
+    "StorageError",
+    "TransportError",
+    "UnavailableError",
+    "WrongUserError",
+    "error_for",
+]
+
+#: The status codes of ``contentcards.h`` and their names (as ``cc_status_name`` returns them).
+STATUS_NAMES: dict[int, str] = {
+    0: "CC_OK",
+    -1: "CC_E_INVALID_ARGUMENT",
+    -2: "CC_E_INVALID_HANDLE",
+    -3: "CC_E_CONFIG",
+    -4: "CC_E_PARSE",
+    -5: "CC_E_NOT_FOUND",
+    -6: "CC_E_REFUSED",
+    -7: "CC_E_RATE_LIMITED",
+    -8: "CC_E_NETWORK",
+    -9: "CC_E_TIMEOUT",
+    -10: "CC_E_SERVER",
+    -11: "CC_E_STORAGE",
+    -12: "CC_E_NO_SOURCE",
+    -13: "CC_E_UNAVAILABLE",
+    -14: "CC_E_WRONG_USER",
+    -15: "CC_E_TRANSPORT",
+    -16: "CC_E_NO_MEMORY",
+    -17: "CC_E_CLOSED",
+    -99: "CC_E_INTERNAL",
+}
+
+
+class ContentCardsError(Exception):
+    """A failure reported by the Content Cards library (or detected by the binding).
+
+    ``code`` is the ``CC_E_*`` status (negative), ``name`` its name, ``message`` the text.
+    """
+
+    #: The status code of this class; instances may carry another one (see :func:`error_for`).
+    default_code: ClassVar[int] = 0
+
+    def __init__(self, message: str = "", code: int | None = None) -> None:
+        super().__init__(message)
+        self.message: str = message
+        self.code: int = self.default_code if code is None else code
+        self.name: str = STATUS_NAMES.get(self.code, "CC_E_UNKNOWN")
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r}, code={self.code})"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (error_for, (self.code, self.message))
+
+
+class InvalidArgumentError(ContentCardsError):
+    """A missing value, invalid UTF-8, an embedded NUL, or a value out of range."""
+
+    default_code = -1
+
+
+class InvalidHandleError(ContentCardsError):
+    """The handle is closed, was never issued, or is of another kind."""
+
+    default_code = -2
+
+
+class ConfigError(ContentCardsError):
+    """The configuration is malformed, has an unknown key or a bad value."""
+
+    default_code = -3
+
+
+class ParseError(ContentCardsError):
+    """A payload or filter that is not valid JSON or not of the expected shape."""
+
+    default_code = -4
+
+
+class CardNotFoundError(ContentCardsError):
+    """No card with that id for the current user."""
+
+    default_code = -5
+
+
+class RefusedError(ContentCardsError):
+    """A logging call that recorded nothing (the public API returns a LogResult instead)."""
+
+    default_code = -6
+
+
+_RETRY_AFTER = re.compile(
+    r"(?:retry[- ]after|next token in)\D{0,3}?(\d+(?:\.\d+)?)", re.IGNORECASE)
+
+
+class RateLimitedError(ContentCardsError):
+    """A refresh refused by the rate limit, the local one or the server's (HTTP 429).
+
+    ``retry_after`` is the number of seconds the message names, or None.
+    """
+
+    default_code = -7
+
+    def __init__(self, message: str = "", code: int | None = None) -> None:
+        super().__init__(message, code)
+        match = _RETRY_AFTER.search(message)
+        self.retry_after: float | None = float(match.group(1)) if match else None
+
+
+class NetworkError(ContentCardsError):
+    """The connection failed, was reset or truncated; or a source file is unreadable."""
+
+    default_code = -8
+
+
+class RequestTimeoutError(ContentCardsError, TimeoutError):
+    """The operation did not finish in time (also a builtin :class:`TimeoutError`)."""
+
+    default_code = -9
+
+    def __init__(self, message: str = "", code: int | None = None) -> None:
+        ContentCardsError.__init__(self, message, code)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+_HTTP_STATUS = re.compile(r"HTTP (\d{3})")
+
+
+class ServerError(ContentCardsError):
+    """The server answered with an HTTP error status (``http_status`` when the message has it)."""
+
+    default_code = -10
+
+    def __init__(self, message: str = "", code: int | None = None) -> None:
+        super().__init__(message, code)
+        match = _HTTP_STATUS.search(message)
+        self.http_status: int | None = int(match.group(1)) if match else None
+
+
+class StorageError(ContentCardsError):
+    """The store cannot be opened, is corrupt or newer, or a write failed."""
+
+    default_code = -11
+
+
+class NoSourceError(ContentCardsError):
+    """No source (refresh) or no event sink (flush) is configured."""
+
+    default_code = -12
+
+
+class UnavailableError(ContentCardsError):
+    """libcurl is not installed; the message names the fix."""
+
+    default_code = -13
+
+
+class WrongUserError(ContentCardsError):
+    """A response or payload for another user: discarded."""
+
+    default_code = -14
+
+
+class TransportError(ContentCardsError):
+    """The host transport callback is missing or failed."""
+
+    default_code = -15
+
+
+class NoMemoryError(ContentCardsError):
+    """The library ran out of memory."""
+
+    default_code = -16
+
+
+class ClosedError(ContentCardsError):
+    """The controller (or subscription) is closed: the operation was not attempted."""
+
+    default_code = -17
+
+
+class InternalError(ContentCardsError):
+    """A bug in the library; please report it."""
+
+    default_code = -99
+
+
+_CLASSES: dict[int, type[ContentCardsError]] = {
+    cls.default_code: cls
+    for cls in (InvalidArgumentError, InvalidHandleError, ConfigError, ParseError,
+                CardNotFoundError, RefusedError, RateLimitedError, NetworkError,
+                RequestTimeoutError, ServerError, StorageError, NoSourceError, UnavailableError,
+                WrongUserError, TransportError, NoMemoryError, ClosedError, InternalError)
+}
+
+
+def error_for(code: int, message: str) -> ContentCardsError:
+    """The exception for a status ``code`` with ``message`` (a plain ContentCardsError for a
+    code this binding does not know)."""
+    cls = _CLASSES.get(code, ContentCardsError)
+    return cls(message, code)
