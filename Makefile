@@ -27,7 +27,7 @@ SWIFTPM_LIB_FLAGS := -c release --product contentcards -Xswiftc -static-stdlib \
 	-Xlinker -soname=libcontentcards.so.1 \
 	-Xlinker --version-script=$(ROOT)/Sources/ContentCardsC/exports.map
 
-.PHONY: demo test deps lib cmake python test-swift test-c test-python tsan memcheck install clean
+.PHONY: demo test deps lib cmake python test-swift test-c test-lib test-python test-install tsan memcheck install clean
 
 deps:
 	@scripts/install-deps.sh
@@ -52,7 +52,7 @@ python: cmake
 demo: python
 	@$(PY) examples/python/demo.py
 
-test: test-swift test-c test-python tsan memcheck
+test: test-swift test-c test-lib test-python test-install tsan memcheck
 
 test-swift: deps
 	swift test
@@ -63,17 +63,28 @@ test-c: cmake
 test-python: python
 	cd $(BUILD) && CONTENTCARDS_LIBRARY= $(PY) -m pytest -q $(ROOT)/bindings/python/tests
 
+# The SwiftPM build gives the same ABI as CMake's: the same exports, SONAME, static runtime.
+test-lib: lib
+	sh tests/c/check_exports.sh .build/release/libcontentcards.so include/contentcards.h
+
+# An outside program built against the installed tree, with pkg-config and with find_package.
+test-install: cmake
+	tests/install/run.sh $(BUILD)
+
 # The concurrency tests under ThreadSanitizer (a separate build folder).
 tsan: deps
 	swift test --sanitize=thread --scratch-path .build-tsan --filter Concurrency
 
 # The C tests under valgrind: no invalid access, no "definitely lost" memory.
 memcheck: cmake
-	@for t in test_api test_misuse test_callbacks; do \
+	@for t in test_api test_misuse test_callbacks test_threads; do \
 	  valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite \
 	    --show-leak-kinds=definite $(BUILD)/bin/$$t > /dev/null || exit 1; \
 	  echo "valgrind: $$t clean"; \
 	done
+	@$(PYTHON) tests/c/with_server.py valgrind -q --error-exitcode=1 --leak-check=full \
+	  --errors-for-leak-kinds=definite --show-leak-kinds=definite $(BUILD)/bin/test_http > /dev/null
+	@echo "valgrind: test_http clean"
 
 install: cmake
 	cmake --install $(BUILD) --prefix $(PREFIX)

@@ -1,0 +1,166 @@
+"""The card model as Python sees it: :class:`Card`, built from the boundary JSON (long keys)."""
+
+from __future__ import annotations
+
+import enum
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from .errors import ParseError
+
+__all__ = ["Card", "CardType", "normalize_class_type"]
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_MIN = datetime.min.replace(tzinfo=timezone.utc)
+_MAX = datetime.max.replace(tzinfo=timezone.utc)
+
+
+def normalize_class_type(class_type: str) -> str:
+    """A class type as the library matches it: surrounding white space removed, lower case."""
+    return class_type.strip().lower()
+
+
+def _utc(timestamp: int) -> datetime:
+    """Unix seconds as an aware UTC datetime, clamped to what datetime can hold."""
+    try:
+        return _EPOCH + timedelta(seconds=timestamp)
+    except OverflowError:
+        return _MIN if timestamp < 0 else _MAX
+
+
+class CardType(enum.Enum):
+    """The kind of a card."""
+
+    CLASSIC = "classic"
+    BANNER = "banner"
+    CAPTIONED_IMAGE = "captioned_image"
+    CONTROL = "control"
+
+
+# boundary key -> (attribute, expected type, nullable)
+_STR, _BOOL, _NUM = "string", "boolean", "number"
+_FIELDS: tuple[tuple[str, str, str, bool], ...] = (
+    ("id", "id", _STR, False),
+    ("type", "type", _STR, False),
+    ("created", "created_timestamp", _NUM, False),
+    ("expiresAt", "expires_at_timestamp", _NUM, False),
+    ("viewed", "viewed", _BOOL, False),
+    ("clicked", "clicked", _BOOL, False),
+    ("dismissed", "dismissed", _BOOL, False),
+    ("dismissible", "dismissible", _BOOL, False),
+    ("pinned", "pinned", _BOOL, False),
+    ("isTest", "is_test", _BOOL, False),
+    ("isControl", "is_control", _BOOL, False),
+    ("url", "url", _STR, True),
+    ("openURLInWebView", "open_url_in_web_view", _BOOL, False),
+    ("extras", "extras", "object", False),
+    ("classType", "class_type", _STR, False),
+    ("image", "image", _STR, True),
+    ("imageAltText", "image_alt_text", _STR, True),
+    ("imageAspectRatio", "image_aspect_ratio", _NUM, True),
+    ("title", "title", _STR, True),
+    ("cardDescription", "card_description", _STR, True),
+    ("domain", "domain", _STR, True),
+)
+
+
+def _check(key: str, value: Any, kind: str, nullable: bool) -> Any:
+    if value is None and nullable:
+        return None
+    ok = {
+        _STR: isinstance(value, str),
+        _BOOL: isinstance(value, bool),
+        _NUM: isinstance(value, (int, float)) and not isinstance(value, bool),
+        "object": isinstance(value, Mapping),
+    }[kind]
+    if not ok:
+        raise ParseError(f"card field {key!r} must be a {kind}"
+                         f"{' or null' if nullable else ''}, not {type(value).__name__}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Card:
+    """One card, with every field of the boundary JSON under a snake_case name.
+
+    ``created`` and ``expires_at`` are aware UTC datetimes (``expires_at`` is None for a card
+    that never expires); the raw unix seconds are in ``created_timestamp`` and
+    ``expires_at_timestamp`` (-1 = never). ``extras`` is a read-only mapping of strings.
+    A Card is a value: it does not change when the controller does.
+    """
+
+    id: str
+    type: CardType
+    created_timestamp: int
+    expires_at_timestamp: int
+    viewed: bool
+    clicked: bool
+    dismissed: bool
+    dismissible: bool
+    pinned: bool
+    is_test: bool
+    is_control: bool
+    url: str | None
+    open_url_in_web_view: bool
+    extras: Mapping[str, str] = field(hash=False)
+    class_type: str
+    image: str | None
+    image_alt_text: str | None
+    image_aspect_ratio: float | None
+    title: str | None
+    card_description: str | None
+    domain: str | None
+
+    @property
+    def created(self) -> datetime:
+        """When the server created the card (UTC)."""
+        return _utc(self.created_timestamp)
+
+    @property
+    def expires_at(self) -> datetime | None:
+        """When the card expires (UTC), or None when it never does."""
+        if self.expires_at_timestamp == -1:
+            return None
+        return _utc(self.expires_at_timestamp)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Card:
+        """A Card from one card of the boundary JSON (a decoded dict with the long keys).
+        Raises ParseError when a field is missing or of the wrong type."""
+        if not isinstance(data, Mapping):
+            raise ParseError(f"a card must be a JSON object, not {type(data).__name__}")
+        values: dict[str, Any] = {}
+        for key, attribute, kind, nullable in _FIELDS:
+            if key not in data:
+                raise ParseError(f"card field {key!r} is missing")
+            values[attribute] = _check(key, data[key], kind, nullable)
+        try:
+            values["type"] = CardType(values["type"])
+        except ValueError:
+            raise ParseError(f"unknown card type {values['type']!r}") from None
+        for key in ("created_timestamp", "expires_at_timestamp"):
+            values[key] = int(values[key])
+        if values["image_aspect_ratio"] is not None:
+            values["image_aspect_ratio"] = float(values["image_aspect_ratio"])
+        extras = {}
+        for name, value in values["extras"].items():
+            if not isinstance(name, str) or not isinstance(value, str):
+                raise ParseError("card extras must map strings to strings")
+            extras[name] = value
+        values["extras"] = types.MappingProxyType(extras)
+        return cls(**values)
+
+    def to_json(self) -> dict[str, Any]:
+        """The card as the boundary JSON (long keys, the library's key order)."""
+        out: dict[str, Any] = {}
+        for key, attribute, _kind, _nullable in _FIELDS:
+            value = getattr(self, attribute)
+            if attribute == "type":
+                value = value.value
+            elif attribute == "extras":
+                value = dict(value)
+            out[key] = value
+        return out

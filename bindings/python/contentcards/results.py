@@ -1,0 +1,126 @@
+"""The small value types the controller returns: counts, sync summaries, logging and flush
+results, and the updates subscribers receive."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from .errors import ContentCardsError, ParseError, error_for
+
+__all__ = ["Counts", "FlushResult", "LeftOut", "LogResult", "SyncSummary", "Update"]
+
+
+class Counts(NamedTuple):
+    """Badge counts of the visible feed: ``total`` includes control cards, ``unviewed`` not."""
+
+    total: int
+    unviewed: int
+
+    @classmethod
+    def from_json(cls, data: Any) -> Counts:
+        return cls(int(data["total"]), int(data["unviewed"]))
+
+
+class LeftOut(NamedTuple):
+    """A card of a payload that was left out: its position, its id (None when it had none)
+    and why."""
+
+    index: int
+    id: str | None
+    reason: str
+
+
+class FlushResult(NamedTuple):
+    """The outcome of an event flush."""
+
+    delivered: int
+    dropped: int
+    pending: int
+
+    @classmethod
+    def from_json(cls, data: Any) -> FlushResult:
+        return cls(int(data["delivered"]), int(data["dropped"]), int(data["pending"]))
+
+
+@dataclass(frozen=True, slots=True)
+class SyncSummary:
+    """What a refresh or an apply did (``cc_controller_refresh``'s summary)."""
+
+    added: int
+    updated: int
+    removed: int
+    kept_newer: int
+    full_sync: bool
+    left_out: tuple[LeftOut, ...]
+    counts: Counts
+
+    @classmethod
+    def from_json(cls, data: Any) -> SyncSummary:
+        try:
+            return cls(
+                added=int(data["added"]),
+                updated=int(data["updated"]),
+                removed=int(data["removed"]),
+                kept_newer=int(data["keptNewer"]),
+                full_sync=bool(data["fullSync"]),
+                left_out=tuple(LeftOut(int(item["index"]), item["id"], str(item["reason"]))
+                               for item in data["leftOut"]),
+                counts=Counts.from_json(data["counts"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ParseError(f"unexpected sync summary from the library: {exc!r}") from exc
+
+    @classmethod
+    def from_text(cls, text: str) -> SyncSummary:
+        return cls.from_json(json.loads(text))
+
+
+@dataclass(frozen=True, slots=True)
+class LogResult:
+    """The outcome of a logging call: ``recorded`` is False when the library refused it
+    (no valid url for a click, not dismissible, already dismissed), with the ``reason``.
+    True in a boolean context when the event was recorded."""
+
+    recorded: bool
+    reason: str | None = None
+
+    def __bool__(self) -> bool:
+        return self.recorded
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    """What a subscriber receives after a refresh, an apply, a user change or a logged
+    impression, click or dismissal.
+
+    ``reason`` is one of "refresh", "cards_applied", "user_changed", "impression", "click",
+    "dismissal"; ``error`` is the failure as an exception object (not raised) when ``ok`` is
+    False; ``sync`` is the summary of a successful refresh or apply.
+    """
+
+    reason: str
+    ok: bool
+    error: ContentCardsError | None
+    card_id: str | None
+    counts: Counts
+    sync: SyncSummary | None
+    raw: dict[str, Any] = field(repr=False, compare=False, hash=False)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Update:
+        error_data = data.get("error")
+        error = None
+        if error_data is not None:
+            error = error_for(int(error_data.get("code", -99)), str(error_data.get("message", "")))
+        sync_data = data.get("sync")
+        return cls(
+            reason=str(data["reason"]),
+            ok=bool(data["ok"]),
+            error=error,
+            card_id=data.get("cardId"),
+            counts=Counts.from_json(data["counts"]),
+            sync=None if sync_data is None else SyncSummary.from_json(sync_data),
+            raw=data,
+        )

@@ -1,0 +1,83 @@
+"""The host transport: the application does the HTTP itself (``ContentCards.set_transport``).
+
+The transport function receives a :class:`TransportRequest` and returns a
+:class:`TransportResponse`, or raises: an exception means the server could not be reached, and
+the library keeps the cached cards / the pending events (the call that needed the request fails
+with :class:`~contentcards.errors.TransportError`, whose ``__cause__`` is the exception when the
+request ran on the caller's thread).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+__all__ = ["TransportFunction", "TransportRequest", "TransportResponse"]
+
+
+@dataclass(frozen=True, slots=True)
+class TransportRequest:
+    """One request the library needs sent.
+
+    ``kind`` is "sync" or "events"; ``url`` the path (``/content_cards/sync`` or ``/events``)
+    for ``{"callback": true}``; ``headers`` the "Name: value" strings; ``body`` the JSON body;
+    ``timeout`` the seconds after which the transport should give up.
+    """
+
+    kind: str
+    url: str
+    headers: list[str]
+    body: bytes
+    timeout: float
+
+    @property
+    def header_dict(self) -> dict[str, str]:
+        """The headers as a dict (names as sent)."""
+        out = {}
+        for header in self.headers:
+            name, _, value = header.partition(":")
+            out[name.strip()] = value.strip()
+        return out
+
+    @classmethod
+    def _from_struct(cls, request: Any) -> TransportRequest:
+        def text(raw: bytes | None) -> str:
+            return "" if raw is None else raw.decode("utf-8", "replace")
+
+        headers = [text(request.headers[i]) for i in range(int(request.header_count))]
+        body = b""
+        if request.body and request.body_len:
+            body = ctypes.string_at(request.body, int(request.body_len))
+        return cls(kind=text(request.kind), url=text(request.url), headers=headers, body=body,
+                   timeout=float(request.timeout_seconds))
+
+
+@dataclass(frozen=True, slots=True)
+class TransportResponse:
+    """The server's answer: the HTTP ``status``, the ``body`` (str is sent as UTF-8) and the
+    Retry-After seconds (None for none)."""
+
+    status: int
+    body: bytes | str = b""
+    retry_after: float | None = None
+
+    def _encoded(self) -> tuple[int, bytes, float]:
+        status = self.status
+        if isinstance(status, bool) or not isinstance(status, int):
+            raise TypeError(f"TransportResponse.status must be an int, not {type(status).__name__}")
+        body = self.body
+        if isinstance(body, str):
+            data = body.encode("utf-8")
+        elif isinstance(body, (bytes, bytearray, memoryview)):
+            data = bytes(body)
+        else:
+            raise TypeError(f"TransportResponse.body must be bytes or str, not {type(body).__name__}")
+        retry = -1.0 if self.retry_after is None else float(self.retry_after)
+        if math.isnan(retry):
+            raise ValueError("TransportResponse.retry_after is NaN")
+        return status, data, retry
+
+
+TransportFunction = Callable[[TransportRequest], TransportResponse]
