@@ -35,6 +35,8 @@ deps:
 # libcontentcards.so with SwiftPM: SONAME, export list and static Swift runtime on the command
 # line (see Package.swift for why).
 lib: deps
+	@# SwiftPM does not track the export list: relink when it changed.
+	@if [ Sources/ContentCardsC/exports.map -nt .build/release/libcontentcards.so ]; then rm -f .build/release/libcontentcards.so; fi
 	swift build $(SWIFTPM_LIB_FLAGS)
 	@readelf -d .build/release/libcontentcards.so | grep -q 'SONAME.*libcontentcards.so.1'
 
