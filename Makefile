@@ -27,7 +27,10 @@ SWIFTPM_LIB_FLAGS := -c release --product contentcards -Xswiftc -static-stdlib \
 	-Xlinker -soname=libcontentcards.so.1 \
 	-Xlinker --version-script=$(ROOT)/Sources/ContentCardsC/exports.map
 
-.PHONY: demo test deps lib cmake python test-swift test-c test-lib test-python test-install tsan memcheck install clean
+FUZZ_SECONDS ?= 15
+FUZZ_TARGETS := payload config filter calls
+
+.PHONY: fuzz fuzz-replay stress bench demo test deps lib cmake python test-swift test-c test-lib test-python test-install tsan memcheck install clean
 
 deps:
 	@scripts/install-deps.sh
@@ -87,6 +90,26 @@ memcheck: cmake
 	@$(PYTHON) tests/c/with_server.py valgrind -q --error-exitcode=1 --leak-check=full \
 	  --errors-for-leak-kinds=definite --show-leak-kinds=definite $(BUILD)/bin/test_http > /dev/null
 	@echo "valgrind: test_http clean"
+
+# libFuzzer over the C ABI, each target FUZZ_SECONDS (make stress runs them longer). The corpus
+# grows in .build-fuzz/corpus; the seeds are fuzz/corpus. A crash leaves crash-* files and fails.
+fuzz: deps
+	swift build --scratch-path .build-fuzz --product contentcards-fuzz -Xswiftc -sanitize=fuzzer,address -Xswiftc -DCC_FUZZ
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p .build-fuzz/corpus/$$t .build-fuzz/artifacts; \
+	  echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
+	  CC_FUZZ_TARGET=$$t CC_SAMPLE_FEED=$(ROOT)/examples/data/sample_feed.json \
+	    .build-fuzz/debug/contentcards-fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    -artifact_prefix=$(ROOT)/.build-fuzz/artifacts/$$t- $(ROOT)/.build-fuzz/corpus/$$t $(ROOT)/fuzz/corpus/$$t 2>&1 \
+	    | grep -E '^stat::(number_of_executed_units|new_units_added|peak_rss_mb)|ERROR|SUMMARY' ; \
+	  [ $${PIPESTATUS[0]} -eq 0 ] || exit 1; \
+	done
+	@echo "fuzz: $(words $(FUZZ_TARGETS)) passed, 0 failed"
+
+# The seed corpus replayed through the ordinary (unsanitized) build: a regression test.
+fuzz-replay: deps
+	swift build --product contentcards-fuzz
+	@for t in $(FUZZ_TARGETS); do CC_FUZZ_TARGET=$$t .build/debug/contentcards-fuzz fuzz/corpus/$$t/* || exit 1; done
 
 install: cmake
 	cmake --install $(BUILD) --prefix $(PREFIX)

@@ -38,6 +38,12 @@ let package = Package(
             dependencies: ["ContentCards"],
             path: "Sources/contentcards-tool",
             swiftSettings: [.swiftLanguageMode(.v5)]),
+        // Fuzz targets over the C ABI (see the file's header; `make fuzz`).
+        .executableTarget(
+            name: "contentcards-fuzz",
+            dependencies: ["ContentCardsC", "CContentCardsABI"],
+            path: "Sources/contentcards-fuzz",
+            swiftSettings: [.swiftLanguageMode(.v5), .unsafeFlags(["-parse-as-library"])]),
         .testTarget(
             name: "ContentCardsTests",
             dependencies: ["ContentCards", "contentcards-tool"],

@@ -27,7 +27,8 @@ public final class ContentCardsController: @unchecked Sendable {
     var deliveryInFlight = false
     var deliveryScheduled = false
     var deliveryAttempt = 0
-    var hostTransport: Transport?
+    /// The host's transport, shared with the sources and sinks that use it.
+    let hostTransport = HostTransportSlot()
     var record = DiagnosticsRecord()
 
     private(set) var source: CardSource?
@@ -40,7 +41,7 @@ public final class ContentCardsController: @unchecked Sendable {
         self.configuration = configuration
         self.clock = clock
         self.eventIDs = eventIDs
-        self.hostTransport = transport
+        hostTransport.set(transport)
         decoder = PayloadDecoder(limits: .init(maxBytes: configuration.maxPayloadBytes, maxDepth: 64),
                                  knownClassTypes: configuration.knownClassTypes)
         userID = configuration.userID
@@ -78,7 +79,7 @@ public final class ContentCardsController: @unchecked Sendable {
         case .url(let base, let apiKey):
             return RemoteSource(url: base + "/content_cards/sync", apiKey: apiKey, maxBytes: max) { .success(CurlTransport()) }
         case .callback:
-            return RemoteSource(url: "/content_cards/sync", apiKey: "", maxBytes: max) { [weak self] in self?.currentHostTransport() ?? .failure(Self.closedError) }
+            return RemoteSource(url: "/content_cards/sync", apiKey: "", maxBytes: max, transport: hostTransport.get)
         }
     }
 
@@ -89,26 +90,15 @@ public final class ContentCardsController: @unchecked Sendable {
         case .url(let base, let apiKey):
             return RemoteEventSink(url: base + "/events", apiKey: apiKey) { .success(CurlTransport()) }
         case .callback:
-            return RemoteEventSink(url: "/events", apiKey: "") { [weak self] in self?.currentHostTransport() ?? .failure(Self.closedError) }
-        }
-    }
-
-    private func currentHostTransport() -> Result<Transport, ContentCardsError> {
-        lock.withLock {
-            guard let hostTransport else {
-                return .failure(ContentCardsError(.transport, "the configuration asks for a host transport (\"callback\": true) but none is set"))
-            }
-            return .success(hostTransport)
+            return RemoteEventSink(url: "/events", apiKey: "", transport: hostTransport.get)
         }
     }
 
     /// Sets (or with nil, removes) the host's transport, used where the configuration says
     /// `{"callback": true}`.
     public func setTransport(_ transport: Transport?) throws(ContentCardsError) {
-        try lock.withLock { () throws(ContentCardsError) in
-            try checkOpen()
-            hostTransport = transport
-        }
+        try lock.withLock { () throws(ContentCardsError) in try checkOpen() }
+        hostTransport.set(transport)
     }
 
     static let closedError = ContentCardsError(.closed, "the controller is closed")
@@ -149,11 +139,14 @@ public final class ContentCardsController: @unchecked Sendable {
             guard let store else { return false }
             store.close()
             self.store = nil
-            hostTransport = nil
             changed.broadcast()
             return true
         }
-        if wasOpen { subscribers.removeAll() }
+        // Outside the lock: both run the host's free_userdata callbacks.
+        if wasOpen {
+            hostTransport.set(nil)
+            subscribers.removeAll()
+        }
     }
 
     public var isClosed: Bool { lock.withLock { store == nil } }
@@ -223,9 +216,13 @@ public final class ContentCardsController: @unchecked Sendable {
 }
 
 /// A subscription; `cancel()` unsubscribes (immediately, and idempotently).
+///
+/// It holds the controller's subscriber list (not the controller), so it stays valid after the
+/// controller is gone; cancelling then does nothing. (Not a weak reference: Swift keeps weak
+/// references in a side table that leak checkers cannot trace, and nothing here needs one.)
 public final class Subscription: @unchecked Sendable {
     public let id: UInt64
-    private weak var subscribers: Subscribers?
+    private let subscribers: Subscribers
 
     init(id: UInt64, subscribers: Subscribers) {
         self.id = id; self.subscribers = subscribers
@@ -233,5 +230,5 @@ public final class Subscription: @unchecked Sendable {
 
     /// Returns false when it was already cancelled.
     @discardableResult
-    public func cancel() -> Bool { subscribers?.remove(id) ?? false }
+    public func cancel() -> Bool { subscribers.remove(id) }
 }

@@ -99,3 +99,30 @@ private func withCStrings<R>(_ strings: [String], _ body: (UnsafeBufferPointer<U
         buffer.withMemoryRebound(to: UnsafePointer<CChar>?.self) { body(UnsafeBufferPointer($0)) }
     }
 }
+
+/// Where the host's transport is kept: set by the controller, read by the sources and sinks
+/// configured with `{"callback": true}` at the moment they send.
+final class HostTransportSlot: @unchecked Sendable {
+    private let lock = Lock()
+    private var transport: Transport?
+
+    /// Replaces the transport. The old one is released after the lock is, because releasing a
+    /// host's transport runs its free_userdata callback, and no callback runs under a lock.
+    func set(_ t: Transport?) {
+        let old: Transport? = lock.withLock {
+            let old = transport
+            transport = t
+            return old
+        }
+        withExtendedLifetime(old) {}
+    }
+
+    @Sendable func get() -> Result<Transport, ContentCardsError> {
+        lock.withLock {
+            guard let transport else {
+                return .failure(ContentCardsError(.transport, "the configuration asks for a host transport (\"callback\": true) but none is set"))
+            }
+            return .success(transport)
+        }
+    }
+}

@@ -304,6 +304,9 @@ class CallbackRegistry:
         self._lock = threading.Lock()
         self._entries: dict[int, Callable[..., Any]] = {}
         self._next = 1  # never 0: userdata 0 is NULL and comes back as None
+        #: free_userdata calls for a key that was not registered (or released already): a
+        #: library that frees userdata twice shows up here (tests check it stays 0).
+        self.stray_releases = 0
 
     def add(self, entry: Callable[..., Any]) -> int:
         with self._lock:
@@ -321,9 +324,13 @@ class CallbackRegistry:
     def release(self, key: int | None) -> bool:
         """Drops the entry (free_userdata); True when it was there."""
         if key is None:
+            self.stray_releases += 1
             return False
         with self._lock:
-            return self._entries.pop(key, None) is not None
+            found = self._entries.pop(key, None) is not None
+            if not found:
+                self.stray_releases += 1
+            return found
 
     def __contains__(self, key: object) -> bool:
         with self._lock:
@@ -374,6 +381,11 @@ UPDATE_TRAMPOLINE = UPDATE_FN(_update_trampoline)
 TRANSPORT_TRAMPOLINE = TRANSPORT_FN(_transport_trampoline)
 FREE_TRAMPOLINE = FREE_FN(_free_trampoline)
 
+# NULL function pointers (a CFUNCTYPE argument does not take None).
+NULL_UPDATE_FN = UPDATE_FN()
+NULL_TRANSPORT_FN = TRANSPORT_FN()
+NULL_FREE_FN = FREE_FN()
+
 
 def controller_subscribe(handle: int, key: int) -> int:
     """Subscribes the registry entry ``key``; the library releases it (free_userdata) at
@@ -391,7 +403,7 @@ def controller_unsubscribe(handle: int, subscription: int) -> None:
 def controller_set_transport(handle: int, key: int | None) -> None:
     """Sets the registry entry ``key`` as the transport (None removes it)."""
     if key is None:
-        lib.cc_controller_set_transport(handle, None, None, None)
+        lib.cc_controller_set_transport(handle, NULL_TRANSPORT_FN, None, NULL_FREE_FN)
     else:
         lib.cc_controller_set_transport(handle, TRANSPORT_TRAMPOLINE, key, FREE_TRAMPOLINE)
 

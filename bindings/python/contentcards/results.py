@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from .errors import ContentCardsError, ParseError, error_for
+from .errors import ContentCardsError, ParseError, RateLimitedError, error_for
 
 __all__ = ["Counts", "FlushResult", "LeftOut", "LogResult", "SyncSummary", "Update"]
 
@@ -23,7 +23,8 @@ class Counts(NamedTuple):
         return cls(int(data["total"]), int(data["unviewed"]))
 
 
-class LeftOut(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class LeftOut:
     """A card of a payload that was left out: its position, its id (None when it had none)
     and why."""
 
@@ -114,6 +115,9 @@ class Update:
         error = None
         if error_data is not None:
             error = error_for(int(error_data.get("code", -99)), str(error_data.get("message", "")))
+            retry_after = error_data.get("retryAfter")
+            if isinstance(error, RateLimitedError) and isinstance(retry_after, (int, float)):
+                error.retry_after = float(retry_after)
         sync_data = data.get("sync")
         return cls(
             reason=str(data["reason"]),

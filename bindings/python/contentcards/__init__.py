@@ -1,0 +1,62 @@
+"""Python bindings of libcontentcards, a Content Cards library.
+
+Content Cards are messages an application shows inside itself: a feed or inbox of cards, each
+with extras whose ``class_type`` decides which of the application's own objects it becomes::
+
+    import contentcards
+
+    with contentcards.ContentCards(user_id="u-1",
+                                   source={"file": "examples/data/sample_feed.json"}) as cc:
+        summary = cc.refresh()
+        for card in cc.cards(["home_tile"]):
+            print(card.id, card.title)
+        cc.log_impression("tile-1")
+        print(cc.unviewed_count())
+
+The library (``libcontentcards.so.1``, a C ABI) is found as described in
+``contentcards._library``; its ABI version is checked at import.
+"""
+
+from __future__ import annotations
+
+from . import _ffi
+from .cards import Card, CardType, normalize_class_type
+from .controller import CONFIG_KEYS, ContentCards, Subscription
+from .convert import ContentCardable, Registry
+from .errors import (CardNotFoundError, ClosedError, ConfigError, ContentCardsError,
+                     InternalError, InvalidArgumentError, InvalidHandleError, NetworkError,
+                     NoMemoryError, NoSourceError, ParseError, RateLimitedError, RefusedError,
+                     RequestTimeoutError, ServerError, StorageError, TransportError,
+                     UnavailableError, WrongUserError)
+from .results import Counts, FlushResult, LeftOut, LogResult, SyncSummary, Update
+from .transport import TransportRequest, TransportResponse
+
+__version__ = "0.1.0"
+
+#: The ABI version this package needs (CC_ABI_VERSION).
+ABI_VERSION = 1
+
+#: Where the library was loaded from.
+library_path: str = _ffi.library_path
+
+
+def library_version() -> str:
+    """The version of the library actually loaded, e.g. "0.1.0"."""
+    return _ffi.version()
+
+
+def abi_version() -> int:
+    """The ABI version of the library actually loaded (1)."""
+    return _ffi.abi_version()
+
+
+__all__ = [
+    "ABI_VERSION", "CONFIG_KEYS", "Card", "CardNotFoundError", "CardType", "ClosedError",
+    "ConfigError", "ContentCardable", "ContentCards", "ContentCardsError", "Counts",
+    "FlushResult", "InternalError", "InvalidArgumentError", "InvalidHandleError", "LeftOut",
+    "LogResult", "NetworkError", "NoMemoryError", "NoSourceError", "ParseError",
+    "RateLimitedError", "RefusedError", "Registry", "RequestTimeoutError", "ServerError",
+    "StorageError", "Subscription", "SyncSummary", "TransportError", "TransportRequest",
+    "TransportResponse", "UnavailableError", "Update", "WrongUserError", "abi_version",
+    "library_path", "library_version", "normalize_class_type",
+]

@@ -1,0 +1,519 @@
+"""The controller: :class:`ContentCards`, one user's cards, and :class:`Subscription`."""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import difflib
+import json
+import os
+import sys
+import threading
+import traceback
+import weakref
+from collections.abc import Iterable, Mapping
+from typing import Any, Callable, Concatenate, NamedTuple, ParamSpec, TypeVar
+
+from . import _ffi
+from .cards import Card
+from .convert import ContentCardable, Registry
+from .errors import (CardNotFoundError, ClosedError, ConfigError, ContentCardsError,
+                     InvalidHandleError, ParseError, RefusedError, TransportError)
+from .results import Counts, FlushResult, LogResult, SyncSummary, Update
+from .transport import TransportFunction, TransportRequest, TransportResponse
+
+__all__ = ["CONFIG_KEYS", "CardRef", "ContentCards", "Subscription", "Subscriber"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+#: Keyword arguments of ContentCards() and the configuration keys they set.
+CONFIG_KEYS: dict[str, str] = {
+    "user_id": "userId",
+    "storage_path": "storagePath",
+    "source": "source",
+    "events": "events",
+    "refresh_tokens": "refreshTokens",
+    "refresh_interval_seconds": "refreshIntervalSeconds",
+    "timeout_seconds": "timeoutSeconds",
+    "known_class_types": "knownClassTypes",
+    "max_payload_bytes": "maxPayloadBytes",
+    "device_id": "deviceId",
+    "event_batch_size": "eventBatchSize",
+    "event_batch_bytes": "eventBatchBytes",
+    "event_flush_interval_seconds": "eventFlushIntervalSeconds",
+}
+
+#: How many subscriber exceptions a controller keeps in ``subscriber_errors``.
+MAX_SUBSCRIBER_ERRORS = 100
+
+#: A card given by id, as a Card, or as an object with a ``card_id`` (a ContentCardable).
+CardRef = Any
+Subscriber = Callable[[Update], object]
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    raise TypeError(f"a value of type {type(value).__name__} is not JSON serializable")
+
+
+def _dumps(value: Any, error: type[ContentCardsError], what: str) -> bytes:
+    try:
+        text = json.dumps(value, default=_json_default, allow_nan=False, ensure_ascii=False)
+    except ValueError as exc:  # NaN, infinity, a circular reference
+        raise error(f"{what} cannot be JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise error(f"{what} is nested too deeply") from exc
+    return _ffi.cstr(text, what)
+
+
+def _config_json(config: Mapping[str, Any] | str | bytes | None,
+                 options: dict[str, Any]) -> bytes | None:
+    for name in options:
+        if name not in CONFIG_KEYS:
+            close = difflib.get_close_matches(name, CONFIG_KEYS, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise TypeError(f"ContentCards() got an unexpected keyword argument {name!r}{hint}")
+    if isinstance(config, (str, bytes)):
+        if options:
+            raise TypeError("ContentCards(): keyword options need a dict configuration, "
+                            "not JSON text")
+        return _ffi.cstr(config, "configuration")
+    if config is not None and not isinstance(config, Mapping):
+        raise TypeError(f"configuration must be a dict, not {type(config).__name__}")
+    if config is None and not options:
+        return None
+    merged: dict[str, Any] = dict(config or {})
+    for name, value in options.items():
+        if name == "known_class_types" and value is not None and not isinstance(value, str):
+            value = list(value)
+        merged[CONFIG_KEYS[name]] = value
+    return _dumps(merged, ConfigError, "configuration")
+
+
+def _filter_json(class_types: Iterable[str] | str | None) -> bytes | None:
+    """A class-type filter: None for every card; a str is one class type."""
+    if class_types is None:
+        return None
+    names = [class_types] if isinstance(class_types, str) else list(class_types)
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(f"class types must be str, not {type(name).__name__}")
+    return _dumps(names, ParseError, "class-type filter")
+
+
+def _card_id(card: CardRef) -> str:
+    if isinstance(card, str):
+        return card
+    if isinstance(card, Card):
+        return card.id
+    card_id = getattr(card, "card_id", None)
+    if isinstance(card_id, str):
+        return card_id
+    raise TypeError(f"expected a card id (str), a Card or an object with a card_id, "
+                    f"not {type(card).__name__}")
+
+
+def _timeout(timeout: float | None) -> float:
+    if timeout is None:
+        return 0.0
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f"timeout must be a number of seconds, not {type(timeout).__name__}")
+    return float(timeout)
+
+
+class _UnraisableArgs(NamedTuple):
+    exc_type: type[BaseException]
+    exc_value: BaseException
+    exc_traceback: Any
+    err_msg: str
+    object: object
+
+
+def _report_unraisable(exc: BaseException, message: str, obj: object) -> None:
+    """Reports an exception that cannot propagate, as CPython does for ``__del__``: through
+    ``sys.unraisablehook`` when the application (or pytest) set one, else on stderr."""
+    try:
+        hook = sys.unraisablehook
+        if hook is not sys.__unraisablehook__:
+            try:
+                hook(_UnraisableArgs(type(exc), exc, exc.__traceback__, message, obj))  # type: ignore[arg-type]
+                return
+            except Exception:  # noqa: BLE001 - a hook that wants the real type: print below
+                pass
+        stream = sys.stderr
+        if stream is not None:
+            stream.write(f"{message}: {obj!r}\n")
+            traceback.print_exception(type(exc), exc, exc.__traceback__, file=stream)
+    except BaseException:  # noqa: BLE001 - reporting must never fail
+        pass
+
+
+_transport_local = threading.local()
+
+
+def _update_entry(controller: weakref.ref[ContentCards], fn: Subscriber) -> Callable[[bytes | None], None]:
+    """The callable the update trampoline calls for one subscription."""
+    report = _report_unraisable
+
+    def entry(update_json: bytes | None) -> None:
+        try:
+            update = Update.from_json(json.loads(update_json or b"null"))
+            fn(update)
+        except BaseException as exc:  # noqa: BLE001 - never into C; reported instead
+            owner = controller()
+            if owner is not None:
+                owner._record_subscriber_error(exc)
+            report(exc, "Exception ignored in contentcards subscriber", fn)
+
+    return entry
+
+
+def _transport_entry(fn: TransportFunction) -> Callable[[Any, int | None], int]:
+    """The callable the transport trampoline calls: runs ``fn`` and answers the library."""
+    local = _transport_local
+    response_set = _ffi.transport_response_set
+    response_fail = _ffi.transport_response_fail
+
+    def entry(request: Any, response: int | None) -> int:
+        try:
+            answer = fn(TransportRequest._from_struct(request))
+            if not isinstance(answer, TransportResponse):
+                raise TypeError(f"the transport returned {type(answer).__name__}, "
+                                "expected a TransportResponse")
+            status, body, retry_after = answer._encoded()
+            response_set(response, status, body, retry_after)
+            return 0
+        except BaseException as exc:  # noqa: BLE001 - a transport failure for the library
+            local.error = exc
+            text = f"{type(exc).__name__}: {exc}".replace("\0", " ")
+            try:
+                response_fail(response, text.encode("utf-8", "replace"))
+            except BaseException:  # noqa: BLE001
+                pass
+            return -1
+
+    return entry
+
+
+_open_controllers: weakref.WeakSet[ContentCards] = weakref.WeakSet()
+
+
+def _close_all_at_exit() -> None:
+    """Closes the controllers still open when the interpreter exits, before module teardown,
+    so no library thread calls back into a finalizing interpreter."""
+    for controller in list(_open_controllers):
+        try:
+            controller.close()
+        except BaseException:  # noqa: BLE001
+            pass
+
+
+atexit.register(_close_all_at_exit)
+
+
+class Subscription:
+    """A subscriber registered with :meth:`ContentCards.subscribe`.
+
+    :meth:`cancel` (idempotent) unsubscribes at once: when it returns the subscriber is not
+    called again. As a context manager it cancels on exit. Dropping the Subscription object does
+    not unsubscribe; closing the controller does.
+    """
+
+    __slots__ = ("_controller", "_cancelled", "_key", "_lock", "callback", "id")
+
+    def __init__(self, controller: ContentCards, subscription_id: int, key: int,
+                 callback: Subscriber) -> None:
+        self._controller = controller
+        self.id = subscription_id
+        self._key = key
+        self.callback = callback
+        self._cancelled = False
+        self._lock = threading.Lock()
+
+    @property
+    def active(self) -> bool:
+        """True until cancelled or until the controller is closed."""
+        return not self._cancelled and not self._controller.closed and self._key in _ffi.callbacks
+
+    def cancel(self) -> None:
+        """Unsubscribes. Harmless when already cancelled or the controller is closed. May be
+        called from inside the subscriber itself."""
+        with self._lock:
+            if self._cancelled:
+                return
+            self._cancelled = True
+        try:
+            self._controller._call(_ffi.controller_unsubscribe, self.id)
+        except (ClosedError, CardNotFoundError):
+            pass  # closed (every subscriber is gone) or already unsubscribed
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.cancel()
+
+    def __repr__(self) -> str:
+        state = "active" if self.active else "cancelled"
+        return f"<Subscription {self.id} {state} {self.callback!r}>"
+
+
+class ContentCards:
+    """A Content Cards controller: one user's cards, from a source, with a store and events.
+
+    ``ContentCards(config_dict)`` takes the configuration as the library's JSON keys
+    (``{"userId": ..., "source": {"file": ...}}``); keyword arguments set the same keys in
+    snake_case (``user_id=``, ``storage_path=``, ``source=``, ``events=``, ``refresh_tokens=``,
+    ``refresh_interval_seconds=``, ``timeout_seconds=``, ``known_class_types=``,
+    ``max_payload_bytes=``, ``device_id=``, ``event_batch_size=``, ``event_batch_bytes=``,
+    ``event_flush_interval_seconds=``) and override the dict. JSON text is accepted too.
+
+    Use it as a context manager, or call :meth:`close`. Every method after close raises
+    :class:`~contentcards.errors.ClosedError`; a controller that is garbage collected, or still
+    open when the interpreter exits, is closed quietly. All methods may be called from any
+    thread; blocking calls (refresh, flush) release the GIL and never block reading the feed.
+
+    Subscriber exceptions: an exception raised by a subscriber never reaches the library and
+    never interrupts the call that caused the update. It is appended to
+    :attr:`subscriber_errors` (the latest 100) and reported through ``sys.unraisablehook``
+    (by default printed on stderr as "Exception ignored in contentcards subscriber: ..." with
+    the traceback), as CPython does for exceptions in ``__del__``. The subscriber stays
+    subscribed.
+    """
+
+    _close_handle = staticmethod(_ffi.controller_close)
+
+    def __init__(self, config: Mapping[str, Any] | str | bytes | None = None, /,
+                 **options: Any) -> None:
+        self._handle: int | None = None
+        self._lock = threading.RLock()
+        self._errors_lock = threading.Lock()
+        #: Exceptions raised by subscribers of this controller, oldest first (latest 100).
+        self.subscriber_errors: list[BaseException] = []
+        config_json = _config_json(config, options)
+        self._handle = _ffi.controller_open(config_json)
+        _open_controllers.add(self)
+
+    # -- life cycle ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Closes the controller: the store is closed and every subscriber removed. Idempotent."""
+        with self._lock:
+            handle, self._handle = self._handle, None
+        if handle is None:
+            return
+        try:
+            self._close_handle(handle)
+        except InvalidHandleError:
+            pass
+
+    @property
+    def closed(self) -> bool:
+        return self._handle is None
+
+    def __enter__(self) -> ContentCards:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except BaseException:  # noqa: BLE001 - never from __del__, also at interpreter exit
+            pass
+
+    def __repr__(self) -> str:
+        if self.closed:
+            return "<ContentCards closed>"
+        try:
+            return f"<ContentCards user_id={self.user_id!r}>"
+        except ContentCardsError:
+            return "<ContentCards>"
+
+    def _call(self, function: Callable[Concatenate[int, P], T], *args: P.args,
+              **kwargs: P.kwargs) -> T:
+        """Calls a ``_ffi`` function with the handle; ClosedError once closed, also when the
+        close raced with the call (the library then reports an invalid handle)."""
+        handle = self._handle
+        if handle is None:
+            raise ClosedError("the controller is closed")
+        try:
+            return function(handle, *args, **kwargs)
+        except (InvalidHandleError, ClosedError) as exc:
+            if self._handle is None:
+                raise ClosedError("the controller was closed during the call") from exc
+            raise
+
+    def _record_subscriber_error(self, exc: BaseException) -> None:
+        with self._errors_lock:
+            self.subscriber_errors.append(exc)
+            del self.subscriber_errors[:-MAX_SUBSCRIBER_ERRORS]
+
+    # -- refresh ---------------------------------------------------------------------------
+
+    def _with_transport_cause(self, function: Callable[Concatenate[int, P], T], *args: P.args,
+                              **kwargs: P.kwargs) -> T:
+        _transport_local.error = None
+        try:
+            return self._call(function, *args, **kwargs)
+        except TransportError as exc:
+            cause = getattr(_transport_local, "error", None)
+            if cause is not None and exc.__cause__ is None:
+                exc.__cause__ = cause
+            raise
+        finally:
+            _transport_local.error = None
+
+    def refresh(self, timeout: float | None = None) -> SyncSummary:
+        """Refreshes from the configured source, waiting at most ``timeout`` seconds (None: the
+        configuration's timeoutSeconds). Raises on failure (the cached cards stay)."""
+        text = self._with_transport_cause(_ffi.controller_refresh, _timeout(timeout))
+        return SyncSummary.from_text(text)
+
+    async def refresh_async(self, timeout: float | None = None) -> SyncSummary:
+        """:meth:`refresh` in the event loop's default executor."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(None, self.refresh, timeout)
+
+    def refresh_in_background(self) -> None:
+        """Starts a refresh on a library thread and returns at once; the outcome reaches the
+        subscribers (on that thread). Refusals known at once (no source, rate limited) raise."""
+        self._call(_ffi.controller_refresh_async)
+
+    def apply(self, payload: str | bytes | list[Any] | dict[str, Any]) -> SyncSummary:
+        """Hands in cards the application got itself: a sync response object or a JSON array of
+        server cards (text, bytes, or a decoded list/dict), merged exactly as a refresh."""
+        if isinstance(payload, (list, dict)):
+            data = _dumps(payload, ParseError, "payload")
+        elif isinstance(payload, (str, bytes, bytearray, memoryview)):
+            data = _ffi.cstr(payload, "payload")
+        else:
+            raise TypeError(f"payload must be str, bytes, list or dict, not {type(payload).__name__}")
+        return SyncSummary.from_text(self._call(_ffi.controller_apply, data))
+
+    # -- the feed --------------------------------------------------------------------------
+
+    def cards(self, class_types: Iterable[str] | str | None = None) -> list[Card]:
+        """The visible feed in feed order, optionally only some class types (a str is one).
+        Control cards are included: log their impression, do not draw them."""
+        text = self._call(_ffi.controller_feed, _filter_json(class_types))
+        return [Card.from_json(item) for item in json.loads(text)]
+
+    def card(self, card: CardRef) -> Card:
+        """One stored card by id, visible or not. Raises CardNotFoundError."""
+        return Card.from_json(json.loads(
+            self._call(_ffi.controller_card, _ffi.cstr(_card_id(card), "card id"))))
+
+    def counts(self, class_types: Iterable[str] | str | None = None) -> Counts:
+        """Badge counts (total, unviewed) of the visible feed, optionally for some class types."""
+        return Counts(*self._call(_ffi.controller_counts, _filter_json(class_types)))
+
+    def count(self, class_types: Iterable[str] | str | None = None) -> int:
+        """The number of visible cards (control cards included)."""
+        return self.counts(class_types).total
+
+    def unviewed_count(self, class_types: Iterable[str] | str | None = None) -> int:
+        """The unread badge: visible cards not viewed and not control."""
+        return self.counts(class_types).unviewed
+
+    def convert(self, registry: Registry,
+                class_types: Iterable[str] | str | None = None) -> list[ContentCardable]:
+        """The visible cards of the registry's class types (or of ``class_types``) as the
+        application's objects, in feed order; the objects can log themselves through this
+        controller."""
+        if class_types is None:
+            class_types = registry.class_types
+            if not class_types:
+                return []
+        return registry.convert(self.cards(class_types), class_types, controller=self)
+
+    # -- logging ---------------------------------------------------------------------------
+
+    def _log(self, function: Callable[[int, bytes], None], card: CardRef) -> LogResult:
+        card_id = _ffi.cstr(_card_id(card), "card id")
+        try:
+            self._call(function, card_id)
+        except RefusedError as exc:
+            return LogResult(False, exc.message)
+        return LogResult(True, None)
+
+    def log_impression(self, card: CardRef) -> LogResult:
+        """Marks the card viewed and records an impression (a control impression for a control
+        card). Raises CardNotFoundError for an unknown id."""
+        return self._log(_ffi.controller_log_impression, card)
+
+    def log_click(self, card: CardRef) -> LogResult:
+        """Records a click; ``LogResult(False, reason)`` when the card has no valid url."""
+        return self._log(_ffi.controller_log_click, card)
+
+    def log_dismissal(self, card: CardRef) -> LogResult:
+        """Dismisses the card; ``LogResult(False, reason)`` when it is not dismissible or is
+        dismissed already."""
+        return self._log(_ffi.controller_log_dismissal, card)
+
+    def log_feed_displayed(self) -> LogResult:
+        """Records that the application showed a feed."""
+        self._call(_ffi.controller_log_feed_displayed)
+        return LogResult(True, None)
+
+    # -- users, events, diagnostics --------------------------------------------------------
+
+    def change_user(self, user_id: str) -> None:
+        """Switches to another user's cards, state and cursors."""
+        self._call(_ffi.controller_change_user, _ffi.cstr(user_id, "user id"))
+
+    @property
+    def user_id(self) -> str:
+        """The current user id."""
+        return self._call(_ffi.controller_user)
+
+    def flush_events(self, timeout: float | None = None) -> FlushResult:
+        """Delivers every pending event now, waiting at most ``timeout`` seconds (None: the
+        configuration's timeoutSeconds). Raises on failure (the events stay pending)."""
+        text = self._with_transport_cause(_ffi.controller_flush_events, _timeout(timeout))
+        return FlushResult.from_json(json.loads(text))
+
+    def pending_events(self) -> int:
+        """The number of events waiting in the store's outbox (every user's)."""
+        return self._call(_ffi.controller_pending_events)
+
+    def diagnostics(self) -> dict[str, Any]:
+        """Diagnostics: last refresh, last delivery, last error, rate limit, left-out cards..."""
+        result: dict[str, Any] = json.loads(self._call(_ffi.controller_diagnostics))
+        return result
+
+    # -- callbacks -------------------------------------------------------------------------
+
+    def subscribe(self, fn: Subscriber) -> Subscription:
+        """Calls ``fn(update)`` after every refresh, apply, user change and logged impression,
+        click or dismissal, on the thread that made the change (a library thread for
+        :meth:`refresh_in_background`). See the class docstring for exceptions."""
+        if not callable(fn):
+            raise TypeError(f"subscriber must be callable, not {type(fn).__name__}")
+        key = _ffi.callbacks.add(_update_entry(weakref.ref(self), fn))
+        if self._handle is None:
+            _ffi.callbacks.release(key)  # never handed to the library
+            raise ClosedError("the controller is closed")
+        # On failure the library releases the key itself (free_userdata runs right away).
+        subscription_id = self._call(_ffi.controller_subscribe, key)
+        return Subscription(self, subscription_id, key, fn)
+
+    def set_transport(self, fn: TransportFunction | None) -> None:
+        """Sets the host transport used where the configuration says ``{"callback": true}``:
+        ``fn(TransportRequest) -> TransportResponse``, or raise for a failure to reach the
+        server. None removes it. See :mod:`contentcards.transport`."""
+        if fn is None:
+            self._call(_ffi.controller_set_transport, None)
+            return
+        if not callable(fn):
+            raise TypeError(f"transport must be callable, not {type(fn).__name__}")
+        key = _ffi.callbacks.add(_transport_entry(fn))
+        if self._handle is None:
+            _ffi.callbacks.release(key)
+            raise ClosedError("the controller is closed")
+        self._call(_ffi.controller_set_transport, key)

@@ -1,0 +1,265 @@
+"""tests/c/test_api.c through the Python API: every call on its success path, and the failures
+a correct program meets. Plus the Card model."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from datetime import datetime, timezone
+
+import pytest
+
+import contentcards as cc
+from contentcards import _ffi
+from conftest import SAMPLE_FEED, SAMPLE_ORDER, open_sample
+
+
+def test_versions() -> None:
+    assert cc.library_version() == "0.1.0"
+    assert cc.abi_version() == cc.ABI_VERSION == 1
+    assert _ffi.status_name(-5) == "CC_E_NOT_FOUND"
+    assert _ffi.status_name(0) == "CC_OK"
+    assert _ffi.status_name(12345) == "CC_E_UNKNOWN"
+    # The binding's table of names agrees with the library's.
+    for code, name in cc.errors.STATUS_NAMES.items():
+        assert _ffi.status_name(code) == name
+    assert os.path.exists(cc.library_path)
+
+
+def test_refresh_feed_counts(sample: cc.ContentCards) -> None:
+    summary = sample.refresh(5)
+    assert summary.added == 11
+    assert summary.full_sync is True
+    assert summary.counts == cc.Counts(total=10, unviewed=9)
+    assert len(summary.left_out) == 3
+    assert [(item.index, item.id) for item in summary.left_out] == [
+        (11, "bad-1"), (12, None), (13, "bad-type")]
+    assert summary.left_out[0].reason == \
+        'missing required field "tt" (title) for a captioned_image card'
+
+    assert sample.counts() == (10, 9)
+    assert sample.count() == 10 and sample.unviewed_count() == 9
+    assert sample.counts(["coupon_code"]) == (2, 1)
+    assert sample.unviewed_count(["HOME_TILE"]) == 3
+    assert sample.unviewed_count("HOME_TILE") == 3  # a str is one class type
+
+    assert [card.id for card in sample.cards()] == SAMPLE_ORDER
+    messages = sample.cards(["message_full_page", "message_webview"])
+    assert [card.id for card in messages] == ["msg-3", "msg-2", "msg-1"]
+
+    # The same card gives the same bytes every time.
+    a = _ffi.controller_card(sample._handle or 0, b"coupon-1")
+    b = _ffi.controller_card(sample._handle or 0, b"coupon-1")
+    assert a == b
+    assert '"extras":{"class_type":"coupon_code","coupon_code":"SAVE20"' in a
+    assert sample.card("coupon-1") == sample.card("coupon-1")
+
+
+def test_card_model(refreshed: cc.ContentCards) -> None:
+    tile = refreshed.card("tile-2")
+    assert tile.type is cc.CardType.CAPTIONED_IMAGE
+    assert tile.created_timestamp == 1763710000
+    assert tile.created == datetime.fromtimestamp(1763710000, timezone.utc)
+    assert tile.created.tzinfo is not None
+    assert tile.expires_at is None and tile.expires_at_timestamp == -1
+    assert tile.pinned and tile.dismissible and not tile.viewed
+    assert tile.extras["tile_price"] == "34.50"
+    with pytest.raises(TypeError):
+        tile.extras["tile_price"] = "0"  # type: ignore[index]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        tile.title = "x"  # type: ignore[misc]
+    assert tile.image_aspect_ratio == 1.0
+    assert tile.domain == "shop.example.com"
+    assert hash(tile) == hash(refreshed.card("tile-2"))
+
+    control = refreshed.card("coupon-control")
+    assert control.type is cc.CardType.CONTROL and control.is_control
+    assert control.url is None and control.title is None and control.image_aspect_ratio is None
+    assert control.extras["discount_percentage"] == "20"  # a JSON number kept as its text
+
+    msg3 = refreshed.card("msg-3")
+    assert msg3.class_type == "message_webview"  # " Message_WebView " normalized
+    assert msg3.open_url_in_web_view
+    assert refreshed.card("msg-2").type is cc.CardType.CLASSIC
+    assert refreshed.card("test-1").is_test and refreshed.card("test-1").class_type == ""
+    assert refreshed.card("banner-noclass").type is cc.CardType.BANNER
+
+    # An expired card is stored (and readable by id) but not in the feed.
+    expired = refreshed.card("promo-expired")
+    assert expired.expires_at == datetime.fromtimestamp(1700000000, timezone.utc)
+    assert "promo-expired" not in [card.id for card in refreshed.cards()]
+
+    # from_json / to_json round trip the boundary JSON exactly (key order included).
+    raw = json.loads(_ffi.controller_feed(refreshed._handle or 0, None))
+    for item in raw:
+        card = cc.Card.from_json(item)
+        assert card.to_json() == item and list(card.to_json()) == list(item)
+    with pytest.raises(cc.ParseError, match="missing"):
+        cc.Card.from_json({"id": "x"})
+    with pytest.raises(cc.ParseError, match="unknown card type"):
+        cc.Card.from_json({**raw[0], "type": "hologram"})
+
+
+def test_logging(refreshed: cc.ContentCards) -> None:
+    c = refreshed
+    assert c.log_impression("tile-1") == cc.LogResult(True, None)
+    assert c.log_impression("tile-1")
+    assert c.unviewed_count() == 8
+    assert c.card("tile-1").viewed
+    assert c.log_click("tile-1").recorded
+    refused = c.log_click("msg-2")
+    assert not refused and refused.recorded is False
+    assert refused.reason is not None and "has no url" in refused.reason
+    assert c.log_dismissal("tile-1").recorded
+    again = c.log_dismissal("tile-1")
+    assert not again.recorded and again.reason is not None and "already dismissed" in again.reason
+    not_dismissible = c.log_dismissal("msg-1")
+    assert not not_dismissible and "not dismissible" in (not_dismissible.reason or "")
+    with pytest.raises(cc.CardNotFoundError, match="no-such-card") as info:
+        c.log_impression("no-such-card")
+    assert info.value.code == -5 and info.value.name == "CC_E_NOT_FOUND"
+    assert _ffi.last_error_code() == -5
+    assert c.log_feed_displayed().recorded
+    assert _ffi.last_error_code() == 0
+    assert c.pending_events() == 5
+    assert c.count() == 9
+    # No sink configured: events stay.
+    with pytest.raises(cc.NoSourceError):
+        c.flush_events(1)
+    assert c.pending_events() == 5
+
+
+def test_logging_accepts_cards_and_objects(refreshed: cc.ContentCards) -> None:
+    card = refreshed.card("coupon-1")
+
+    class Holder:
+        card_id = "tile-3"
+
+    assert refreshed.log_impression(card).recorded
+    assert refreshed.log_impression(Holder()).recorded
+    assert refreshed.card("coupon-1").viewed and refreshed.card(Holder()).viewed
+    with pytest.raises(TypeError):
+        refreshed.log_impression(42)
+
+
+def test_apply_user_diagnostics() -> None:
+    with cc.ContentCards() as c:
+        summary = c.apply('[{"id":"a","tp":"short_news","ca":1,"ds":"hello"}]')
+        assert summary.added == 1 and not summary.full_sync
+        # dict / list / bytes payloads
+        assert c.apply([{"id": "b", "tp": "short_news", "ca": 2, "ds": "x"}]).added == 1
+        assert c.apply({"cards": [{"id": "b", "tp": "short_news", "ca": 3, "ds": "y"}]}).updated == 1
+        assert c.apply(b"[]").added == 0
+        with pytest.raises(cc.ParseError, match="truncated"):
+            c.apply('{"cards":[{"id":')
+        with pytest.raises(cc.WrongUserError):
+            c.apply('{"cards":[],"user_id":"mallory"}')
+        with pytest.raises(cc.NoSourceError):
+            c.refresh(1)
+
+        assert c.user_id == ""
+        c.change_user("bob")
+        assert c.user_id == "bob"
+        assert c.count() == 0
+
+        diagnostics = c.diagnostics()
+        assert diagnostics["userId"] == "bob"
+        assert diagnostics["rateLimit"]["enabled"] is True
+        assert diagnostics["rateLimit"]["capacity"] == 5
+
+
+def test_rate_limit_and_config() -> None:
+    with pytest.raises(cc.ConfigError, match='did you mean "refreshTokens"'):
+        cc.ContentCards({"refreshToken": 1})
+    with pytest.raises(cc.ConfigError):
+        cc.ContentCards('{"userId":')
+    with cc.ContentCards(refresh_tokens=1, source={"file": SAMPLE_FEED}) as c:
+        c.refresh(5)
+        with pytest.raises(cc.RateLimitedError, match="next token in 180 s") as info:
+            c.refresh(5)
+        assert info.value.retry_after == 180.0
+        with pytest.raises(cc.RateLimitedError):
+            c.refresh_in_background()
+        assert c.count() == 10
+
+
+def test_config_keywords(tmp_path: os.PathLike[str]) -> None:
+    with pytest.raises(TypeError, match="'refresh_token'.*did you mean 'refresh_tokens'"):
+        cc.ContentCards(refresh_token=1)
+    with pytest.raises(TypeError):
+        cc.ContentCards(42)  # type: ignore[arg-type]
+    # Every keyword maps to its camelCase key; the library accepts them all.
+    with cc.ContentCards(
+            user_id="kw", storage_path=os.path.join(os.fspath(tmp_path), "store"),
+            source={"file": SAMPLE_FEED}, events={"file": os.path.join(os.fspath(tmp_path), "ev")},
+            refresh_tokens=3, refresh_interval_seconds=60, timeout_seconds=2,
+            known_class_types=("home_tile", "coupon_code"), max_payload_bytes=1 << 20,
+            device_id="dev-1", event_batch_size=10, event_batch_bytes=4096,
+            event_flush_interval_seconds=0) as c:
+        assert c.user_id == "kw"
+        c.refresh()
+        # knownClassTypes: other class types normalize to "".
+        assert c.card("msg-1").class_type == ""
+        assert c.card("tile-1").class_type == "home_tile"
+        assert c.diagnostics()["rateLimit"]["capacity"] == 3
+    # A dict in camelCase, and keywords overriding it.
+    with cc.ContentCards({"userId": "a", "refreshTokens": 0}, user_id="b") as c:
+        assert c.user_id == "b"
+    with cc.ContentCards('{"userId": "json"}') as c:
+        assert c.user_id == "json"
+    with cc.ContentCards(storage_path=tmp_path) as c:  # a PathLike is fine
+        assert c.diagnostics()["storagePath"] == os.fspath(tmp_path)
+
+
+def test_snapshot(refreshed: cc.ContentCards) -> None:
+    """The snapshot functions (cc_controller_snapshot & co.) through _ffi."""
+    c = refreshed
+    s = _ffi.controller_snapshot(c._handle or 0, b'["coupon_code"]')
+    assert _ffi.snapshot_count(s) == 2
+    assert _ffi.snapshot_string(s, 0, b"id") == "coupon-control"
+    assert (_ffi.snapshot_string(s, 1, b"url") or "").startswith("https://")
+    assert _ffi.snapshot_string(s, 1, b"title") is None
+    assert _ffi.snapshot_bool(s, 0, b"isControl") is True
+    assert _ffi.snapshot_int(s, 1, b"created") == 1763760000
+    assert _ffi.snapshot_double(s, 0, b"imageAspectRatio") is None
+    assert _ffi.snapshot_double(s, 1, b"imageAspectRatio") == 3.0
+    assert _ffi.snapshot_extra(s, 0, b"discount_percentage") == "20"
+    assert _ffi.snapshot_extra(s, 0, b"nope") is None
+    assert _ffi.snapshot_extras_count(s, 1) == 4
+    assert _ffi.snapshot_extra_at(s, 1, 0) == ("class_type", "coupon_code")
+    with pytest.raises(cc.InvalidArgumentError):
+        _ffi.snapshot_extra_at(s, 1, 4)
+    with pytest.raises(cc.InvalidArgumentError, match="out of range"):
+        _ffi.snapshot_string(s, 2, b"id")
+    with pytest.raises(cc.InvalidArgumentError, match="is an integer"):
+        _ffi.snapshot_string(s, 0, b"created")
+    with pytest.raises(cc.InvalidArgumentError, match="unknown card field"):
+        _ffi.snapshot_int(s, 0, b"colour")
+    # The snapshot agrees with cards() field by field.
+    for index, card in enumerate(c.cards("coupon_code")):
+        assert _ffi.snapshot_string(s, index, b"id") == card.id
+        assert _ffi.snapshot_string(s, index, b"classType") == card.class_type
+        assert _ffi.snapshot_int(s, index, b"expiresAt") == card.expires_at_timestamp
+        assert _ffi.snapshot_bool(s, index, b"openURLInWebView") == card.open_url_in_web_view
+        assert dict(_ffi.snapshot_extra_at(s, index, i)
+                    for i in range(_ffi.snapshot_extras_count(s, index))) == dict(card.extras)
+    # The snapshot does not change with the controller, and outlives it.
+    assert c.log_dismissal("coupon-1").recorded
+    c.close()
+    assert _ffi.snapshot_count(s) == 2
+    _ffi.snapshot_close(s)
+    with pytest.raises(cc.InvalidHandleError):
+        _ffi.snapshot_close(s)
+
+
+def test_storage(tmp_path: os.PathLike[str]) -> None:
+    store = os.path.join(os.fspath(tmp_path), "store")
+    with open_sample(user_id="u", storage_path=store) as c:
+        c.refresh(5)
+        assert c.log_impression("tile-2").recorded
+    with open_sample(user_id="u", storage_path=store) as c:
+        assert c.counts() == (10, 8)
+        assert c.pending_events() == 1
+    mode = os.stat(store).st_mode & 0o777
+    assert mode == 0o700
