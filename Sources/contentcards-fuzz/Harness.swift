@@ -191,9 +191,13 @@ struct Fuzz {
 @main
 struct Replay {
     static func main() {
-        var count = 0
+        // Read every file first: the harness works in a scratch directory once it runs.
+        var inputs: [[UInt8]] = []
         for path in CommandLine.arguments.dropFirst() {
-            guard let f = fopen(path, "rb") else { continue }
+            guard let f = fopen(path, "rb") else {
+                fputs("cannot open \(path)\n", stderr)
+                exit(2)
+            }
             var bytes: [UInt8] = []
             var buffer = [UInt8](repeating: 0, count: 65536)
             while true {
@@ -202,10 +206,11 @@ struct Replay {
                 bytes += buffer[0..<n]
             }
             fclose(f)
-            _ = scratch
-            bytes.withUnsafeBytes { runOne($0) }
-            count += 1
+            inputs.append(bytes)
         }
+        _ = scratch
+        for input in inputs { input.withUnsafeBytes { runOne($0) } }
+        let count = inputs.count
         print("replayed \(count) inputs for target \(target.rawValue): 0 crashes")
         if let c = shared { _ = cc_controller_close(c) }
     }
