@@ -2,6 +2,9 @@
 // and by people to poke at a feed.
 //
 //   contentcards-tool feed CONFIG_JSON            refresh, print the feed by class type
+//   contentcards-tool stages PAYLOAD FILTER N     time each stage of the feed pipeline (decode,
+//                                                 merge + persist, filter + order, encode), the
+//                                                 median of N runs, as JSON (for make bench)
 //   contentcards-tool log-loop CONFIG_JSON N      refresh once, then log N events, printing
 //                                                 "logged <event-id>" after each call returns
 //                                                 (the crash test kills it at random points)
@@ -21,6 +24,46 @@ func say(_ line: String) {
 }
 
 let args = CommandLine.arguments
+
+func milliseconds(_ body: () throws -> Void) rethrows -> Double {
+    let start = monotonicSeconds()
+    try body()
+    return (monotonicSeconds() - start) * 1000
+}
+
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
+}
+
+if args.count >= 5 && args[1] == "stages" {
+    let bytes: [UInt8]
+    do { bytes = try Files.read(args[2], limit: 1 << 30) } catch { fail(error.message) }
+    let filter = ClassTypeFilter(args[3].split(separator: ",").map(String.init))
+    let repeats = max(Int(args[4]) ?? 5, 1)
+    var decode: [Double] = [], merge: [Double] = [], select: [Double] = [], encode: [Double] = []
+    for _ in 0..<repeats {
+        do {
+            let decoder = PayloadDecoder(limits: .init(maxBytes: 1 << 30))
+            decode.append(try milliseconds { _ = try decoder.decode(bytes) })
+            var config = Configuration()
+            config.maxPayloadBytes = 1 << 30
+            let c = try ContentCardsController(configuration: config)
+            // apply = decode + merge + persist; the decode share is taken off.
+            let apply = try milliseconds { try bytes.withUnsafeBufferPointer { _ = try c.apply(bytes: $0) } }
+            merge.append(max(apply - (decode.last ?? 0), 0))
+            var cards: [Card] = []
+            select.append(try milliseconds { cards = try c.cards(filter) })
+            encode.append(milliseconds { _ = CardJSON.encode(cards) })
+            c.close()
+        } catch {
+            fail("\(error)")
+        }
+    }
+    say(#"{"decode_ms":\#(median(decode)),"merge_persist_ms":\#(median(merge)),"filter_order_ms":\#(median(select)),"encode_ms":\#(median(encode))}"#)
+    exit(0)
+}
+
 guard args.count >= 3 else {
     fail("usage: contentcards-tool feed CONFIG_JSON | log-loop CONFIG_JSON N")
 }

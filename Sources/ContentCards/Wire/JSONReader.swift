@@ -222,23 +222,24 @@ private struct Parser {
     func utf8SequenceLength(at i: Int) throws(JSONError) -> Int {
         let b0 = bytes[i]
         func cont(_ k: Int) -> UInt8? { i + k < bytes.count && bytes[i + k] & 0xC0 == 0x80 ? bytes[i + k] : nil }
-        let invalid = error("invalid UTF-8 in a string", at: i)
+        // The error is built only when thrown: building it scans the input for the line number.
+        func invalid() -> JSONError { error("invalid UTF-8 in a string", at: i) }
         switch b0 {
         case 0xC2...0xDF:
-            guard cont(1) != nil else { throw invalid }
+            guard cont(1) != nil else { throw invalid() }
             return 2
         case 0xE0...0xEF:
-            guard let b1 = cont(1), cont(2) != nil else { throw invalid }
-            if b0 == 0xE0 && b1 < 0xA0 { throw invalid }      // overlong
-            if b0 == 0xED && b1 > 0x9F { throw invalid }      // surrogate
+            guard let b1 = cont(1), cont(2) != nil else { throw invalid() }
+            if b0 == 0xE0 && b1 < 0xA0 { throw invalid() }      // overlong
+            if b0 == 0xED && b1 > 0x9F { throw invalid() }      // surrogate
             return 3
         case 0xF0...0xF4:
-            guard let b1 = cont(1), cont(2) != nil, cont(3) != nil else { throw invalid }
-            if b0 == 0xF0 && b1 < 0x90 { throw invalid }      // overlong
-            if b0 == 0xF4 && b1 > 0x8F { throw invalid }      // past U+10FFFF
+            guard let b1 = cont(1), cont(2) != nil, cont(3) != nil else { throw invalid() }
+            if b0 == 0xF0 && b1 < 0x90 { throw invalid() }      // overlong
+            if b0 == 0xF4 && b1 > 0x8F { throw invalid() }      // past U+10FFFF
             return 4
         default:
-            throw invalid
+            throw invalid()
         }
     }
 

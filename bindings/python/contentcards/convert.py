@@ -35,7 +35,12 @@ from typing import TYPE_CHECKING, Callable, ClassVar, TypeVar, overload
 from .cards import Card, normalize_class_type
 
 if TYPE_CHECKING:
-    from typing import Self
+    import sys
+
+    if sys.version_info >= (3, 11):
+        from typing import Self
+    else:
+        from typing_extensions import Self
 
     from .controller import ContentCards
     from .results import LogResult

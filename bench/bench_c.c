@@ -1,0 +1,225 @@
+/* bench_c: the C side of `make bench`. Each mode measures one thing through the C ABI and prints
+ * one JSON object; bench/run.py runs it next to its baselines and prints the table.
+ *
+ *   bench_c pipeline PAYLOAD FILTER REPEATS OUT   apply (decode + merge into a fresh in-memory
+ *                                                 store) then feed (filter + encode); OUT gets the
+ *                                                 last feed JSON, for the output check
+ *   bench_c calls PAYLOAD N                       cost of one cc_controller_counts
+ *   bench_c logging DIR N                         durable impressions: rate and latency p50/p99
+ *   bench_c memory PAYLOAD                        resident memory for the stored cards
+ *   bench_c controllers N                         resident memory of N controllers (users)
+ *   bench_c cold DIR                              open a controller on a store with cards already
+ *                                                 in it, to the first feed read (run in a new
+ *                                                 process: load time is measured by the caller) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "contentcards.h"
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) { perror(path); exit(2); }
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) { perror("read"); exit(2); }
+    buf[n] = 0;
+    fclose(f);
+    if (len) *len = (size_t)n;
+    return buf;
+}
+
+static void check(int rc, const char *what) {
+    if (rc != CC_OK) {
+        fprintf(stderr, "%s: %s (%s)\n", what, cc_status_name(rc), cc_last_error_message());
+        exit(1);
+    }
+}
+
+static long rss_kb(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    long pages = 0, resident = 0;
+    if (f && fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    if (f) fclose(f);
+    return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void print_array(const char *name, double *v, int n) {
+    printf("\"%s\":[", name);
+    for (int i = 0; i < n; i++) printf("%s%.4f", i ? "," : "", v[i]);
+    printf("]");
+}
+
+static int pipeline(const char *payload_path, const char *filter, int repeats, const char *out_path) {
+    size_t len = 0;
+    char *payload = read_file(payload_path, &len);
+    double *apply_ms = calloc((size_t)repeats, sizeof(double));
+    double *feed_ms = calloc((size_t)repeats, sizeof(double));
+    size_t out_len = 0;
+    for (int r = 0; r < repeats; r++) {
+        cc_controller *c = NULL;
+        check(cc_controller_open(&c, "{\"maxPayloadBytes\":1073741824}"), "open");
+        double t0 = now_ms();
+        check(cc_controller_apply(NULL, c, payload), "apply");
+        double t1 = now_ms();
+        char *feed = NULL;
+        check(cc_controller_feed(&feed, c, filter), "feed");
+        double t2 = now_ms();
+        apply_ms[r] = t1 - t0;
+        feed_ms[r] = t2 - t1;
+        out_len = strlen(feed);
+        if (r == repeats - 1 && out_path) {
+            FILE *f = fopen(out_path, "wb");
+            if (f) { fwrite(feed, 1, out_len, f); fclose(f); }
+        }
+        cc_string_free(feed);
+        cc_controller_close(c);
+    }
+    printf("{\"mode\":\"pipeline\",\"bytes\":%zu,\"out_bytes\":%zu,", len, out_len);
+    print_array("apply_ms", apply_ms, repeats);
+    printf(",");
+    print_array("feed_ms", feed_ms, repeats);
+    printf("}\n");
+    free(payload);
+    return 0;
+}
+
+static int calls(const char *payload_path, long n) {
+    char *payload = read_file(payload_path, NULL);
+    cc_controller *c = NULL;
+    check(cc_controller_open(&c, "{\"maxPayloadBytes\":1073741824}"), "open");
+    check(cc_controller_apply(NULL, c, payload), "apply");
+    int64_t total = 0, unviewed = 0;
+    double best = 1e18;
+    for (int round = 0; round < 5; round++) {
+        double t0 = now_ms();
+        for (long i = 0; i < n; i++) cc_controller_counts(&total, &unviewed, c, NULL);
+        double per = (now_ms() - t0) * 1e6 / (double)n;
+        if (per < best) best = per;
+    }
+    /* The floor: a call that does nothing but clear the thread's error. */
+    double floor_best = 1e18;
+    for (int round = 0; round < 5; round++) {
+        double t0 = now_ms();
+        for (long i = 0; i < n; i++) (void)cc_abi_version();
+        double per = (now_ms() - t0) * 1e6 / (double)n;
+        if (per < floor_best) floor_best = per;
+    }
+    printf("{\"mode\":\"calls\",\"cards\":%lld,\"count_ns\":%.1f,\"abi_version_ns\":%.2f}\n", (long long)total, best, floor_best);
+    cc_controller_close(c);
+    free(payload);
+    return 0;
+}
+
+static int logging(const char *dir, int n) {
+    char config[1024];
+    snprintf(config, sizeof config, "{\"storagePath\":\"%s\",\"userId\":\"bench\"}", dir);
+    cc_controller *c = NULL;
+    check(cc_controller_open(&c, config), "open");
+    char payload[256 * 100];
+    size_t off = 0;
+    off += (size_t)snprintf(payload + off, sizeof payload - off, "[");
+    for (int i = 0; i < 100; i++)
+        off += (size_t)snprintf(payload + off, sizeof payload - off, "%s{\"id\":\"c%d\",\"tp\":\"short_news\",\"ca\":%d,\"ds\":\"d\"}", i ? "," : "", i, 1000 + i);
+    snprintf(payload + off, sizeof payload - off, "]");
+    check(cc_controller_apply(NULL, c, payload), "apply");
+    double *lat = calloc((size_t)n, sizeof(double));
+    char id[16];
+    double t0 = now_ms();
+    for (int i = 0; i < n; i++) {
+        snprintf(id, sizeof id, "c%d", i % 100);
+        double a = now_ms();
+        check(cc_controller_log_impression(c, id), "log");
+        lat[i] = (now_ms() - a) * 1000.0;
+    }
+    double total_ms = now_ms() - t0;
+    qsort(lat, (size_t)n, sizeof(double), cmp_double);
+    int64_t pending = 0;
+    cc_controller_pending_events(&pending, c);
+    printf("{\"mode\":\"logging\",\"n\":%d,\"per_second\":%.0f,\"p50_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f,\"pending\":%lld}\n",
+           n, n / (total_ms / 1000.0), lat[n / 2], lat[(int)(n * 0.99)], lat[n - 1], (long long)pending);
+    cc_controller_close(c);
+    free(lat);
+    return 0;
+}
+
+static int memory(const char *payload_path) {
+    char *payload = read_file(payload_path, NULL);
+    cc_controller *c = NULL;
+    check(cc_controller_open(&c, "{\"maxPayloadBytes\":1073741824}"), "open");
+    long before = rss_kb();
+    check(cc_controller_apply(NULL, c, payload), "apply");
+    free(payload);
+    long after = rss_kb();
+    int64_t total = 0;
+    cc_controller_counts(&total, NULL, c, NULL);
+    printf("{\"mode\":\"memory\",\"cards\":%lld,\"rss_before_kb\":%ld,\"rss_after_kb\":%ld}\n", (long long)total, before, after);
+    cc_controller_close(c);
+    return 0;
+}
+
+static int controllers(int n) {
+    const char *small = "[{\"id\":\"a\",\"tp\":\"short_news\",\"ca\":1,\"ds\":\"hello\",\"e\":{\"class_type\":\"home_tile\"}},"
+                        "{\"id\":\"b\",\"tp\":\"control\",\"ca\":2}]";
+    cc_controller **all = calloc((size_t)n, sizeof *all);
+    /* one first, so the library's one-time costs are not counted per controller */
+    cc_controller *warm = NULL;
+    check(cc_controller_open(&warm, NULL), "open");
+    long before = rss_kb();
+    char config[64];
+    for (int i = 0; i < n; i++) {
+        snprintf(config, sizeof config, "{\"userId\":\"user-%d\"}", i);
+        check(cc_controller_open(&all[i], config), "open");
+        check(cc_controller_apply(NULL, all[i], small), "apply");
+    }
+    long after = rss_kb();
+    printf("{\"mode\":\"controllers\",\"n\":%d,\"rss_before_kb\":%ld,\"rss_after_kb\":%ld}\n", n, before, after);
+    for (int i = 0; i < n; i++) cc_controller_close(all[i]);
+    cc_controller_close(warm);
+    free(all);
+    return 0;
+}
+
+static int cold(const char *dir) {
+    double t0 = now_ms();
+    char config[1024];
+    snprintf(config, sizeof config, "{\"storagePath\":\"%s\",\"userId\":\"bench\"}", dir);
+    cc_controller *c = NULL;
+    check(cc_controller_open(&c, config), "open");
+    double t1 = now_ms();
+    char *feed = NULL;
+    check(cc_controller_feed(&feed, c, NULL), "feed");
+    double t2 = now_ms();
+    int64_t total = 0;
+    cc_controller_counts(&total, NULL, c, NULL);
+    printf("{\"mode\":\"cold\",\"cards\":%lld,\"open_ms\":%.3f,\"first_feed_ms\":%.3f}\n", (long long)total, t1 - t0, t2 - t1);
+    cc_string_free(feed);
+    cc_controller_close(c);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 6 && strcmp(argv[1], "pipeline") == 0) return pipeline(argv[2], argv[3], atoi(argv[4]), argv[5]);
+    if (argc >= 4 && strcmp(argv[1], "calls") == 0) return calls(argv[2], atol(argv[3]));
+    if (argc >= 4 && strcmp(argv[1], "logging") == 0) return logging(argv[2], atoi(argv[3]));
+    if (argc >= 3 && strcmp(argv[1], "memory") == 0) return memory(argv[2]);
+    if (argc >= 3 && strcmp(argv[1], "controllers") == 0) return controllers(atoi(argv[2]));
+    if (argc >= 3 && strcmp(argv[1], "cold") == 0) return cold(argv[2]);
+    fprintf(stderr, "usage: see the comment at the top of bench/bench_c.c\n");
+    return 2;
+}

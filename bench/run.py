@@ -1,0 +1,327 @@
+#!/usr/bin/env python3
+"""make bench: every measurement next to its baseline, in the same run, with the outputs checked.
+
+These machines are noisy: each row is the median of repeated runs, and ratios are taken within
+the run. Nothing here asserts a speed; it prints numbers (and writes build/bench.json).
+
+    bench/run.py BUILD_DIR [--quick]
+
+Rows:
+  1. the feed pipeline on 10,000 generated cards: decode the server payload, merge into a store,
+     filter by class types keeping ~40%, encode as boundary JSON: through the C ABI from C, and
+     through the Python bindings; against pure Python (json + a list filter + json.dumps) and
+     orjson. Output check: the same card ids in every output.
+  2. the cost of one call: a count from C, and from Python next to the ctypes floor.
+  3. cold start: load the library and open a controller on 1,000 stored cards, to the first feed.
+  4. logging: durable impressions per second, and the latency of one call (p50, p99).
+  5. memory: resident memory per 10,000 stored cards, and per controller for 1,000 of them.
+  6. scaling: the pipeline at 100, 1,000, 10,000 and 100,000 cards.
+  7. the stages of the pipeline (Swift core), to name the slowest.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Callable
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bindings", "python"))
+
+FILTER = ["home_tile", "coupon_code"]
+FILTER_JSON = json.dumps(FILTER)
+CLASS_TYPES = (["home_tile"] * 25 + ["coupon_code"] * 15 + ["message_full_page"] * 15
+               + ["message_webview"] * 10 + ["ad_banner"] * 15 + [""] * 20)
+WORDS = ("fresh roast espresso bundle grinder sale weekend holiday offer members only free "
+         "shipping new arrivals café crème brûlée limited edition gift card reward points").split()
+
+
+def generate(n: int, seed: int = 7) -> str:
+    """A sync response of n realistic cards (about 420 bytes each), every one valid and visible,
+    so the library's output and the baselines' must hold the same cards."""
+    rnd = random.Random(seed)
+    cards = []
+    for i in range(n):
+        kind = rnd.choices(["captioned_image", "short_news", "banner_image", "control"], [40, 30, 20, 10])[0]
+        class_type = rnd.choice(CLASS_TYPES)
+        card: dict[str, Any] = {"id": f"card-{i:06d}", "tp": kind, "ca": 1763000000 + rnd.randrange(800000),
+                                "ea": -1, "p": rnd.random() < 0.05, "db": rnd.random() < 0.7,
+                                "v": False, "cl": False, "t": False, "uw": rnd.random() < 0.2}
+        extras: dict[str, Any] = {}
+        if class_type:
+            extras["class_type"] = class_type
+        for k in range(rnd.randrange(2, 5)):
+            extras[f"key_{k}"] = " ".join(rnd.choices(WORDS, k=rnd.randrange(1, 4)))
+        if class_type == "coupon_code":
+            extras["discount_percentage"] = str(rnd.choice([10, 15, 20, 25]))
+        card["e"] = extras
+        if kind != "control":
+            card["u"] = f"https://shop.example.com/p/{i}?utm_source=cards"
+            card["dm"] = "shop.example.com"
+        if kind in ("captioned_image", "banner_image"):
+            card["i"] = f"https://cdn.example.com/img/{i}.png"
+            card["ar"] = rnd.choice([1.0, 1.5, 1.777])
+        if kind in ("captioned_image", "short_news"):
+            card["tt"] = " ".join(rnd.choices(WORDS, k=4)).capitalize()
+            card["ds"] = " ".join(rnd.choices(WORDS, k=rnd.randrange(8, 20))).capitalize() + "."
+        cards.append(card)
+    return json.dumps({"cards": cards, "full_sync": True, "last_full_sync_at": 1763800000,
+                       "last_card_updated_at": 1763800000}, ensure_ascii=False)
+
+
+def median_ms(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
+    times, result = [], None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = fn()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times), result
+
+
+def baseline_python(payload: str) -> str:
+    data = json.loads(payload)
+    wanted = set(FILTER)
+    kept = [c for c in data["cards"] if str(c.get("e", {}).get("class_type", "")).strip().lower() in wanted]
+    return json.dumps(kept)
+
+
+def baseline_orjson(payload: str) -> bytes:
+    import orjson
+    data = orjson.loads(payload)
+    wanted = set(FILTER)
+    kept = [c for c in data["cards"] if str(c.get("e", {}).get("class_type", "")).strip().lower() in wanted]
+    return orjson.dumps(kept)
+
+
+def ids_of(output: str | bytes) -> list[str]:
+    return sorted(c["id"] for c in json.loads(output))
+
+
+class Bench:
+    def __init__(self, build: str, quick: bool) -> None:
+        self.build = build
+        self.bench_c = os.path.join(build, "bin", "bench_c")
+        self.quick = quick
+        self.repeats = 3 if quick else 7
+        self.results: dict[str, Any] = {}
+        self.tmp = tempfile.mkdtemp(prefix="cc-bench-")
+        os.environ.setdefault("CONTENTCARDS_LIBRARY", os.path.join(build, "lib", "libcontentcards.so.1"))
+
+    def c(self, *args: str) -> dict[str, Any]:
+        out = subprocess.run([self.bench_c, *args], check=True, capture_output=True, text=True).stdout
+        return json.loads(out.strip().splitlines()[-1])
+
+    def payload_file(self, n: int) -> tuple[str, str]:
+        path = os.path.join(self.tmp, f"payload-{n}.json")
+        if not os.path.exists(path):
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(generate(n))
+        with open(path, encoding="utf-8") as f:
+            return path, f.read()
+
+    # 1 and 6 -------------------------------------------------------------------------------
+
+    def pipeline(self, n: int, with_python: bool) -> dict[str, Any]:
+        from contentcards import ContentCards, _ffi
+        path, payload = self.payload_file(n)
+        mb = len(payload.encode()) / 1e6
+        repeats = self.repeats if n <= 10_000 else max(3, self.repeats // 2)
+        out_c = os.path.join(self.tmp, f"out-{n}.json")
+        c = self.c("pipeline", path, FILTER_JSON, str(repeats), out_c)
+        c_ms = statistics.median(a + f for a, f in zip(c["apply_ms"], c["feed_ms"]))
+        with open(out_c, encoding="utf-8") as f:
+            expected = ids_of(f.read())
+        row: dict[str, Any] = {"cards": n, "mb": round(mb, 2), "kept": len(expected),
+                               "c_ms": round(c_ms, 2), "c_apply_ms": round(statistics.median(c["apply_ms"]), 2),
+                               "c_feed_ms": round(statistics.median(c["feed_ms"]), 2)}
+        py_ms, out = median_ms(lambda: baseline_python(payload), repeats)
+        row["python_ms"] = round(py_ms, 2)
+        same = ids_of(out) == expected
+        try:
+            orj_ms, out = median_ms(lambda: baseline_orjson(payload), repeats)
+            row["orjson_ms"] = round(orj_ms, 2)
+            same = same and ids_of(out) == expected
+        except ImportError:
+            row["orjson_ms"] = None
+        if with_python:
+            def bindings_json() -> str:
+                with ContentCards(max_payload_bytes=1 << 30) as cc:
+                    cc.apply(payload)
+                    return cc._call(_ffi.controller_feed, FILTER_JSON.encode())
+
+            def bindings_objects() -> list[Any]:
+                with ContentCards(max_payload_bytes=1 << 30) as cc:
+                    cc.apply(payload)
+                    return cc.cards(FILTER)
+
+            ms, out = median_ms(bindings_json, repeats)
+            row["py_bindings_json_ms"] = round(ms, 2)
+            same = same and ids_of(out) == expected
+            ms, objs = median_ms(bindings_objects, repeats)
+            row["py_bindings_cards_ms"] = round(ms, 2)
+            same = same and sorted(card.id for card in objs) == expected
+        row["same_output"] = same
+        return row
+
+    # 2 -------------------------------------------------------------------------------------
+
+    def calls(self) -> dict[str, Any]:
+        from contentcards import ContentCards
+        sample = os.path.join(ROOT, "examples", "data", "sample_feed.json")
+        n = 200_000 if self.quick else 1_000_000
+        small = self.c("calls", sample, str(n))
+        big_path, _ = self.payload_file(10_000)
+        big = self.c("calls", big_path, str(2_000))
+        libc = ctypes.CDLL(None)
+        libc.abs.argtypes, libc.abs.restype = [ctypes.c_int], ctypes.c_int
+        loops = 100_000 if self.quick else 300_000
+
+        def per_call(fn: Callable[[], Any]) -> float:
+            best = float("inf")
+            for _ in range(5):
+                start = time.perf_counter()
+                for _ in range(loops):
+                    fn()
+                best = min(best, (time.perf_counter() - start) * 1e9 / loops)
+            return best
+
+        with ContentCards(source={"file": sample}) as cc:
+            cc.refresh()
+            py_count = per_call(cc.unviewed_count)
+        floor = per_call(lambda: libc.abs(-3))
+        return {"c_count_ns_10_cards": small["count_ns"], "c_count_ns_10k_cards": big["count_ns"],
+                "c_abi_version_ns": small["abi_version_ns"], "py_unviewed_count_ns": round(py_count),
+                "ctypes_floor_ns": round(floor)}
+
+    # 3 -------------------------------------------------------------------------------------
+
+    def cold(self) -> dict[str, Any]:
+        from contentcards import ContentCards
+        store = os.path.join(self.tmp, "cold-store")
+        _, payload = self.payload_file(1_000)
+        with ContentCards(storage_path=store, user_id="bench") as cc:
+            cc.apply(payload)
+        real_python = os.path.realpath(sys.executable)
+
+        def wall(cmd: list[str]) -> tuple[float, str]:
+            times, out = [], ""
+            for _ in range(self.repeats):
+                start = time.perf_counter()
+                out = subprocess.run(cmd, check=True, capture_output=True, text=True,
+                                     env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "bindings", "python"))).stdout
+                times.append((time.perf_counter() - start) * 1000)
+            return statistics.median(times), out
+
+        c_ms, out = wall([self.bench_c, "cold", store])
+        inner = json.loads(out.strip().splitlines()[-1])
+        true_ms, _ = wall(["/bin/true"])
+        script = ("import time; t=time.perf_counter(); import contentcards; t1=time.perf_counter(); "
+                  f"cc=contentcards.ContentCards(storage_path={store!r}, user_id='bench'); n=len(cc.cards()); "
+                  "t2=time.perf_counter(); print(n, (t1-t)*1000, (t2-t1)*1000)")
+        py_ms, out = wall([real_python, "-c", script])
+        n, import_ms, open_feed_ms = out.split()
+        bare_ms, _ = wall([real_python, "-c", "pass"])
+        return {"cards": inner["cards"], "c_process_ms": round(c_ms, 1), "true_process_ms": round(true_ms, 1),
+                "c_open_ms": inner["open_ms"], "c_first_feed_ms": inner["first_feed_ms"],
+                "py_process_ms": round(py_ms, 1), "py_bare_process_ms": round(bare_ms, 1),
+                "py_import_ms": round(float(import_ms), 2), "py_open_and_feed_ms": round(float(open_feed_ms), 2),
+                "py_cards": int(n)}
+
+    # 4 and 5 -------------------------------------------------------------------------------
+
+    def logging(self) -> dict[str, Any]:
+        return self.c("logging", os.path.join(self.tmp, "log-store"), "1000" if self.quick else "3000")
+
+    def memory(self) -> dict[str, Any]:
+        path, _ = self.payload_file(10_000)
+        m = self.c("memory", path)
+        k = self.c("controllers", "1000")
+        return {"cards": m["cards"], "mb_per_10k_cards": round((m["rss_after_kb"] - m["rss_before_kb"]) / 1024, 1),
+                "controllers": k["n"], "kb_per_controller": round((k["rss_after_kb"] - k["rss_before_kb"]) / k["n"], 1),
+                "mb_for_1000_controllers": round((k["rss_after_kb"] - k["rss_before_kb"]) / 1024, 1)}
+
+    # 7 -------------------------------------------------------------------------------------
+
+    def stages(self) -> dict[str, Any] | None:
+        tool = os.path.join(ROOT, ".build", "release", "contentcards-tool")
+        if not os.path.exists(tool):
+            return None
+        path, _ = self.payload_file(10_000)
+        out = subprocess.run([tool, "stages", path, ",".join(FILTER), str(self.repeats)],
+                             check=True, capture_output=True, text=True).stdout
+        return json.loads(out.strip().splitlines()[-1])
+
+    def run(self) -> None:
+        print(f"contentcards bench ({'quick' if self.quick else 'full'}), medians of {self.repeats} runs; "
+              f"{os.cpu_count()} cores\n")
+        p = self.pipeline(10_000, with_python=True)
+        self.results["pipeline_10k"] = p
+        base = p["python_ms"]
+        print("1. Feed pipeline, 10,000 cards (%.2f MB in, %d kept): decode, merge, filter, encode" % (p["mb"], p["kept"]))
+        rows = [("C ABI from C", p["c_ms"]), ("Python bindings, JSON out", p.get("py_bindings_json_ms")),
+                ("Python bindings, Card objects", p.get("py_bindings_cards_ms")),
+                ("pure Python json (baseline)", p["python_ms"]), ("orjson (baseline)", p["orjson_ms"])]
+        for name, ms in rows:
+            if ms is None:
+                continue
+            print(f"   {name:32s} {ms:9.2f} ms  {p['mb'] / (ms / 1000):7.1f} MB/s  {base / ms:5.2f}x pure Python")
+        print(f"   C split: apply (decode + merge) {p['c_apply_ms']} ms, feed (filter + encode) {p['c_feed_ms']} ms")
+        print(f"   same output in every row: {p['same_output']}\n")
+
+        st = self.stages()
+        if st:
+            self.results["stages_10k"] = st
+            slowest = max(st, key=lambda k: st[k])
+            print("7. Stages (Swift core, release): " + ", ".join(f"{k[:-3]} {v:.1f} ms" for k, v in st.items())
+                  + f"; slowest: {slowest[:-3]}\n")
+
+        c = self.calls()
+        self.results["calls"] = c
+        print("2. One call")
+        print(f"   C: cc_controller_counts {c['c_count_ns_10_cards']:.0f} ns (10 cards), "
+              f"{c['c_count_ns_10k_cards'] / 1000:.1f} us (10,000 cards); cc_abi_version {c['c_abi_version_ns']:.1f} ns")
+        print(f"   Python: unviewed_count() {c['py_unviewed_count_ns']} ns; ctypes floor (libc abs) {c['ctypes_floor_ns']} ns\n")
+
+        cold = self.cold()
+        self.results["cold"] = cold
+        print(f"3. Cold start, {cold['cards']} stored cards")
+        print(f"   C process {cold['c_process_ms']} ms (an empty process: {cold['true_process_ms']} ms); "
+              f"open {cold['c_open_ms']:.2f} ms, first feed {cold['c_first_feed_ms']:.2f} ms")
+        print(f"   Python process {cold['py_process_ms']} ms (bare interpreter: {cold['py_bare_process_ms']} ms); "
+              f"import {cold['py_import_ms']} ms, open + first feed {cold['py_open_and_feed_ms']} ms\n")
+
+        log = self.logging()
+        self.results["logging"] = log
+        print(f"4. Logging, durable impressions (file store, WAL): {log['per_second']:.0f}/s; "
+              f"latency p50 {log['p50_us']} us, p99 {log['p99_us']} us, max {log['max_us']} us\n")
+
+        mem = self.memory()
+        self.results["memory"] = mem
+        print(f"5. Memory: {mem['mb_per_10k_cards']} MB resident per {mem['cards']} stored cards; "
+              f"{mem['kb_per_controller']} KB per controller ({mem['mb_for_1000_controllers']} MB for 1,000)\n")
+
+        print("6. Scaling (C ABI from C vs pure Python)")
+        sizes = [100, 1_000, 10_000] if self.quick else [100, 1_000, 10_000, 100_000]
+        scaling = []
+        for n in sizes:
+            row = p if n == 10_000 else self.pipeline(n, with_python=False)
+            scaling.append(row)
+            print(f"   {n:7d} cards: C {row['c_ms']:9.2f} ms ({row['c_ms'] / n * 1000:6.2f} us/card)   "
+                  f"pure Python {row['python_ms']:9.2f} ms ({row['python_ms'] / n * 1000:6.2f} us/card)   "
+                  f"same output: {row['same_output']}")
+        self.results["scaling"] = scaling
+        out = os.path.join(self.build, "bench.json")
+        with open(out, "w") as f:
+            json.dump(self.results, f, indent=1)
+        print(f"\nall figures: {out}")
+
+
+if __name__ == "__main__":
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    Bench(args[0] if args else os.path.join(ROOT, "build"), "--quick" in sys.argv).run()

@@ -1,0 +1,72 @@
+"""The Python examples and the demo run to completion (exit 0) and print what they should."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import BINDING, REPO
+from reference_server import ReferenceServer
+
+EXAMPLES = os.path.join(REPO, "examples", "python")
+
+
+def run(name: str, *args: str) -> str:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [BINDING, env.get("PYTHONPATH")]))
+    result = subprocess.run([sys.executable, os.path.join(EXAMPLES, name), *args],
+                            capture_output=True, text=True, timeout=60, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stderr == ""
+    return result.stdout
+
+
+def test_supplemental_feed() -> None:
+    out = run("supplemental_feed.py")
+    lines = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()]
+    prices = [float(line[0]) for line in lines]
+    assert prices == sorted(prices) and len(prices) == 6
+    assert [line[1] for line in lines].count("card") == 3
+    assert "tile-2" in out and "home_tile badge now 0 unread" in out
+
+
+def test_message_center() -> None:
+    out = run("message_center.py")
+    assert "Inbox badge before: 3 unread" in out
+    assert "Inbox badge after display: 0 unread" in out
+    assert "msg-3  -> web view https://help.example.com/faq" in out
+    assert 'full page "Store update"' in out
+    assert 'card "msg-2" has no url' in out
+    assert "Events recorded: 6" in out
+
+
+def test_coupon() -> None:
+    out = run("coupon.py")
+    assert "coupon-control: control variant, nothing shown" in out
+    assert "20% off with code SAVE20 -> 64.00" in out
+    assert "Events recorded: 3" in out
+
+
+@pytest.mark.parametrize("name", ["supplemental_feed.py", "message_center.py", "coupon.py"])
+def test_examples_with_a_server(server: ReferenceServer, name: str) -> None:
+    out = run(name, "--server", server.url)
+    assert "delivered to the server" in out
+    assert len(server.events()) >= 3
+
+
+def test_demo() -> None:
+    started = time.monotonic()
+    out = run("demo.py")
+    assert time.monotonic() - started < 10
+    for expected in ("full sync: 11 added", "3 cards of the payload left out",
+                     "9 unread of 10 cards", "badge 9 -> 8 unread", "badge 8 -> 7 unread",
+                     'why: click not logged: card "msg-2" has no url',
+                     "delivered 4, dropped 0, pending 0", "server stopped"):
+        assert expected in out, expected
+    received = out.split("What the server received")[1]
+    assert [line.split()[0] for line in received.splitlines()[2:6]] == [
+        "feed_displayed", "impression", "click", "dismissal"]

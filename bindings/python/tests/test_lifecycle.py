@@ -1,0 +1,218 @@
+"""Life cycle: close, context managers, garbage collection, interpreter exit, and loading the
+library (search order, CONTENTCARDS_LIBRARY, ABI check)."""
+
+from __future__ import annotations
+
+import gc
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import threading
+import weakref
+
+import pytest
+
+import contentcards as cc
+from contentcards import _ffi, _library
+from conftest import BINDING, REPO, SAMPLE_FEED, open_sample
+
+
+def run_python(code: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    prelude = f"import sys; sys.path.insert(0, {BINDING!r})\n"
+    return subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)],
+                           capture_output=True, text=True, timeout=60,
+                           env={**os.environ, **(env or {})})
+
+
+def test_context_manager_and_close() -> None:
+    with open_sample() as c:
+        assert not c.closed
+        c.refresh()
+    assert c.closed
+    c.close()
+    c.close()
+    with pytest.raises(cc.ClosedError, match="closed"):
+        c.cards()
+    assert repr(c) == "<ContentCards closed>"
+
+
+def test_garbage_collected_without_close() -> None:
+    before = len(_ffi.callbacks)
+    for _ in range(10):
+        c = open_sample()
+        c.refresh()
+        c.subscribe(lambda update: None)  # the subscriber does not keep the controller alive
+        c.set_transport(lambda request: cc.TransportResponse(200))
+        ref = weakref.ref(c)
+        del c
+        gc.collect()
+        assert ref() is None
+    assert len(_ffi.callbacks) == before  # closing released every callback
+
+
+def test_subscriber_referencing_its_controller_is_collected_after_close() -> None:
+    c = open_sample()
+    c.subscribe(lambda update: c.count())
+    ref = weakref.ref(c)
+    c.close()  # releases the subscriber, and with it the reference to c
+    del c
+    gc.collect()
+    assert ref() is None
+
+
+def test_card_and_objects_outlive_the_controller() -> None:
+    c = open_sample()
+    c.refresh()
+    cards = c.cards()
+    c.close()
+    del c
+    gc.collect()
+    assert cards[0].id == "tile-2" and cards[0].extras["tile_price"] == "34.50"
+
+
+def test_interpreter_exit_with_open_controllers() -> None:
+    result = run_python(f"""
+        import contentcards as cc
+        a = cc.ContentCards(user_id="a", refresh_tokens=0, source={{"file": {SAMPLE_FEED!r}}})
+        b = cc.ContentCards(user_id="b", refresh_tokens=0, source={{"file": {SAMPLE_FEED!r}}})
+        a.refresh(); b.refresh()
+        a.subscribe(lambda update: print("update", update.reason))
+        b.log_impression("tile-1")
+        print("open", a.count(), b.unviewed_count())
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert result.stdout == "open 10 8\n"
+
+
+def test_interpreter_exit_during_background_work() -> None:
+    """Exit while library threads refresh and call Python subscribers, with controllers held
+    by module globals, cycles and threads: exit 0, nothing on stderr."""
+    result = run_python(f"""
+        import threading, contentcards as cc
+        controllers = []
+        for i in range(4):
+            c = cc.ContentCards(user_id=f"u{{i}}", refresh_tokens=0,
+                                source={{"file": {SAMPLE_FEED!r}}})
+            c.subscribe(lambda update, c=c: c.count())   # a cycle through the subscriber
+            c.refresh_in_background()
+            controllers.append(c)
+        cycle = {{}}
+        cycle["self"] = cycle
+        cycle["c"] = cc.ContentCards(refresh_tokens=0, source={{"file": {SAMPLE_FEED!r}}})
+        cycle["c"].refresh_in_background()
+        threading.Thread(target=controllers[0].refresh, daemon=True).start()
+        print("bye")
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert result.stdout == "bye\n"
+
+
+def test_close_from_inside_a_subscriber() -> None:
+    c = open_sample()
+    closed_inside: list[bool] = []
+
+    def close_me(update: cc.Update) -> None:
+        c.close()
+        closed_inside.append(c.closed)
+
+    c.subscribe(close_me)
+    c.refresh()  # the refresh succeeded before the subscriber ran
+    assert closed_inside == [True] and c.closed
+    with pytest.raises(cc.ClosedError):
+        c.count()
+
+
+def test_many_threads_closing_at_once() -> None:
+    c = open_sample()
+    c.refresh()
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        for _ in range(50):
+            try:
+                c.counts()
+            except cc.ClosedError:
+                return
+            except BaseException as exc:  # noqa: BLE001
+                errors.append(exc)
+                return
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    closers = [threading.Thread(target=c.close) for _ in range(4)]
+    for thread in closers:
+        thread.start()
+    for thread in threads + closers:
+        thread.join()
+    assert errors == [] and c.closed
+
+
+# --- loading the library ----------------------------------------------------------------------
+
+
+def test_search_order() -> None:
+    names = [origin for _path, origin in _library.candidates()]
+    if os.environ.get(_library.ENV_VAR):
+        assert names == [f"${_library.ENV_VAR}"]
+    else:
+        assert names[0] == "package"
+        assert names[1:3] == ["checkout (CMake build)", "checkout (SwiftPM build)"]
+        assert names[-1] == "system (dynamic linker)"
+
+
+def test_env_var_names_the_library() -> None:
+    lib = cc.library_path
+    result = run_python("import contentcards; print(contentcards.library_path)",
+                        {"CONTENTCARDS_LIBRARY": lib})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == lib
+
+
+def test_env_var_that_fails_never_falls_back(tmp_path: os.PathLike[str]) -> None:
+    bogus = os.path.join(os.fspath(tmp_path), "libcontentcards.so.1")
+    with open(bogus, "w") as f:
+        f.write("not a library")
+    for path in (bogus, os.path.join(os.fspath(tmp_path), "missing.so")):
+        result = run_python("import contentcards", {"CONTENTCARDS_LIBRARY": path})
+        assert result.returncode != 0
+        assert "ImportError" in result.stderr or "LibraryLoadError" in result.stderr
+        assert path in result.stderr and "CONTENTCARDS_LIBRARY" in result.stderr
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
+def test_abi_mismatch(tmp_path: os.PathLike[str]) -> None:
+    source = os.path.join(os.fspath(tmp_path), "fake.c")
+    fake = os.path.join(os.fspath(tmp_path), "libcontentcards.so.2")
+    with open(source, "w") as f:
+        f.write("int cc_abi_version(void) { return 2; }\n")
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", fake, source], check=True, timeout=60)
+    result = run_python("import contentcards", {"CONTENTCARDS_LIBRARY": fake})
+    assert result.returncode != 0
+    assert f"found ABI 2 at {fake}, this package needs 1" in result.stderr
+
+
+def test_the_ffi_table_covers_the_header() -> None:
+    """SIGNATURES declares every function of contentcards.h, with as many arguments."""
+    import re
+
+    with open(os.path.join(REPO, "include", "contentcards.h")) as f:
+        header = f.read()
+    header = re.sub(r"/\*.*?\*/", "", header, flags=re.S)
+    declared: dict[str, int] = {}
+    for match in re.finditer(r"\b(cc_\w+)\s*\(([^;{]*?)\)\s*;", header, flags=re.S):
+        name, params = match.group(1), match.group(2)
+        if name.endswith("_fn"):
+            continue
+        params = re.sub(r"\([^()]*\)\s*\([^()]*\)", "fnptr", params)  # void (*f)(void *)
+        count = 0 if params.strip() in ("", "void") else params.count(",") + 1
+        declared[name] = count
+    assert len(declared) == 38
+    assert set(declared) == set(_ffi.SIGNATURES)
+    for name, count in declared.items():
+        assert len(_ffi.SIGNATURES[name][1]) == count, name
+        assert getattr(_ffi.lib, name).argtypes is not None
