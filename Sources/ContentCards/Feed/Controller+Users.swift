@@ -7,7 +7,7 @@ extension ContentCardsController {
             guard let store else { throw Self.closedError }
             if newUserID == userID { return nil }
             do throws(StoreError) {
-                let loaded = try store.load(user: newUserID)
+                let loaded = try store.load(user: newUserID, decoder: decoder)
                 storeVersion = try store.dataVersion()
                 state = loaded
                 userID = newUserID

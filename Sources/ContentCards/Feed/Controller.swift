@@ -48,7 +48,7 @@ public final class ContentCardsController: @unchecked Sendable {
         limiter = RateLimiter(capacity: configuration.refreshTokens, interval: configuration.refreshIntervalSeconds, now: clock.now())
         do {
             let store = try CardStore(directory: configuration.storagePath)
-            state = try store.load(user: configuration.userID)
+            state = try store.load(user: configuration.userID, decoder: decoder)
             storeVersion = try store.dataVersion()
             self.store = store
         } catch {
@@ -116,7 +116,7 @@ public final class ContentCardsController: @unchecked Sendable {
         do {
             let version = try store.dataVersion()
             if version != storeVersion {
-                state = try store.load(user: userID)
+                state = try store.load(user: userID, decoder: decoder)
                 storeVersion = version
             }
         } catch {

@@ -132,14 +132,15 @@ final class CardStore {
 
     // MARK: Reading
 
-    func load(user: String) throws(StoreError) -> StoredUser {
+    /// The user's cards, dismissals and cursors. Cards are decoded with `decoder`, so class
+    /// types are normalized under the current configuration.
+    func load(user: String, decoder: PayloadDecoder) throws(StoreError) -> StoredUser {
         var stored = StoredUser()
         let cards = try statement("SELECT id, body FROM cards WHERE user_id = ?")
         try cards.bind(1, user)
         while try cards.step() {
-            guard let body = cards.text(1) else { continue }
             // A row that no longer decodes is skipped rather than failing the whole feed.
-            if let card = try? CardJSON.decode(body) { stored.cards[card.id] = card }
+            if let card = cards.withBytes(1, { decoder.decodeStoredCard($0) }) { stored.cards[card.id] = card }
         }
         cards.reset()
         let dismissed = try statement("SELECT card_id FROM dismissals WHERE user_id = ?")
@@ -165,7 +166,7 @@ final class CardStore {
             if !changes.upserts.isEmpty {
                 let s = try statement("INSERT OR REPLACE INTO cards (user_id, id, created, is_test, body) VALUES (?, ?, ?, ?, ?)")
                 for card in changes.upserts {
-                    try s.run([.text(user), .text(card.id), .int(card.created), .int(card.isTest ? 1 : 0), .text(CardJSON.encode(card))])
+                    try s.run([.text(user), .text(card.id), .int(card.created), .int(card.isTest ? 1 : 0), .bytes(StoredCardJSON.encode(card))])
                 }
             }
             if !changes.deletes.isEmpty {

@@ -114,6 +114,16 @@ final class SQLiteStatement {
         if rc != SQLITE_OK { throw db.fail("cannot bind a value") }
     }
 
+    /// UTF-8 bytes as TEXT, without making a String of them first.
+    func bindText(_ index: Int32, _ bytes: [UInt8]) throws(StoreError) {
+        let rc = bytes.withUnsafeBufferPointer { buf in
+            buf.withMemoryRebound(to: CChar.self) {
+                sqlite3_bind_text(stmt, index, $0.baseAddress, Int32(clamping: $0.count), SQLiteStatement.transient)
+            }
+        }
+        if rc != SQLITE_OK { throw db.fail("cannot bind a value") }
+    }
+
     func bind(_ index: Int32, _ value: Int64) throws(StoreError) {
         if sqlite3_bind_int64(stmt, index, value) != SQLITE_OK { throw db.fail("cannot bind a value") }
     }
@@ -130,6 +140,7 @@ final class SQLiteStatement {
             let index = Int32(i + 1)
             switch v {
             case .text(let s): try bind(index, s)
+            case .bytes(let b): try bindText(index, b)
             case .int(let n): try bind(index, n)
             case .real(let d): try bind(index, d)
             case .null: try bind(index, nil as String?)
@@ -156,6 +167,13 @@ final class SQLiteStatement {
     func int(_ column: Int32) -> Int64 { sqlite3_column_int64(stmt, column) }
     func double(_ column: Int32) -> Double { sqlite3_column_double(stmt, column) }
     func isNull(_ column: Int32) -> Bool { sqlite3_column_type(stmt, column) == SQLITE_NULL }
+    /// The column's bytes, valid only during `body`.
+    func withBytes<R>(_ column: Int32, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        let p = sqlite3_column_text(stmt, column)
+        let n = Int(sqlite3_column_bytes(stmt, column))
+        return body(UnsafeBufferPointer(start: p, count: p == nil ? 0 : n))
+    }
+
     func text(_ column: Int32) -> String? {
         guard let p = sqlite3_column_text(stmt, column) else { return nil }
         let n = Int(sqlite3_column_bytes(stmt, column))
@@ -165,6 +183,7 @@ final class SQLiteStatement {
 
 enum SQLiteValue {
     case text(String?)
+    case bytes([UInt8])
     case int(Int64)
     case real(Double)
     case null

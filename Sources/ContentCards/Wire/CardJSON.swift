@@ -9,6 +9,31 @@ public enum CardJSON {
         "image", "imageAltText", "imageAspectRatio", "title", "cardDescription", "domain",
     ]
 
+    /// The keys, encoded once.
+    private enum K {
+        static let id = JSONWriter.Key("id")
+        static let type = JSONWriter.Key("type")
+        static let created = JSONWriter.Key("created")
+        static let expiresAt = JSONWriter.Key("expiresAt")
+        static let viewed = JSONWriter.Key("viewed")
+        static let clicked = JSONWriter.Key("clicked")
+        static let dismissed = JSONWriter.Key("dismissed")
+        static let dismissible = JSONWriter.Key("dismissible")
+        static let pinned = JSONWriter.Key("pinned")
+        static let isTest = JSONWriter.Key("isTest")
+        static let isControl = JSONWriter.Key("isControl")
+        static let url = JSONWriter.Key("url")
+        static let openURLInWebView = JSONWriter.Key("openURLInWebView")
+        static let extras = JSONWriter.Key("extras")
+        static let classType = JSONWriter.Key("classType")
+        static let image = JSONWriter.Key("image")
+        static let imageAltText = JSONWriter.Key("imageAltText")
+        static let imageAspectRatio = JSONWriter.Key("imageAspectRatio")
+        static let title = JSONWriter.Key("title")
+        static let cardDescription = JSONWriter.Key("cardDescription")
+        static let domain = JSONWriter.Key("domain")
+    }
+
     public static func encode(_ card: Card) -> String {
         var writer = JSONWriter(reservingCapacity: 512)
         write(card, to: &writer)
@@ -25,33 +50,33 @@ public enum CardJSON {
 
     public static func write(_ card: Card, to w: inout JSONWriter) {
         w.beginObject()
-        w.key("id"); w.string(card.id)
-        w.key("type"); w.string(card.type.rawValue)
-        w.key("created"); w.int(card.created)
-        w.key("expiresAt"); w.int(card.expiresAt)
-        w.key("viewed"); w.bool(card.viewed)
-        w.key("clicked"); w.bool(card.clicked)
-        w.key("dismissed"); w.bool(card.dismissed)
-        w.key("dismissible"); w.bool(card.dismissible)
-        w.key("pinned"); w.bool(card.pinned)
-        w.key("isTest"); w.bool(card.isTest)
-        w.key("isControl"); w.bool(card.isControl)
-        w.key("url"); w.string(card.url)
-        w.key("openURLInWebView"); w.bool(card.openURLInWebView)
-        w.key("extras")
+        w.key(K.id); w.string(card.id)
+        w.key(K.type); w.string(card.type.rawValue)
+        w.key(K.created); w.int(card.created)
+        w.key(K.expiresAt); w.int(card.expiresAt)
+        w.key(K.viewed); w.bool(card.viewed)
+        w.key(K.clicked); w.bool(card.clicked)
+        w.key(K.dismissed); w.bool(card.dismissed)
+        w.key(K.dismissible); w.bool(card.dismissible)
+        w.key(K.pinned); w.bool(card.pinned)
+        w.key(K.isTest); w.bool(card.isTest)
+        w.key(K.isControl); w.bool(card.isControl)
+        w.key(K.url); w.string(card.url)
+        w.key(K.openURLInWebView); w.bool(card.openURLInWebView)
+        w.key(K.extras)
         w.beginObject()
         for key in card.extras.keys.sorted() {
             w.key(key); w.string(card.extras[key] ?? "")
         }
         w.endObject()
-        w.key("classType"); w.string(card.classType)
-        w.key("image"); w.string(card.image)
-        w.key("imageAltText"); w.string(card.imageAltText)
-        w.key("imageAspectRatio")
+        w.key(K.classType); w.string(card.classType)
+        w.key(K.image); w.string(card.image)
+        w.key(K.imageAltText); w.string(card.imageAltText)
+        w.key(K.imageAspectRatio)
         if let ratio = card.imageAspectRatio { w.double(ratio) } else { w.null() }
-        w.key("title"); w.string(card.title)
-        w.key("cardDescription"); w.string(card.cardDescription)
-        w.key("domain"); w.string(card.domain)
+        w.key(K.title); w.string(card.title)
+        w.key(K.cardDescription); w.string(card.cardDescription)
+        w.key(K.domain); w.string(card.domain)
         w.endObject()
     }
 

@@ -39,7 +39,7 @@ public struct JSONError: Error, Equatable, CustomStringConvertible, Sendable {
     public var description: String { "\(message) at line \(line), column \(column) (byte \(offset))" }
 }
 
-private struct Parser {
+struct Parser {
     let bytes: UnsafeBufferPointer<UInt8>
     let maxDepth: Int
     var pos = 0
@@ -51,14 +51,23 @@ private struct Parser {
     }
 
     mutating func document() throws(JSONError) -> JSONValue {
-        // A UTF-8 byte order mark is tolerated, as many files carry one.
+        try beginDocument()
+        let value = try parseValue()
+        try endDocument()
+        return value
+    }
+
+    /// Skips a UTF-8 byte order mark (many files carry one) and white space; fails on nothing.
+    mutating func beginDocument() throws(JSONError) {
         if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { pos = 3 }
         skipSpace()
         if pos >= bytes.count { throw error("empty document: expected a JSON value") }
-        let value = try parseValue()
+    }
+
+    /// Only white space may follow the document's value.
+    mutating func endDocument() throws(JSONError) {
         skipSpace()
         if pos < bytes.count { throw error("unexpected \(describe(bytes[pos])) after the JSON value") }
-        return value
     }
 
     func error(_ message: String, at offset: Int? = nil) -> JSONError {
@@ -117,51 +126,87 @@ private struct Parser {
         if depth > maxDepth { throw error("nesting deeper than \(maxDepth) levels") }
     }
 
-    mutating func parseObject() throws(JSONError) -> JSONValue {
+    /// Where an object or array being read is: decoders walk members and elements with
+    /// `nextKey` and `nextElement`, and read each value in place, so a card never has to become
+    /// a generic tree first.
+    struct Cursor {
+        var first = true
+    }
+
+    /// At '{': enters the object.
+    mutating func beginObject() throws(JSONError) -> Cursor {
         try enter()
         pos += 1
-        var members: [(key: String, value: JSONValue)] = []
+        return Cursor()
+    }
+
+    /// The next member's name, with the parser at its value; nil at the end of the object.
+    mutating func nextKey(_ cursor: inout Cursor) throws(JSONError) -> (name: String, known: KnownKey?)? {
         skipSpace()
-        if pos < bytes.count, bytes[pos] == 0x7D { pos += 1; depth -= 1; return .object(members) }
-        while true {
-            skipSpace()
-            guard pos < bytes.count else { throw error("unexpected end of input in an object (the JSON is truncated)") }
-            guard bytes[pos] == 0x22 else { throw error("unexpected \(describe(bytes[pos])): expected a member name in double quotes") }
-            let key = try parseString()
-            skipSpace()
-            guard pos < bytes.count else { throw error("unexpected end of input in an object (the JSON is truncated)") }
-            guard bytes[pos] == 0x3A else { throw error("unexpected \(describe(bytes[pos])): expected ':' after a member name") }
+        guard pos < bytes.count else { throw error("unexpected end of input in an object (the JSON is truncated)") }
+        if bytes[pos] == 0x7D && cursor.first { pos += 1; depth -= 1; return nil }
+        if !cursor.first {
+            if bytes[pos] == 0x7D { pos += 1; depth -= 1; return nil }
+            guard bytes[pos] == 0x2C else { throw error("unexpected \(describe(bytes[pos])): expected ',' or '}' in an object") }
             pos += 1
             skipSpace()
-            let value = try parseValue()
-            members.append((key, value))
-            skipSpace()
             guard pos < bytes.count else { throw error("unexpected end of input in an object (the JSON is truncated)") }
-            switch bytes[pos] {
-            case 0x2C: pos += 1
-            case 0x7D: pos += 1; depth -= 1; return .object(members)
-            default: throw error("unexpected \(describe(bytes[pos])): expected ',' or '}' in an object")
-            }
         }
+        cursor.first = false
+        guard bytes[pos] == 0x22 else { throw error("unexpected \(describe(bytes[pos])): expected a member name in double quotes") }
+        let key = try parseKey()
+        skipSpace()
+        guard pos < bytes.count else { throw error("unexpected end of input in an object (the JSON is truncated)") }
+        guard bytes[pos] == 0x3A else { throw error("unexpected \(describe(bytes[pos])): expected ':' after a member name") }
+        pos += 1
+        skipSpace()
+        return key
+    }
+
+    /// At '[': enters the array.
+    mutating func beginArray() throws(JSONError) -> Cursor {
+        try enter()
+        pos += 1
+        return Cursor()
+    }
+
+    /// True with the parser at the next element; false at the end of the array.
+    mutating func nextElement(_ cursor: inout Cursor) throws(JSONError) -> Bool {
+        skipSpace()
+        guard pos < bytes.count else { throw error("unexpected end of input in an array (the JSON is truncated)") }
+        if bytes[pos] == 0x5D && cursor.first { pos += 1; depth -= 1; return false }
+        if !cursor.first {
+            if bytes[pos] == 0x5D { pos += 1; depth -= 1; return false }
+            guard bytes[pos] == 0x2C else { throw error("unexpected \(describe(bytes[pos])): expected ',' or ']' in an array") }
+            pos += 1
+            skipSpace()
+        }
+        cursor.first = false
+        return true
+    }
+
+    /// The byte the next value starts with (after white space), or nil at the end.
+    mutating func peek() -> UInt8? {
+        skipSpace()
+        return pos < bytes.count ? bytes[pos] : nil
+    }
+
+    mutating func parseObject() throws(JSONError) -> JSONValue {
+        var cursor = try beginObject()
+        var members: [(key: String, value: JSONValue)] = []
+        while let key = try nextKey(&cursor) {
+            members.append((key.name, try parseValue()))
+        }
+        return .object(members)
     }
 
     mutating func parseArray() throws(JSONError) -> JSONValue {
-        try enter()
-        pos += 1
+        var cursor = try beginArray()
         var elements: [JSONValue] = []
-        skipSpace()
-        if pos < bytes.count, bytes[pos] == 0x5D { pos += 1; depth -= 1; return .array(elements) }
-        while true {
-            skipSpace()
+        while try nextElement(&cursor) {
             elements.append(try parseValue())
-            skipSpace()
-            guard pos < bytes.count else { throw error("unexpected end of input in an array (the JSON is truncated)") }
-            switch bytes[pos] {
-            case 0x2C: pos += 1
-            case 0x5D: pos += 1; depth -= 1; return .array(elements)
-            default: throw error("unexpected \(describe(bytes[pos])): expected ',' or ']' in an array")
-            }
         }
+        return .array(elements)
     }
 
     mutating func parseNumber() throws(JSONError) -> JSONValue {
@@ -189,6 +234,21 @@ private struct Parser {
     }
 
     func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
+
+    /// A member name, and which known one it is. A known name without escapes comes back as
+    /// its shared string, neither validated nor allocated again: names repeat in every card.
+    mutating func parseKey() throws(JSONError) -> (name: String, known: KnownKey?) {
+        var end = pos + 1
+        while end < bytes.count && end - pos <= 17 && bytes[end] != 0x22 && bytes[end] != 0x5C { end += 1 }
+        if end < bytes.count && bytes[end] == 0x22,
+           let packed = PackedKey(UnsafeBufferPointer(rebasing: bytes[(pos + 1)..<end])),
+           let known = Parser.knownKey(packed) {
+            pos = end + 1
+            return (known.rawValue, known)
+        }
+        let name = try parseString()
+        return (name, KnownKey(rawValue: name))
+    }
 
     /// Reads a string token, validating UTF-8 and escapes. Strings without escapes are made
     /// straight from the input bytes.

@@ -28,6 +28,23 @@ public struct JSONWriter {
     public mutating func beginArray() { beforeValue(); bytes.append(0x5B); needsComma.append(false) }
     public mutating func endArray() { if needsComma.count > 1 { needsComma.removeLast() }; bytes.append(0x5D) }
 
+    /// A member name encoded once (quotes, escapes and colon), for names written over and over.
+    public struct Key: Sendable {
+        let bytes: [UInt8]
+        public init(_ name: String) {
+            var w = JSONWriter()
+            w.writeString(name)
+            bytes = w.bytes + [0x3A]
+        }
+    }
+
+    /// Writes a pre-encoded member name; the next value written is its value.
+    public mutating func key(_ key: Key) {
+        beforeValue()
+        bytes.append(contentsOf: key.bytes)
+        afterKey = true
+    }
+
     /// Writes a member name; the next value written is its value.
     public mutating func key(_ name: String) {
         beforeValue()
@@ -77,24 +94,39 @@ public struct JSONWriter {
 
     private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
 
-    private mutating func writeString(_ s: String) {
+    /// Whether a UTF-8 byte must be escaped in a JSON string.
+    @inline(__always)
+    private static func needsEscape(_ b: UInt8) -> Bool { b < 0x20 || b == 0x22 || b == 0x5C || b == 0x7F }
+
+    fileprivate mutating func writeString(_ s: String) {
         bytes.append(0x22)
-        for b in s.utf8 {
-            switch b {
-            case 0x22: bytes.append(0x5C); bytes.append(0x22)
-            case 0x5C: bytes.append(0x5C); bytes.append(0x5C)
-            case 0x0A: bytes.append(0x5C); bytes.append(0x6E)
-            case 0x0D: bytes.append(0x5C); bytes.append(0x72)
-            case 0x09: bytes.append(0x5C); bytes.append(0x74)
-            case 0x08: bytes.append(0x5C); bytes.append(0x62)
-            case 0x0C: bytes.append(0x5C); bytes.append(0x66)
-            case 0..<0x20, 0x7F:
-                bytes.append(contentsOf: [0x5C, 0x75, 0x30, 0x30])
-                bytes.append(JSONWriter.hex[Int(b >> 4)])
-                bytes.append(JSONWriter.hex[Int(b & 0xF)])
-            default: bytes.append(b)
+        var s = s
+        s.withUTF8 { utf8 in
+            // Most strings need no escape: copy them in one go.
+            var start = 0
+            for i in 0..<utf8.count where JSONWriter.needsEscape(utf8[i]) {
+                if i > start { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<i])) }
+                writeEscape(utf8[i])
+                start = i + 1
             }
+            if start < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...])) }
         }
         bytes.append(0x22)
+    }
+
+    private mutating func writeEscape(_ b: UInt8) {
+        switch b {
+        case 0x22: bytes.append(0x5C); bytes.append(0x22)
+        case 0x5C: bytes.append(0x5C); bytes.append(0x5C)
+        case 0x0A: bytes.append(0x5C); bytes.append(0x6E)
+        case 0x0D: bytes.append(0x5C); bytes.append(0x72)
+        case 0x09: bytes.append(0x5C); bytes.append(0x74)
+        case 0x08: bytes.append(0x5C); bytes.append(0x62)
+        case 0x0C: bytes.append(0x5C); bytes.append(0x66)
+        default:
+            bytes.append(contentsOf: [0x5C, 0x75, 0x30, 0x30])
+            bytes.append(JSONWriter.hex[Int(b >> 4)])
+            bytes.append(JSONWriter.hex[Int(b & 0xF)])
+        }
     }
 }

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+from collections.abc import Iterator
 
 __all__ = ["ABI_VERSION", "ENV_VAR", "LibraryLoadError", "candidates", "load"]
 
@@ -40,23 +41,23 @@ def _repo_root() -> str | None:
     return None
 
 
-def candidates() -> list[tuple[str, str]]:
-    """The places searched, in order, as (path or name, where it comes from)."""
-    found: list[tuple[str, str]] = []
+def candidates() -> Iterator[tuple[str, str]]:
+    """The places searched, in order, as (path or name, where it comes from). Lazy: the system
+    search (which may run ldconfig) only happens when the earlier places have nothing."""
     env = os.environ.get(ENV_VAR)
     if env:
-        return [(env, f"${ENV_VAR}")]
-    found.append((os.path.join(PACKAGE_DIR, LIBRARY_NAME), "package"))
+        yield env, f"${ENV_VAR}"
+        return
+    yield os.path.join(PACKAGE_DIR, LIBRARY_NAME), "package"
     root = _repo_root()
     if root is not None:
-        found.append((os.path.join(root, "build", "lib", LIBRARY_NAME), "checkout (CMake build)"))
-        found.append((os.path.join(root, ".build", "release", "libcontentcards.so"),
-                      "checkout (SwiftPM build)"))
+        yield os.path.join(root, "build", "lib", LIBRARY_NAME), "checkout (CMake build)"
+        yield os.path.join(root, ".build", "release", "libcontentcards.so"), \
+            "checkout (SwiftPM build)"
     system = ctypes.util.find_library("contentcards")
     if system:
-        found.append((system, "system (find_library)"))
-    found.append((LIBRARY_NAME, "system (dynamic linker)"))
-    return found
+        yield system, "system (find_library)"
+    yield LIBRARY_NAME, "system (dynamic linker)"
 
 
 def _check_abi(lib: ctypes.CDLL, path: str) -> None:

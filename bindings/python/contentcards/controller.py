@@ -158,6 +158,7 @@ _transport_local = threading.local()
 def _update_entry(controller: weakref.ref[ContentCards], fn: Subscriber) -> Callable[[bytes | None], None]:
     """The callable the update trampoline calls for one subscription."""
     report = _report_unraisable
+    closed_error = ClosedError
 
     def entry(update_json: bytes | None) -> None:
         try:
@@ -165,6 +166,8 @@ def _update_entry(controller: weakref.ref[ContentCards], fn: Subscriber) -> Call
             fn(update)
         except BaseException as exc:  # noqa: BLE001 - never into C; reported instead
             owner = controller()
+            if isinstance(exc, closed_error) and (owner is None or owner.closed):
+                return  # the subscriber ran while its controller was being closed: not a bug
             if owner is not None:
                 owner._record_subscriber_error(exc)
             report(exc, "Exception ignored in contentcards subscriber", fn)
@@ -282,10 +285,13 @@ class ContentCards:
     :attr:`subscriber_errors` (the latest 100) and reported through ``sys.unraisablehook``
     (by default printed on stderr as "Exception ignored in contentcards subscriber: ..." with
     the traceback), as CPython does for exceptions in ``__del__``. The subscriber stays
-    subscribed.
+    subscribed. One exception is not reported: a ClosedError raised while this controller is
+    closed (a subscriber running on another thread when the controller was closed).
     """
 
-    _close_handle = staticmethod(_ffi.controller_close)
+    # The ctypes function itself: __del__ may run at interpreter exit, when module globals are
+    # already None (it is used only once the atexit hook has closed what it could).
+    _close_handle = staticmethod(_ffi.lib.cc_controller_close)
 
     def __init__(self, config: Mapping[str, Any] | str | bytes | None = None, /,
                  **options: Any) -> None:

@@ -22,8 +22,12 @@ SERVER_DIR = os.path.join(REPO, "examples", "server")
 SAMPLE_FEED = os.path.join(REPO, "examples", "data", "sample_feed.json")
 HEADER = os.path.join(REPO, "include", "contentcards.h")
 
-if not os.environ.get("CONTENTCARDS_TEST_INSTALLED"):
+TEST_INSTALLED = bool(os.environ.get("CONTENTCARDS_TEST_INSTALLED"))
+if not TEST_INSTALLED:
     sys.path.insert(0, BINDING)
+
+#: Python code that makes a subprocess import the same contentcards as the tests.
+IMPORT_PRELUDE = "" if TEST_INSTALLED else f"import sys; sys.path.insert(0, {BINDING!r})\n"
 sys.path.insert(0, SERVER_DIR)
 
 import contentcards  # noqa: E402

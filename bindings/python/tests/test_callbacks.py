@@ -16,7 +16,7 @@ import pytest
 
 import contentcards as cc
 from contentcards import _ffi
-from conftest import BINDING, SAMPLE_FEED, open_sample
+from conftest import IMPORT_PRELUDE, SAMPLE_FEED, open_sample
 
 
 @pytest.fixture(autouse=True)
@@ -331,8 +331,7 @@ def test_subscriber_exception_is_visible(sample: cc.ContentCards,
 
 def test_subscriber_exception_default_report() -> None:
     """Without a custom hook, the exception is printed on stderr with its traceback."""
-    code = f"""
-import sys; sys.path.insert(0, {BINDING!r})
+    code = IMPORT_PRELUDE + f"""
 import contentcards as cc
 with cc.ContentCards(refresh_tokens=0, source={{"file": {SAMPLE_FEED!r}}}) as c:
     def broken(update):

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import BINDING, REPO
+from conftest import BINDING, REPO, TEST_INSTALLED
 from reference_server import ReferenceServer
 
 EXAMPLES = os.path.join(REPO, "examples", "python")
@@ -17,7 +17,8 @@ EXAMPLES = os.path.join(REPO, "examples", "python")
 
 def run(name: str, *args: str) -> str:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [BINDING, env.get("PYTHONPATH")]))
+    if not TEST_INSTALLED:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [BINDING, env.get("PYTHONPATH")]))
     result = subprocess.run([sys.executable, os.path.join(EXAMPLES, name), *args],
                             capture_output=True, text=True, timeout=60, env=env)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -162,3 +162,28 @@ def test_close_while_another_thread_refreshes(server: ReferenceServer) -> None:
     assert isinstance(outcome[0], cc.ClosedError), outcome
     with pytest.raises(cc.ClosedError):
         c.count()
+
+
+def test_last_error_is_per_thread(refreshed: cc.ContentCards) -> None:
+    """cc_last_error_message() belongs to the calling thread: another thread's calls do not
+    change it, which is why the errcheck reads it right after the call."""
+    handle = refreshed._handle or 0
+    with pytest.raises(cc.CardNotFoundError):
+        _ffi.controller_log_impression(handle, b"ghost-a")
+    seen: list[tuple[str, int]] = []
+
+    def other() -> None:
+        try:
+            _ffi.controller_card(handle, b"ghost-b")
+        except cc.CardNotFoundError:
+            pass
+        seen.append((_ffi.last_error_message(), _ffi.last_error_code()))
+        _ffi.controller_counts(handle, None)
+        seen.append((_ffi.last_error_message(), _ffi.last_error_code()))
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    thread.join()
+    assert 'ghost-b' in seen[0][0] and seen[0][1] == -5
+    assert seen[1] == ("", 0)
+    assert "ghost-a" in _ffi.last_error_message() and _ffi.last_error_code() == -5

@@ -1,0 +1,59 @@
+/// The form a card is stored in: the server's short keys (WIRE.md §1) with default values left
+/// out, and the local sticky flags (`v`, `cl`, `d`) in it. Less than half the size of the
+/// boundary JSON, and read back by the same streaming decoder as payloads; the class type is
+/// not stored but normalized again on reading, under the configuration of the day.
+public enum StoredCardJSON {
+    private static let id = JSONWriter.Key("id"), tp = JSONWriter.Key("tp"), ca = JSONWriter.Key("ca")
+    private static let ea = JSONWriter.Key("ea"), v = JSONWriter.Key("v"), cl = JSONWriter.Key("cl")
+    private static let d = JSONWriter.Key("d"), p = JSONWriter.Key("p"), db = JSONWriter.Key("db")
+    private static let t = JSONWriter.Key("t"), uw = JSONWriter.Key("uw"), e = JSONWriter.Key("e")
+    private static let u = JSONWriter.Key("u"), i = JSONWriter.Key("i"), alt = JSONWriter.Key("image_alt")
+    private static let ar = JSONWriter.Key("ar"), tt = JSONWriter.Key("tt"), ds = JSONWriter.Key("ds")
+    private static let dm = JSONWriter.Key("dm")
+
+    public static func encode(_ c: Card) -> [UInt8] {
+        var w = JSONWriter(reservingCapacity: 512)
+        w.beginObject()
+        w.key(id); w.string(c.id)
+        w.key(tp)
+        switch c.content {
+        case .classic: w.string("short_news")
+        case .banner: w.string("banner_image")
+        case .captionedImage: w.string("captioned_image")
+        case .control: w.string("control")
+        }
+        w.key(ca); w.int(c.created)
+        if c.expiresAt != Card.neverExpires { w.key(ea); w.int(c.expiresAt) }
+        if c.viewed { w.key(v); w.bool(true) }
+        if c.clicked { w.key(cl); w.bool(true) }
+        if c.dismissed { w.key(d); w.bool(true) }
+        if c.pinned { w.key(p); w.bool(true) }
+        if c.dismissible { w.key(db); w.bool(true) }
+        if c.isTest { w.key(t); w.bool(true) }
+        if c.openURLInWebView { w.key(uw); w.bool(true) }
+        if let url = c.url { w.key(u); w.string(url) }
+        if !c.extras.isEmpty {
+            w.key(e)
+            w.beginObject()
+            for (k, value) in c.extras { w.key(k); w.string(value) }
+            w.endObject()
+        }
+        func optional(_ key: JSONWriter.Key, _ value: String?) { if let value { w.key(key); w.string(value) } }
+        switch c.content {
+        case .classic(let x):
+            optional(tt, x.title); w.key(ds); w.string(x.cardDescription)
+            optional(i, x.image); optional(alt, x.imageAltText); optional(dm, x.domain)
+        case .banner(let x):
+            w.key(i); w.string(x.image); optional(alt, x.imageAltText); optional(dm, x.domain)
+            if let r = x.imageAspectRatio { w.key(ar); w.double(r) }
+        case .captionedImage(let x):
+            w.key(i); w.string(x.image); optional(alt, x.imageAltText); optional(dm, x.domain)
+            w.key(tt); w.string(x.title); w.key(ds); w.string(x.cardDescription)
+            if let r = x.imageAspectRatio { w.key(ar); w.double(r) }
+        case .control:
+            break
+        }
+        w.endObject()
+        return w.bytes
+    }
+}
