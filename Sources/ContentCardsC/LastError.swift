@@ -86,7 +86,7 @@ public func cc_last_error_code() -> Int32 {
 private let statusNames: [Int32: UnsafePointer<CChar>?] = {
     var names: [Int32: UnsafePointer<CChar>?] = [CC_OK: StaticCString.pointer("CC_OK")]
     for code in ContentCardsError.Code.allCases {
-        names[code.rawValue] = StaticCString.pointer("CC_E_" + code.name.uppercased())
+        names[code.rawValue] = StaticCString.pointer(code.statusName)
     }
     return names
 }()

@@ -119,6 +119,24 @@ import Testing
         #expect(c.diagnostics().lastRefresh?.error?.code == code)
     }
 
+    @Test func aServerRetryAfterHoldsBackTheNextRefresh() throws {
+        let server = try ReferenceServer()
+        let clock = ManualClock(1_763_800_000)
+        let c = try ContentCardsController(json: #"{"userId":"gil","refreshTokens":0,"source":{"url":"\#(server.url)"}}"#, clock: clock)
+        try c.refresh()
+        try server.fault(#"{"status":429,"retry_after":30}"#)
+        do { try c.refresh(); Issue.record("refreshed") } catch {
+            #expect(error.code == .rateLimited && error.message.contains("retry after 30 s"))
+        }
+        do { try c.refresh(); Issue.record("refreshed") } catch {
+            #expect(error.code == .rateLimited && error.message.contains("the server asked to wait"))
+        }
+        guard case .array(let sent)? = try server.admin("GET", "/_admin/requests")["requests"] else { return }
+        #expect(sent.count == 2)        // the third refresh never left the process
+        clock.advance(31)
+        #expect(throws: Never.self) { try c.refresh() }
+    }
+
     @Test func nothingListening() throws {
         let c = try ContentCardsController(json: #"{"refreshTokens":0,"timeoutSeconds":2,"source":{"url":"http://127.0.0.1:9"}}"#)
         do { try c.refresh(); Issue.record("refreshed") } catch { #expect(error.code == .network) }

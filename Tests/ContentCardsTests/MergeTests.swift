@@ -9,8 +9,8 @@ import Testing
              isTest: isTest, content: .classic(.init(title: title, cardDescription: "d")))
     }
 
-    func state(_ cards: [Card], dismissed: Set<String> = []) -> StoredUser {
-        StoredUser(cards: Dictionary(uniqueKeysWithValues: cards.map { ($0.id, $0) }), dismissed: dismissed)
+    func state(_ cards: [Card], dismissed: Set<CardKey> = []) -> StoredUser {
+        StoredUser(cards: Dictionary(uniqueKeysWithValues: cards.map { (CardKey($0.id), $0) }), dismissed: dismissed)
     }
 
     @Test func rule2_aNewerStoredCopyIsKept() {

@@ -181,3 +181,33 @@ import Testing
     }
 }
 
+
+@Suite struct CardIdentityTests {
+    @Test func idsAreComparedAsBytes() throws {
+        let c = try ContentCardsController(configuration: Configuration())
+        let summary = try c.apply(#"""
+            [{"id":"\u00e9","tp":"short_news","ca":1,"ds":"nfc"},{"id":"e\u0301","tp":"short_news","ca":1,"ds":"nfd"},
+             {"id":"f","tp":"short_news","ca":1,"ds":"ascii"}]
+            """#)
+        #expect(summary.added == 3 && summary.leftOut.isEmpty)
+        #expect(try c.card(id: "e\u{301}").cardDescription == "nfd")
+        #expect(try c.card(id: "\u{e9}").cardDescription == "nfc")
+        // Ties on created break on the id's bytes, descending: "é" (C3 A9) > "f" > "e" + U+0301.
+        #expect(try c.cards().map { Array($0.id.utf8) } == [[0xC3, 0xA9], [0x66], [0x65, 0xCC, 0x81]])
+    }
+
+    @Test func aNULInAnIdLeavesTheCardOut() throws {
+        let p = try PayloadDecoder().decode(#"[{"id":"x\u0000y","tp":"control","ca":1},{"id":"ok","tp":"control","ca":1}]"#)
+        #expect(p.cards.map(\.card.id) == ["ok"])
+        #expect(p.leftOut.first?.reason.contains("NUL") == true)
+        #expect(throws: ConfigurationError.self) { try ConfigurationJSON.decode(#"{"userId":"a\u0000b"}"#) }
+    }
+
+    @Test func longIdsAreCutInMessages() throws {
+        let c = try ContentCardsController(configuration: Configuration())
+        let long = String(repeating: "x", count: 100_000)
+        do { _ = try c.card(id: long); Issue.record("found") } catch {
+            #expect(error.message.count < 300 && error.message.contains("100000 bytes"))
+        }
+    }
+}

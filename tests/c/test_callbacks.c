@@ -35,7 +35,7 @@ static void test_subscriber_data_and_free(void) {
     CHECK_OK(cc_controller_log_impression(c, "coupon-1"));
     CHECK_CONTAINS(r.last, "\"reason\":\"impression\",\"ok\":true,\"error\":null,\"cardId\":\"coupon-1\",\"counts\":{\"total\":10,\"unviewed\":8}");
     CHECK_RC(CC_E_PARSE, cc_controller_apply(NULL, c, "{"));
-    CHECK_CONTAINS(r.last, "\"reason\":\"cards_applied\",\"ok\":false,\"error\":{\"code\":-4,\"name\":\"parse\"");
+    CHECK_CONTAINS(r.last, "\"reason\":\"cards_applied\",\"ok\":false,\"error\":{\"code\":-4,\"name\":\"CC_E_PARSE\"");
     CHECK_OK(cc_controller_unsubscribe(c, sub));
     CHECK(r.frees == 1);
     CHECK_RC(CC_E_NOT_FOUND, cc_controller_unsubscribe(c, sub));

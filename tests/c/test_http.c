@@ -105,11 +105,6 @@ static void test_faults_keep_the_cache(void) {
     CHECK_MESSAGE("HTTP 500");
     CHECK(total_of(c) == 10);
 
-    admin("POST", "/_admin/fault", "{\"status\":429,\"retry_after\":7}", NULL, 0);
-    CHECK_RC(CC_E_RATE_LIMITED, cc_controller_refresh(NULL, c, 5));
-    CHECK_MESSAGE("429");
-    CHECK(total_of(c) == 10);
-
     admin("POST", "/_admin/fault", "{\"delay\":3}", NULL, 0);
     CHECK_RC(CC_E_TIMEOUT, cc_controller_refresh(NULL, c, 5)); /* timeoutSeconds is 1 */
     CHECK(total_of(c) == 10);
@@ -129,8 +124,21 @@ static void test_faults_keep_the_cache(void) {
 
     char *diag = NULL;
     CHECK_OK(cc_controller_diagnostics(&diag, c));
-    CHECK_CONTAINS(diag, "\"name\":\"wrong_user\"");
+    CHECK_CONTAINS(diag, "\"name\":\"CC_E_WRONG_USER\"");
     cc_string_free(diag);
+
+    /* A 429 with Retry-After: reported with its delay, and the next refresh is not even sent. */
+    admin("POST", "/_admin/fault", "{\"status\":429,\"retry_after\":7}", NULL, 0);
+    CHECK_RC(CC_E_RATE_LIMITED, cc_controller_refresh(NULL, c, 5));
+    CHECK_MESSAGE("retry after 7 s");
+    CHECK(total_of(c) == 10);
+    char requests_before[65536], requests_after[65536];
+    admin("GET", "/_admin/requests", NULL, requests_before, sizeof requests_before);
+    CHECK_RC(CC_E_RATE_LIMITED, cc_controller_refresh(NULL, c, 5));
+    CHECK_MESSAGE("the server asked to wait");
+    admin("GET", "/_admin/requests", NULL, requests_after, sizeof requests_after);
+    CHECK(strlen(requests_before) == strlen(requests_after));
+    CHECK(total_of(c) == 10);
     CHECK_OK(cc_controller_close(c));
 
     /* Nothing listening */

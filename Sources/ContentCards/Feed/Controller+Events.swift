@@ -103,10 +103,17 @@ extension ContentCardsController {
         if schedule { runDelivery(after: configuration.eventFlushIntervalSeconds) }
     }
 
-    /// At open: events left by an earlier run (a crash, a kill) go out soon.
+    /// At open: events left by an earlier run (a crash, a kill) go out within a second (unless
+    /// the application delivers only when it flushes, eventFlushIntervalSeconds 0).
     func scheduleDeliveryIfPending() {
-        guard let store, sink != nil, ((try? store.pendingEventCount()) ?? 0) > 0 else { return }
-        scheduleDelivery()
+        guard let store, sink != nil, configuration.eventFlushIntervalSeconds > 0,
+              ((try? store.pendingEventCount()) ?? 0) > 0 else { return }
+        let schedule: Bool = lock.withLock {
+            guard !deliveryScheduled else { return false }
+            deliveryScheduled = true
+            return true
+        }
+        if schedule { runDelivery(after: min(configuration.eventFlushIntervalSeconds, 1)) }
     }
 
     private func scheduleRetry(after error: ContentCardsError) {

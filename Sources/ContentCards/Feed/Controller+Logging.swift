@@ -21,7 +21,7 @@ extension ContentCardsController {
         try log(cardID: cardID, reason: .click) { card throws(ContentCardsError) in
             guard card.validURL != nil else {
                 let why = card.url == nil ? "has no url" : "has no valid url (\"\(card.url ?? "")\")"
-                throw ContentCardsError(.refused, "click not logged: card \"\(card.id)\" \(why)")
+                throw ContentCardsError(.refused, "click not logged: card \(Self.quoted(card.id)) \(why)")
             }
             if card.clicked { return (.click, nil) }
             var next = card
@@ -36,10 +36,10 @@ extension ContentCardsController {
     public func logDismissal(cardID: String) throws(ContentCardsError) -> LogResult {
         try log(cardID: cardID, reason: .dismissal) { card throws(ContentCardsError) in
             guard card.dismissible else {
-                throw ContentCardsError(.refused, "dismissal not logged: card \"\(card.id)\" is not dismissible")
+                throw ContentCardsError(.refused, "dismissal not logged: card \(Self.quoted(card.id)) is not dismissible")
             }
             guard !card.dismissed else {
-                throw ContentCardsError(.refused, "dismissal not logged: card \"\(card.id)\" is already dismissed")
+                throw ContentCardsError(.refused, "dismissal not logged: card \(Self.quoted(card.id)) is already dismissed")
             }
             var next = card
             next.dismissed = true

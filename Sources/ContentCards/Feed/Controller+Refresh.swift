@@ -71,7 +71,14 @@ extension ContentCardsController {
                 noteRefreshFailure(e)
                 return .failure(e)
             }
-            if let wait = limiter.take(now: clock.now()) {
+            let now = clock.now()
+            if now < serverRetryAt {
+                let wait = serverRetryAt - now
+                let e = ContentCardsError(.rateLimited, "refresh not sent: the server asked to wait (Retry-After); retry after \(Int(wait.rounded(.up))) s; the cached feed stays readable", retryAfter: wait)
+                noteRefreshFailure(e)
+                return .failure(e)
+            }
+            if let wait = limiter.take(now: now) {
                 let e = ContentCardsError(.rateLimited, "refresh refused by the rate limit (\(configuration.refreshTokens) per \(Int(configuration.refreshIntervalSeconds)) s): next token in \(Int(wait.rounded(.up))) s; the cached feed stays readable", retryAfter: wait)
                 noteRefreshFailure(e)
                 return .failure(e)
@@ -122,7 +129,12 @@ extension ContentCardsController {
             }
             switch result {
             case .success(let summary): record.lastRefresh = .init(time: clock.now(), error: nil, summary: summary)
-            case .failure(let e): noteRefreshFailure(e)
+            case .failure(let e):
+                noteRefreshFailure(e)
+                // Honour a server's Retry-After (bounded to an hour) for the next refreshes.
+                if let after = e.retryAfter, e.code == .rateLimited || e.code == .server, after > 0 {
+                    serverRetryAt = clock.now() + min(after, 3600)
+                }
             }
             start.ticket.result = result
             if refreshInFlight === start.ticket { refreshInFlight = nil }

@@ -19,10 +19,16 @@ public final class ContentCardsController: @unchecked Sendable {
     let changed = Condition()
     var store: CardStore?
     var userID: String
-    var state: StoredUser
+    /// The current user's cards, dismissals and cursors. Any change drops the feed index.
+    var state: StoredUser { didSet { index = nil } }
+    /// Built on the first read after a change.
+    var index: FeedIndex?
     /// The store's data_version when `state` was loaded: another process's commit changes it.
     var storeVersion: Int64 = 0
     var limiter: RateLimiter
+    /// When the server answered 429 or 503 with Retry-After: no refresh goes out before this
+    /// time (wall clock), so a client does not hammer a server that asked it to wait.
+    var serverRetryAt: Double = 0
     var refreshInFlight: RefreshTicket?
     var deliveryInFlight = false
     var deliveryScheduled = false
@@ -157,8 +163,16 @@ public final class ContentCardsController: @unchecked Sendable {
     public func cards(_ filter: ClassTypeFilter = .all) throws(ContentCardsError) -> [Card] {
         try lock.withLock { () throws(ContentCardsError) in
             try reloadIfChangedElsewhere()
-            return FeedView.cards(state.cards.values, filter: filter, now: clock.now())
+            return currentIndex().ids(filter, now: clock.now()).compactMap { state.cards[$0] }
         }
+    }
+
+    /// The feed index, rebuilt if the state changed. Called with the lock held.
+    func currentIndex() -> FeedIndex {
+        if let index { return index }
+        let built = FeedIndex(state.cards)
+        index = built
+        return built
     }
 
     /// A stored card by id, visible or not (dismissed and expired cards are returned too, with
@@ -172,15 +186,29 @@ public final class ContentCardsController: @unchecked Sendable {
     }
 
     static func unknownCard(_ id: String) -> ContentCardsError {
-        ContentCardsError(.notFound, "no card with id \"\(id)\" for the current user")
+        ContentCardsError(.notFound, "no card with id \(quoted(id)) for the current user")
+    }
+
+    /// An id for a message: quoted, and cut at 120 characters (an id can be megabytes long).
+    static func quoted(_ id: String) -> String {
+        id.count <= 120 ? "\"\(id)\"" : "\"\(id.prefix(120))…\" (\(id.utf8.count) bytes)"
     }
 
     /// Total and unviewed counts of the visible feed, optionally for a filter (one screen's badge).
     public func counts(_ filter: ClassTypeFilter = .all) throws(ContentCardsError) -> FeedCounts {
         try lock.withLock { () throws(ContentCardsError) in
             try reloadIfChangedElsewhere()
-            return FeedView.counts(state.cards.values, filter: filter, now: clock.now())
+            return countsLocked(filter)
         }
+    }
+
+    /// Called with the lock held.
+    func countsLocked(_ filter: ClassTypeFilter) -> FeedCounts {
+        var current = currentIndex()
+        index = nil          // keep the index uniquely referenced while its memo is updated
+        let counts = current.counts(filter, now: clock.now())
+        index = current
+        return counts
     }
 
     public func unviewedCount(_ filter: ClassTypeFilter = .all) throws(ContentCardsError) -> Int { try counts(filter).unviewed }
@@ -211,7 +239,7 @@ public final class ContentCardsController: @unchecked Sendable {
 
     /// The counts for an update. Called with the lock held.
     func currentCounts() -> FeedCounts {
-        FeedView.counts(state.cards.values, filter: .all, now: clock.now())
+        countsLocked(.all)
     }
 }
 

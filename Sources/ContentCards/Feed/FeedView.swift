@@ -5,7 +5,7 @@ enum FeedView {
     static func precedes(_ a: Card, _ b: Card) -> Bool {
         if a.pinned != b.pinned { return a.pinned }
         if a.created != b.created { return a.created > b.created }
-        return a.id > b.id
+        return CardKey.bytewiseLess(b.id, a.id)
     }
 
     static func isVisible(_ card: Card, now: Double) -> Bool {

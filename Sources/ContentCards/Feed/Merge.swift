@@ -17,7 +17,7 @@ struct Merge {
     /// The caller has already discarded a payload for another user (rule 1).
     static func apply(_ payload: Payload, to state: inout StoredUser) -> Merge {
         var merge = Merge()
-        var listed = Set<String>()
+        var listed = Set<CardKey>()
         for server in payload.cards {
             let s = server.card
             listed.insert(s.id)
@@ -63,14 +63,14 @@ struct Merge {
 
         // Rule 7: a full sync lists every card: the others go, except test cards.
         if payload.fullSync {
-            for (id, card) in state.cards where !listed.contains(id) && !card.isTest {
-                state.cards[id] = nil
-                merge.changes.deletes.append(id)
+            for (key, card) in state.cards where !listed.contains(key) && !card.isTest {
+                state.cards[key] = nil
+                merge.changes.deletes.append(key.id)
                 merge.stats.removed += 1
             }
-            for id in state.dismissed where !listed.contains(id) {
-                state.dismissed.remove(id)
-                merge.changes.dismissalsRemoved.append(id)
+            for key in state.dismissed where !listed.contains(key) {
+                state.dismissed.remove(key)
+                merge.changes.dismissalsRemoved.append(key.id)
             }
         }
 

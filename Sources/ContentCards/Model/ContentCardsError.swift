@@ -21,7 +21,10 @@ public struct ContentCardsError: Error, Equatable, CustomStringConvertible, Send
         case closed = -17
         case `internal` = -99
 
-        /// A short stable name, as in the C header (`CC_E_` + upper-cased name).
+        /// The status name of the C header: "CC_E_NOT_FOUND".
+        public var statusName: String { "CC_E_" + name.uppercased() }
+
+        /// A short stable name: "not_found".
         public var name: String {
             switch self {
             case .invalidArgument: return "invalid_argument"

@@ -1,8 +1,22 @@
+import CSQLite
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+private let SQLITE_BUSY_CODE = SQLITE_BUSY
+private let SQLITE_LOCKED_CODE = SQLITE_LOCKED
+
+enum Sleep {
+    static func milliseconds(_ ms: Int) { usleep(useconds_t(max(ms, 0)) * 1000) }
+}
+
 /// What the store holds for one user.
 struct StoredUser {
-    var cards: [String: Card] = [:]
+    var cards: [CardKey: Card] = [:]
     /// Ids the user dismissed locally: kept dismissed across refreshes (SEMANTICS.md §8 rule 4).
-    var dismissed: Set<String> = []
+    var dismissed: Set<CardKey> = []
     var cursors = SyncCursors()
 }
 
@@ -60,30 +74,51 @@ final class CardStore {
         db.close()
     }
 
+    /// Opens the schema, retrying while another process holds the lock: switching a new file to
+    /// WAL takes an exclusive lock, and SQLite may answer BUSY there without waiting, so two
+    /// processes opening a new store at the same moment would otherwise collide.
     private func prepareSchema() throws(StoreError) {
+        var attempt = 0
+        while true {
+            do {
+                try prepareSchemaOnce()
+                return
+            } catch {
+                let busy = error.code & 0xFF == SQLITE_BUSY_CODE || error.code & 0xFF == SQLITE_LOCKED_CODE
+                attempt += 1
+                guard busy, attempt < 100 else {
+                    throw StoreError("the store at \(location) cannot be used (\(error.message)); it was left as it is", code: error.code)
+                }
+                Sleep.milliseconds(min(10 * attempt, 100))
+            }
+        }
+    }
+
+    private func prepareSchemaOnce() throws(StoreError) {
         let version: Int64
         do {
             let s = try db.prepare("PRAGMA user_version")
             version = try s.step() ? s.int(0) : 0
+            s.reset()
         } catch {
+            if error.code & 0xFF == SQLITE_BUSY_CODE || error.code & 0xFF == SQLITE_LOCKED_CODE { throw error }
             throw StoreError("the store at \(location) is corrupt or not a contentcards store (\(error.message)); it was left as it is")
         }
         if version > CardStore.schemaVersion {
             throw StoreError("the store at \(location) has schema version \(version), newer than this library reads (\(CardStore.schemaVersion)): upgrade the library; the store was left as it is")
         }
-        do {
-            if location != ":memory:" {
-                try db.execute("PRAGMA journal_mode=WAL")
-                // NORMAL in WAL mode: a committed transaction survives a crash or kill of the
-                // process; only a power loss may roll back the last commits.
-                try db.execute("PRAGMA synchronous=NORMAL")
-            }
-            try db.execute("PRAGMA foreign_keys=ON")
-            if version < 1 { try migrateTo1() }
-            try db.execute("PRAGMA quick_check(1)")
-        } catch {
-            throw StoreError("the store at \(location) cannot be used (\(error.message)); it was left as it is")
+        if location != ":memory:" {
+            let mode = try db.prepare("PRAGMA journal_mode")
+            let current = try mode.step() ? mode.text(0) ?? "" : ""
+            mode.reset()   // an unfinished statement holds a read transaction open
+            if current.lowercased() != "wal" { try db.execute("PRAGMA journal_mode=WAL") }
+            // NORMAL in WAL mode: a committed transaction survives a crash or kill of the
+            // process; only a power loss may roll back the last commits.
+            try db.execute("PRAGMA synchronous=NORMAL")
         }
+        try db.execute("PRAGMA foreign_keys=ON")
+        if version < 1 { try migrateTo1() }
+        try db.execute("PRAGMA quick_check(1)")
     }
 
     /// Schema 1. Migrations run in order inside one transaction each; a later schema adds

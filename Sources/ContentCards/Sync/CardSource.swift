@@ -55,7 +55,8 @@ enum HTTPStatus {
     static func error(for response: TransportResponse, what: String) -> ContentCardsError {
         let excerpt = String(decoding: response.body.prefix(200), as: UTF8.self)
             .filter { !$0.isNewline }
-        let detail = excerpt.isEmpty ? "" : ": \(excerpt)"
+        var detail = excerpt.isEmpty ? "" : ": \(excerpt)"
+        if let after = response.retryAfter { detail = "; retry after \(Int(after)) s" + detail }
         if response.status == 429 {
             return ContentCardsError(.rateLimited, "\(what) refused by the server's rate limit (HTTP 429)\(detail)", retryAfter: response.retryAfter)
         }

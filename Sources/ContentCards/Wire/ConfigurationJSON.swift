@@ -30,7 +30,7 @@ public enum ConfigurationJSON {
             }
             if value == .null { continue }
             switch key {
-            case "userId": c.userID = try string(value, key)
+            case "userId": c.userID = try noNUL(value, key)
             case "storagePath":
                 let path = try string(value, key)
                 guard !path.isEmpty else { throw ConfigurationError("\"storagePath\" must not be empty (leave it out to keep the store in memory)") }
@@ -49,7 +49,7 @@ public enum ConfigurationJSON {
                 }
                 c.knownClassTypes = known
             case "maxPayloadBytes": c.maxPayloadBytes = try int(value, key, min: 1, max: maxPayloadLimit)
-            case "deviceId": c.deviceID = try string(value, key)
+            case "deviceId": c.deviceID = try noNUL(value, key)
             case "eventBatchSize": c.eventBatchSize = try int(value, key, min: 1, max: 100_000)
             case "eventBatchBytes": c.eventBatchBytes = try int(value, key, min: 1024, max: maxPayloadLimit)
             case "eventFlushIntervalSeconds": c.eventFlushIntervalSeconds = try seconds(value, key, allowZero: true)
@@ -113,6 +113,13 @@ public enum ConfigurationJSON {
 
     private static func string(_ v: JSONValue, _ key: String) throws(ConfigurationError) -> String {
         guard let s = v.stringValue else { throw wrongType(key, v, "a string") }
+        return s
+    }
+
+    /// Ids go out through C strings, where a NUL would cut them short.
+    private static func noNUL(_ v: JSONValue, _ key: String) throws(ConfigurationError) -> String {
+        let s = try string(v, key)
+        guard !s.utf8.contains(0) else { throw ConfigurationError("\"\(key)\" must not contain a NUL character") }
         return s
     }
 

@@ -29,7 +29,7 @@ public struct PayloadDecoder: Sendable {
 
     public func decode(_ bytes: UnsafeBufferPointer<UInt8>) throws(PayloadError) -> Payload {
         if bytes.count > limits.maxBytes {
-            throw PayloadError("payload is not valid JSON: payload is \(bytes.count) bytes, over the limit of \(limits.maxBytes)")
+            throw PayloadError("payload is too large: \(bytes.count) bytes, over the limit of \(limits.maxBytes) (maxPayloadBytes)")
         }
         var parser = Parser(bytes: bytes, maxDepth: limits.maxDepth)
         var payload = Payload()
@@ -98,7 +98,7 @@ public struct PayloadDecoder: Sendable {
         default:
             throw PayloadError("payload is \(root.typeName), expected an array of cards or an object with \"cards\"")
         }
-        var seen = Set<String>()
+        var seen = Set<CardKey>()
         for (index, item) in items.enumerated() {
             guard case .object(let members) = item else {
                 payload.leftOut.append(Payload.LeftOut(index: index, id: nil, reason: "not an object but \(item.typeName)"))
@@ -138,7 +138,7 @@ public struct PayloadDecoder: Sendable {
 
     private func readCards(_ parser: inout Parser, into payload: inout Payload) throws(JSONError) {
         var cursor = try parser.beginArray()
-        var seen = Set<String>()
+        var seen = Set<CardKey>()
         var index = 0
         while try parser.nextElement(&cursor) {
             if parser.peek() == 0x7B {
@@ -176,7 +176,7 @@ public struct PayloadDecoder: Sendable {
         }
     }
 
-    private func add(_ fields: CardFields, index: Int, seen: inout Set<String>, to payload: inout Payload) {
+    private func add(_ fields: CardFields, index: Int, seen: inout Set<CardKey>, to payload: inout Payload) {
         do throws(CardProblem) {
             let card = try fields.build(knownClassTypes: knownClassTypes)
             if !seen.insert(card.card.id).inserted {
@@ -387,6 +387,8 @@ struct CardFields {
         guard let id = try string(.id), !id.isEmpty else {
             throw CardProblem(id: nil, reason: "missing required field \"id\" (a non-empty string)")
         }
+        // A NUL cannot pass through a C string: such a card could never be addressed by id.
+        if id.utf8.contains(0) { throw CardProblem(id: nil, reason: "the id holds a NUL character") }
         guard let created = try int(.ca) else { throw problem("missing required field \"ca\" (created, unix seconds)") }
         let removed = try bool(.r) ?? false
         let extras: [String: String]

@@ -4,7 +4,7 @@ public enum ResultJSON {
     public static func error(_ e: ContentCardsError, to w: inout JSONWriter) {
         w.beginObject()
         w.key("code"); w.int(Int(e.code.rawValue))
-        w.key("name"); w.string(e.code.name)
+        w.key("name"); w.string(e.code.statusName)
         w.key("message"); w.string(e.message)
         if let r = e.retryAfter { w.key("retryAfter"); w.double(r) }
         w.endObject()
