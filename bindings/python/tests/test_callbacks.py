@@ -68,7 +68,7 @@ def test_subscriber_data_and_free(sample: cc.ContentCards) -> None:
     assert (r.last.reason, r.last.ok) == ("cards_applied", False)
     assert isinstance(r.last.error, cc.ParseError) and r.last.error.code == -4
     assert r.last.error.name == "CC_E_PARSE"
-    assert r.last.raw["error"]["name"] == "parse"  # the update JSON's own short name
+    assert r.last.raw["error"]["name"] == "CC_E_PARSE"  # the same names as cc_status_name
 
     sub.cancel()
     assert sub._key not in _ffi.callbacks and not sub.active
@@ -227,12 +227,6 @@ def test_host_transport() -> None:
         assert result.dropped == 1
         assert c.diagnostics()["droppedEvents"] == 1
 
-        # 429 with Retry-After through the host transport
-        t.status = 0
-        c.set_transport(lambda request: cc.TransportResponse(429, "{}", retry_after=4))
-        with pytest.raises(cc.RateLimitedError):
-            c.refresh(2)
-
         # Replacing releases the old callable once; close releases the new one.
         key_of = lambda: max(k for k in _ffi.callbacks._entries)  # noqa: E731
         c.set_transport(t)
@@ -247,6 +241,14 @@ def test_host_transport() -> None:
             c.refresh(2)
         c.set_transport(HostTransport())
         k3 = key_of()
+
+        # 429 with Retry-After through the host transport; the next refresh is held back.
+        t.status = 0
+        c.set_transport(lambda request: cc.TransportResponse(429, "{}", retry_after=4))
+        with pytest.raises(cc.RateLimitedError, match="retry after 4 s"):
+            c.refresh(2)
+        with pytest.raises(cc.RateLimitedError, match="the server asked to wait"):
+            c.refresh(2)
     finally:
         c.close()
     assert k3 not in _ffi.callbacks

@@ -70,11 +70,6 @@ def test_faults_keep_the_cache(server: ReferenceServer) -> None:
             c.refresh(5)
         assert c.count() == 10
 
-        server.fault(status=429, retry_after=7)
-        with pytest.raises(cc.RateLimitedError, match="429"):
-            c.refresh(5)
-        assert c.count() == 10
-
         server.fault(delay=3)
         with pytest.raises(cc.RequestTimeoutError) as timeout:  # timeoutSeconds is 1
             c.refresh(5)
@@ -97,8 +92,18 @@ def test_faults_keep_the_cache(server: ReferenceServer) -> None:
         assert c.count() == 10
 
         diagnostics = c.diagnostics()
-        assert diagnostics["lastError"]["name"] == "wrong_user"
+        assert diagnostics["lastError"]["name"] == "CC_E_WRONG_USER"
         assert diagnostics["lastRefresh"]["ok"] is False
+
+        # A 429 with Retry-After: the next refresh is not even sent.
+        server.fault(status=429, retry_after=7)
+        with pytest.raises(cc.RateLimitedError, match="429"):
+            c.refresh(5)
+        sent = len(server.requests())
+        with pytest.raises(cc.RateLimitedError, match="the server asked to wait"):
+            c.refresh(5)
+        assert len(server.requests()) == sent
+        assert c.count() == 10
 
 
 def test_retry_after_of_a_429(server: ReferenceServer) -> None:
@@ -114,9 +119,6 @@ def test_retry_after_of_a_429(server: ReferenceServer) -> None:
         assert error.retry_after == 7
 
 
-@pytest.mark.xfail(strict=True, reason="library: the CC_E_RATE_LIMITED message of a server 429 "
-                   "does not name the Retry-After seconds (the update JSON and diagnostics have "
-                   "them as retryAfter), so a blocking refresh cannot tell when to retry")
 def test_retry_after_in_the_message(server: ReferenceServer) -> None:
     with open_remote(server, "frank") as c:
         server.fault(status=429, retry_after=7)

@@ -287,9 +287,6 @@ def test_exception_classes() -> None:
     assert cc.ServerError("sync failed with HTTP 503: ...").http_status == 503
 
 
-@pytest.mark.xfail(strict=True, reason="library: a JSON-escaped NUL (\\u0000) in userId or a card "
-                   "id is accepted, but C strings cut it short (cc_controller_user gives 'a'; the "
-                   "card cannot be addressed by id through char *)")
 def test_nul_inside_json_strings() -> None:
     """A NUL can reach the library inside JSON text. It must either be refused, or survive the
     trip back through char * outputs; a card id with a NUL cannot be passed to any char *

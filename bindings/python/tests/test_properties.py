@@ -165,9 +165,6 @@ def test_card_json_round_trip_after_random_payloads(controller: cc.ContentCards)
         assert cc.Card.from_json(json.loads(json.dumps(card.to_json()))) == card
 
 
-@pytest.mark.xfail(strict=True, reason="library: card ids are compared as Swift Strings "
-                   "(canonical equivalence), not as bytes: 'é' (U+00E9) and 'e' + U+0301 are "
-                   "one card, and the feed's id order follows the normalized form")
 def test_ids_are_compared_as_bytes() -> None:
     with cc.ContentCards() as c:
         summary = c.apply([{"id": "\u00e9", "tp": "short_news", "ca": 1, "ds": "nfc"},
