@@ -28,6 +28,8 @@ SWIFTPM_LIB_FLAGS := -c release --product contentcards -Xswiftc -static-stdlib \
 	-Xlinker --version-script=$(ROOT)/Sources/ContentCardsC/exports.map
 
 FUZZ_SECONDS ?= 15
+STRESS_ROUNDS ?= 300
+STRESS_FUZZ_SECONDS ?= 300
 FUZZ_TARGETS := payload config filter calls
 
 .PHONY: fuzz fuzz-replay stress bench demo test deps lib cmake python test-swift test-c test-lib test-python test-install tsan memcheck install clean
@@ -105,6 +107,17 @@ fuzz: deps
 	  [ $${PIPESTATUS[0]} -eq 0 ] || exit 1; \
 	done
 	@echo "fuzz: $(words $(FUZZ_TARGETS)) passed, 0 failed"
+
+# The long runs: the SIGKILL crash loop for STRESS_ROUNDS rounds, the fault tests against the
+# reference server, and each fuzz target for STRESS_FUZZ_SECONDS.
+stress: deps
+	CC_CRASH_ROUNDS=$(STRESS_ROUNDS) swift test --filter 'DurabilityTests|HTTPTests'
+	$(MAKE) fuzz FUZZ_SECONDS=$(STRESS_FUZZ_SECONDS)
+
+# The benchmarks (not tests: they print numbers). BENCH_FLAGS=--quick for the short version.
+bench: python
+	swift build -c release --product contentcards-tool
+	$(PY) bench/run.py $(BUILD) $(BENCH_FLAGS)
 
 # The seed corpus replayed through the ordinary (unsanitized) build: a regression test.
 fuzz-replay: deps

@@ -137,6 +137,49 @@ import Testing
         #expect(throws: Never.self) { try c.refresh() }
     }
 
+    @Test func theCachedFeedStaysReadableDuringAHangingRefresh() throws {
+        let server = try ReferenceServer()
+        let c = try controller(server, user: "hal", timeout: 3)
+        try c.refresh()
+        try server.fault(#"{"hang":true}"#)
+        let started = Date()
+        #expect(try c.refreshInBackground())
+        // While the request hangs, reads answer at once from the cache.
+        var reads = 0
+        while Date().timeIntervalSince(started) < 1 {
+            #expect(try c.counts().total == 10)
+            #expect(try c.cards().count == 10)
+            reads += 1
+        }
+        #expect(reads > 100)
+        #expect(c.diagnostics().refreshInFlight)
+    }
+
+    @Test func eventsAreNeitherLostNorDuplicatedThroughFaults() throws {
+        let server = try ReferenceServer()
+        let c = try controller(server, user: "ivy", timeout: 1, extra: #","eventBatchSize":2"#)
+        try c.refresh()
+        var logged: [String] = []
+        let faults = [#"{"path":"/events","hang":true}"#, #"{"path":"/events","drip":0.5}"#,
+                      #"{"path":"/events","body":"truncated"}"#, #"{"path":"/events","status":500}"#,
+                      #"{"path":"/events","status":429,"retry_after":1}"#, #"{"path":"/events","delay":2}"#]
+        for (i, fault) in faults.enumerated() {
+            logged.append(try c.logImpression(cardID: ["tile-1", "tile-2", "msg-1"][i % 3]).eventID ?? "")
+            logged.append(try c.logFeedDisplayed().eventID ?? "")
+            try server.fault(fault)
+            _ = try? c.flushEvents(timeout: 2)
+        }
+        // Background retries run too and may meet a fault first: flush until the outbox is empty.
+        let deadline = Date().addingTimeInterval(20)
+        while try c.pendingEvents() > 0, Date() < deadline {
+            _ = try? c.flushEvents(timeout: 3)
+            if try c.pendingEvents() > 0 { usleep(300_000) }
+        }
+        #expect(try c.pendingEvents() == 0)
+        let received = try server.events().compactMap { $0["id"]?.stringValue }
+        #expect(received.sorted() == logged.sorted(), "each event exactly once")
+    }
+
     @Test func nothingListening() throws {
         let c = try ContentCardsController(json: #"{"refreshTokens":0,"timeoutSeconds":2,"source":{"url":"http://127.0.0.1:9"}}"#)
         do { try c.refresh(); Issue.record("refreshed") } catch { #expect(error.code == .network) }
