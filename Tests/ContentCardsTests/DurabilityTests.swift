@@ -63,6 +63,7 @@ import Testing
         #expect(received.count == stored.count)
         #expect(Set(received) == Set(stored))
         #expect(try c.pendingEvents() == 0)
+        print("crash loop: \(rounds) kills, \(confirmed.count) events confirmed by their logging call, \(stored.count) in the store, \(missing.count) missing, \(received.count) delivered, \(received.count - Set(received).count) duplicates")
     }
 
     @Test func twoProcessesOnOneStore() throws {
