@@ -180,6 +180,23 @@ import Testing
         #expect(received.sorted() == logged.sorted(), "each event exactly once")
     }
 
+    @Test func withoutLibcurlRefreshNamesTheFix() throws {
+        // libcurl is loaded once per process: play a host without it in a child process.
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Tool.path)
+        p.arguments = ["feed", #"{"source":{"url":"http://127.0.0.1:9"}}"#]
+        p.environment = ["CONTENTCARDS_LIBCURL": "/nonexistent/libcurl.so.4"]
+        let err = Pipe()
+        p.standardError = err
+        p.standardOutput = FileHandle.nullDevice
+        try p.run()
+        let message = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 1)
+        #expect(message.contains("libcurl is not installed"), "\(message)")
+        #expect(message.contains("apt-get install libcurl4") && message.contains("transport callback"))
+    }
+
     @Test func nothingListening() throws {
         let c = try ContentCardsController(json: #"{"refreshTokens":0,"timeoutSeconds":2,"source":{"url":"http://127.0.0.1:9"}}"#)
         do { try c.refresh(); Issue.record("refreshed") } catch { #expect(error.code == .network) }

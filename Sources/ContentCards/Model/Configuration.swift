@@ -2,23 +2,19 @@
 /// machine: no storage path keeps everything in memory, no source makes refresh report that
 /// there is nothing to refresh from, no event sink keeps events until they are flushed.
 public struct Configuration: Equatable, Sendable {
-    /// Where cards come from.
-    public enum Source: Equatable, Sendable {
-        /// A payload file (a sync response or a bare array of cards), read on each refresh.
+    /// Where a refresh asks for cards (`source`), or where events are delivered (`events`).
+    public enum Endpoint: Equatable, Sendable {
+        /// A file: a payload read on each refresh (a sync response or a bare array of cards), or
+        /// events appended as JSON lines.
         case file(path: String)
-        /// An HTTP endpoint speaking the sync protocol (WIRE.md §2).
+        /// An HTTP endpoint speaking WIRE.md §2 (`{base}/content_cards/sync`) or §3 (`{base}/events`).
         case url(base: String, apiKey: String)
-        /// The host's own transport (a callback or a Swift closure) does the request.
+        /// The host's own transport (a callback or a Swift closure) sends the request.
         case callback
     }
 
-    /// Where events are delivered.
-    public enum EventSink: Equatable, Sendable {
-        case url(base: String, apiKey: String)
-        /// Appended as JSON lines, one event a line.
-        case file(path: String)
-        case callback
-    }
+    public typealias Source = Endpoint
+    public typealias EventSink = Endpoint
 
     public var userID: String = ""
     public var storagePath: String? = nil

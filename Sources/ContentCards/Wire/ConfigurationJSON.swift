@@ -35,8 +35,8 @@ public enum ConfigurationJSON {
                 let path = try string(value, key)
                 guard !path.isEmpty else { throw ConfigurationError("\"storagePath\" must not be empty (leave it out to keep the store in memory)") }
                 c.storagePath = path
-            case "source": c.source = try source(value)
-            case "events": c.events = try sink(value)
+            case "source": c.source = try endpoint(value, "source")
+            case "events": c.events = try endpoint(value, "events")
             case "refreshTokens": c.refreshTokens = try int(value, key, min: 0, max: 1_000_000)
             case "refreshIntervalSeconds": c.refreshIntervalSeconds = try seconds(value, key, allowZero: false)
             case "timeoutSeconds": c.timeoutSeconds = try seconds(value, key, allowZero: false)
@@ -59,43 +59,22 @@ public enum ConfigurationJSON {
         return c
     }
 
-    private static func source(_ v: JSONValue) throws(ConfigurationError) -> Configuration.Source {
-        let members = try object(v, "source", allowed: ["file", "url", "apiKey", "callback"])
+    /// `{"file": PATH}`, `{"url": BASE, "apiKey": KEY}` or `{"callback": true}`, for `source`
+    /// and `events` alike.
+    private static func endpoint(_ v: JSONValue, _ name: String) throws(ConfigurationError) -> Configuration.Endpoint {
+        let members = try object(v, name, allowed: ["file", "url", "apiKey", "callback"])
         let kinds = members.filter { ["file", "url", "callback"].contains($0) }
         guard kinds.count == 1 else {
-            throw ConfigurationError("\"source\" needs exactly one of \"file\", \"url\" or \"callback\"")
-        }
-        if let path = v["file"] {
-            if v["apiKey"] != nil { throw ConfigurationError("\"source.apiKey\" goes only with \"source.url\"") }
-            return .file(path: try nonEmpty(path, "source.file"))
+            throw ConfigurationError("\"\(name)\" needs exactly one of \"file\", \"url\" or \"callback\"")
         }
         if let url = v["url"] {
             var apiKey = ""
-            if let key = v["apiKey"] { apiKey = try string(key, "source.apiKey") }
-            return .url(base: try httpURL(url, "source.url"), apiKey: apiKey)
+            if let key = v["apiKey"] { apiKey = try string(key, "\(name).apiKey") }
+            return .url(base: try httpURL(url, "\(name).url"), apiKey: apiKey)
         }
-        guard v["callback"] == .bool(true) else { throw ConfigurationError("\"source.callback\" must be true") }
-        if v["apiKey"] != nil { throw ConfigurationError("\"source.apiKey\" goes only with \"source.url\"") }
-        return .callback
-    }
-
-    private static func sink(_ v: JSONValue) throws(ConfigurationError) -> Configuration.EventSink {
-        let members = try object(v, "events", allowed: ["file", "url", "apiKey", "callback"])
-        let kinds = members.filter { ["file", "url", "callback"].contains($0) }
-        guard kinds.count == 1 else {
-            throw ConfigurationError("\"events\" needs exactly one of \"file\", \"url\" or \"callback\"")
-        }
-        if let path = v["file"] {
-            if v["apiKey"] != nil { throw ConfigurationError("\"events.apiKey\" goes only with \"events.url\"") }
-            return .file(path: try nonEmpty(path, "events.file"))
-        }
-        if let url = v["url"] {
-            var apiKey = ""
-            if let key = v["apiKey"] { apiKey = try string(key, "events.apiKey") }
-            return .url(base: try httpURL(url, "events.url"), apiKey: apiKey)
-        }
-        guard v["callback"] == .bool(true) else { throw ConfigurationError("\"events.callback\" must be true") }
-        if v["apiKey"] != nil { throw ConfigurationError("\"events.apiKey\" goes only with \"events.url\"") }
+        if v["apiKey"] != nil { throw ConfigurationError("\"\(name).apiKey\" goes only with \"\(name).url\"") }
+        if let path = v["file"] { return .file(path: try nonEmpty(path, "\(name).file")) }
+        guard v["callback"] == .bool(true) else { throw ConfigurationError("\"\(name).callback\" must be true") }
         return .callback
     }
 
