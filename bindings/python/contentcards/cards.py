@@ -40,6 +40,8 @@ class CardType(enum.Enum):
     CONTROL = "control"
 
 
+_TYPES = {t.value: t for t in CardType}
+
 # boundary key -> (attribute, expected type, nullable)
 _STR, _BOOL, _NUM = "string", "boolean", "number"
 _FIELDS: tuple[tuple[str, str, str, bool], ...] = (
@@ -152,6 +154,22 @@ class Card:
             extras[name] = value
         values["extras"] = types.MappingProxyType(extras)
         return cls(**values)
+
+    @classmethod
+    def _from_library(cls, d: dict[str, Any]) -> Card:
+        """A Card from the library's own boundary JSON, whose shape the library guarantees
+        (every key present, the types of the header): built directly, without checking each
+        field. Anything unexpected falls back to :meth:`from_json`, which says what is wrong."""
+        try:
+            ratio = d["imageAspectRatio"]
+            return cls(d["id"], _TYPES[d["type"]], d["created"], d["expiresAt"], d["viewed"],
+                       d["clicked"], d["dismissed"], d["dismissible"], d["pinned"], d["isTest"],
+                       d["isControl"], d["url"], d["openURLInWebView"],
+                       types.MappingProxyType(d["extras"]), d["classType"], d["image"],
+                       d["imageAltText"], None if ratio is None else float(ratio), d["title"],
+                       d["cardDescription"], d["domain"])
+        except (KeyError, TypeError, ValueError):
+            return cls.from_json(d)
 
     def to_json(self) -> dict[str, Any]:
         """The card as the boundary JSON (long keys, the library's key order)."""

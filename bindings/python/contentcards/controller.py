@@ -408,11 +408,11 @@ class ContentCards:
         """The visible feed in feed order, optionally only some class types (a str is one).
         Control cards are included: log their impression, do not draw them."""
         text = self._call(_ffi.controller_feed, _filter_json(class_types))
-        return [Card.from_json(item) for item in json.loads(text)]
+        return [Card._from_library(item) for item in json.loads(text)]
 
     def card(self, card: CardRef) -> Card:
         """One stored card by id, visible or not. Raises CardNotFoundError."""
-        return Card.from_json(json.loads(
+        return Card._from_library(json.loads(
             self._call(_ffi.controller_card, _ffi.cstr(_card_id(card), "card id"))))
 
     def counts(self, class_types: Iterable[str] | str | None = None) -> Counts:
