@@ -66,6 +66,9 @@ func entry(_ body: () throws(ContentCardsError) -> Void) -> Int32 {
     LastError.clear()
     do {
         try body()
+        // A callback run by this call may have made a failing cc_ call on this thread; the
+        // thread's error must describe this call, which succeeded.
+        LastError.clear()
         return CC_OK
     } catch {
         LastError.set(error)

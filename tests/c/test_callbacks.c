@@ -67,6 +67,13 @@ static void reenter(void *userdata, const char *json) {
     }
 }
 
+/* A failing call inside a callback does not leak into the status of the call that ran it. */
+static void fail_inside(void *userdata, const char *json) {
+    (void)json;
+    char *card = NULL;
+    ((recorder *)userdata)->reentrant_ok = cc_controller_card(&card, ((recorder *)userdata)->controller, "no-such-card") == CC_E_NOT_FOUND;
+}
+
 static void unsubscribe_self(void *userdata, const char *json) {
     (void)json;
     recorder *r = userdata;
@@ -89,6 +96,15 @@ static void test_reentrancy(void) {
     CHECK(self.calls == 1 && self.reentrant_ok && self.frees == 1);
     CHECK_OK(cc_controller_log_impression(c, "tile-3"));
     CHECK(self.calls == 1);
+
+    recorder failing = {.controller = c};
+    uint64_t fsub = 0;
+    CHECK_OK(cc_controller_subscribe(&fsub, c, fail_inside, &failing, NULL));
+    CHECK_OK(cc_controller_log_impression(c, "tile-3"));
+    CHECK(failing.reentrant_ok);
+    CHECK(cc_last_error_code() == CC_OK);
+    CHECK(strcmp(cc_last_error_message(), "") == 0);
+    CHECK_OK(cc_controller_unsubscribe(c, fsub));
     CHECK_OK(cc_controller_close(c));
     CHECK(r.frees == 1);
 }

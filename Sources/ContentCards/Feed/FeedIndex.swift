@@ -48,7 +48,7 @@ struct FeedIndex {
 
     @inline(__always)
     private static func visible(_ e: Entry, at now: Double) -> Bool {
-        e.expiresAt == Card.neverExpires || Double(e.expiresAt) > now
+        !Card.isExpired(expiresAt: e.expiresAt, at: now)
     }
 
     /// The ids of the visible cards passing `filter`, in feed order.

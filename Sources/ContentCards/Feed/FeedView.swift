@@ -1,5 +1,5 @@
-/// The visible feed and its counts (SEMANTICS.md §4), computed from the stored cards at the
-/// moment of reading. No I/O.
+/// The visible feed (SEMANTICS.md §4): its order, and which cards are in it at the moment of
+/// reading. The controller serves reads from `FeedIndex`, built with the same rules.
 enum FeedView {
     /// Pinned first, then newest first, then id descending: the one order used everywhere.
     static func precedes(_ a: Card, _ b: Card) -> Bool {
@@ -16,16 +16,6 @@ enum FeedView {
     /// application must log their impression, and decides not to draw them.
     static func cards<S: Sequence>(_ stored: S, filter: ClassTypeFilter, now: Double) -> [Card] where S.Element == Card {
         stored.filter { isVisible($0, now: now) && filter.matches($0) }.sorted(by: precedes)
-    }
-
-    /// Total = visible cards, control cards included; unviewed = visible, not viewed, not control.
-    static func counts<S: Sequence>(_ stored: S, filter: ClassTypeFilter, now: Double) -> FeedCounts where S.Element == Card {
-        var counts = FeedCounts()
-        for card in stored where isVisible(card, now: now) && filter.matches(card) {
-            counts.total += 1
-            if !card.viewed && !card.isControl { counts.unviewed += 1 }
-        }
-        return counts
     }
 }
 

@@ -168,8 +168,12 @@ extension Card {
     }
 
     /// Expired at `now` (unix seconds): `expiresAt != -1 && expiresAt <= now`.
-    public func isExpired(at now: Double) -> Bool {
-        expiresAt != Card.neverExpires && Double(expiresAt) <= now
+    public func isExpired(at now: Double) -> Bool { Card.isExpired(expiresAt: expiresAt, at: now) }
+
+    /// The one expiry rule, for cards and for the feed index's entries.
+    @inline(__always)
+    public static func isExpired(expiresAt: Int64, at now: Double) -> Bool {
+        expiresAt != neverExpires && Double(expiresAt) <= now
     }
 
     /// The click URL when it is one the library will log a click for: a scheme (letters, digits,
