@@ -78,9 +78,10 @@ test-lib: lib
 test-install: cmake
 	tests/install/run.sh $(BUILD)
 
-# The concurrency tests under ThreadSanitizer (a separate build folder).
+# Every test that runs threads (concurrency, subscribers, background refresh and delivery, host
+# callbacks, child processes) under ThreadSanitizer, in a separate build folder.
 tsan: deps
-	swift test --sanitize=thread --scratch-path .build-tsan --filter Concurrency
+	swift test --sanitize=thread --scratch-path .build-tsan --filter 'ConcurrencyTests|SubscriptionTests|ControllerStateTests|HTTPTests|LoggingTests|DurabilityTests'
 
 # The C tests under valgrind: no invalid access, no "definitely lost" memory.
 memcheck: cmake
