@@ -85,7 +85,8 @@ public func cc_transport_response_set(_ response: OpaquePointer?, _ status: Int3
         if let body, bodyLen > 0 {
             bytes = body.withMemoryRebound(to: UInt8.self, capacity: bodyLen) { Array(UnsafeBufferPointer(start: $0, count: bodyLen)) }
         }
-        let retry = retryAfterSeconds.isFinite && retryAfterSeconds >= 0 ? retryAfterSeconds : nil
+        // Bounded to a year: a huge value is no more meaningful, and stays safe to convert.
+        let retry = retryAfterSeconds.isFinite && retryAfterSeconds >= 0 ? min(retryAfterSeconds, 31_536_000) : nil
         box.response = TransportResponse(status: Int(status), body: bytes, retryAfter: retry)
     }
 }

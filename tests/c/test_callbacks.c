@@ -115,6 +115,7 @@ typedef struct {
     int requests;
     int fail;
     int status;
+    double retry_after;
     char last_kind[16];
     char last_body[1024];
     int frees;
@@ -131,7 +132,7 @@ static int host_transport(void *userdata, const cc_transport_request *req, cc_tr
     }
     if (strcmp(req->kind, "sync") == 0) {
         const char *body = "{\"cards\":[{\"id\":\"h1\",\"tp\":\"short_news\",\"ca\":5,\"ds\":\"from the host\",\"u\":\"https://x.test\"}],\"full_sync\":true}";
-        return cc_transport_response_set(resp, t->status ? t->status : 200, body, strlen(body), -1);
+        return cc_transport_response_set(resp, t->status ? t->status : 200, body, strlen(body), t->retry_after);
     }
     return cc_transport_response_set(resp, t->status ? t->status : 202, NULL, 0, -1);
 }
@@ -146,7 +147,7 @@ static void test_host_transport(void) {
     CHECK_RC(CC_E_TRANSPORT, cc_controller_refresh(NULL, c, 2));
     CHECK_MESSAGE("none is set");
 
-    transport_state t = {0};
+    transport_state t = {.retry_after = -1};
     CHECK_OK(cc_controller_set_transport(c, host_transport, &t, transport_free));
     CHECK_OK(cc_controller_refresh(NULL, c, 2));
     CHECK(t.requests == 1 && strcmp(t.last_kind, "sync") == 0);
@@ -179,6 +180,13 @@ static void test_host_transport(void) {
     t.status = 503;
     CHECK_RC(CC_E_SERVER, cc_controller_refresh(NULL, c, 2));
     CHECK_MESSAGE("HTTP 503");
+
+    /* A huge Retry-After from the host is bounded, never a crash. */
+    t.status = 429;
+    t.retry_after = 1e300;
+    CHECK_RC(CC_E_RATE_LIMITED, cc_controller_refresh(NULL, c, 2));
+    CHECK_MESSAGE("retry after 31536000 s");
+    t.retry_after = -1;
 
     /* A permanent 4xx drops the batch and says so. */
     t.status = 400;

@@ -56,7 +56,9 @@ enum HTTPStatus {
         let excerpt = String(decoding: response.body.prefix(200), as: UTF8.self)
             .filter { !$0.isNewline }
         var detail = excerpt.isEmpty ? "" : ": \(excerpt)"
-        if let after = response.retryAfter { detail = "; retry after \(Int(after)) s" + detail }
+        if let after = response.retryAfter, after.isFinite, after >= 0 {
+            detail = "; retry after \(Int(min(after, 31_536_000))) s" + detail
+        }
         if response.status == 429 {
             return ContentCardsError(.rateLimited, "\(what) refused by the server's rate limit (HTTP 429)\(detail)", retryAfter: response.retryAfter)
         }
