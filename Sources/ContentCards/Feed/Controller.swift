@@ -118,7 +118,7 @@ public final class ContentCardsController: @unchecked Sendable {
     /// controller on the same storage) committed changes. Called with the lock held.
     func reloadIfChangedElsewhere() throws(ContentCardsError) {
         guard let store else { throw Self.closedError }
-        guard store.location != ":memory:" else { return }
+        guard !store.isInMemory else { return }
         do {
             let version = try store.dataVersion()
             if version != storeVersion {

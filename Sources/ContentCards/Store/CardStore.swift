@@ -52,6 +52,8 @@ final class CardStore {
 
     let db: SQLiteDatabase
     let location: String
+    /// An in-memory store has no other connection to hear from.
+    let isInMemory: Bool
 
     private var statements: [String: SQLiteStatement] = [:]
 
@@ -65,6 +67,7 @@ final class CardStore {
         } else {
             location = ":memory:"
         }
+        isInMemory = directory == nil
         db = try SQLiteDatabase(path: location)
         try prepareSchema()
     }
@@ -107,7 +110,7 @@ final class CardStore {
         if version > CardStore.schemaVersion {
             throw StoreError("the store at \(location) has schema version \(version), newer than this library reads (\(CardStore.schemaVersion)): upgrade the library; the store was left as it is")
         }
-        if location != ":memory:" {
+        if !isInMemory {
             let mode = try db.prepare("PRAGMA journal_mode")
             let current = try mode.step() ? mode.text(0) ?? "" : ""
             mode.reset()   // an unfinished statement holds a read transaction open
@@ -191,7 +194,14 @@ final class CardStore {
         return stored
     }
 
-    func dataVersion() throws(StoreError) -> Int64 { try db.dataVersion() }
+    /// Changes committed by any other connection since the last call (PRAGMA data_version).
+    /// Asked on every read of a file store, so the statement is the cached one.
+    func dataVersion() throws(StoreError) -> Int64 {
+        let s = try statement("PRAGMA data_version")
+        defer { s.reset() }
+        return try s.step() ? s.int(0) : 0
+    }
+
 
     // MARK: Writing
 

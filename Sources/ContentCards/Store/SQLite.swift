@@ -76,12 +76,6 @@ final class SQLiteDatabase {
         }
     }
 
-    /// Changes committed by any other connection since the last call (PRAGMA data_version).
-    func dataVersion() throws(StoreError) -> Int64 {
-        let s = try prepare("PRAGMA data_version")
-        guard try s.step() else { return 0 }
-        return s.int(0)
-    }
 }
 
 /// A prepared statement. Finalized when released.
