@@ -11,7 +11,7 @@ extension ContentCardsController {
                 lastDelivery: record.lastDelivery, lastError: record.lastError,
                 rateLimit: .init(enabled: limiter.isEnabled, capacity: limiter.capacity, tokens: limit.tokens,
                                  intervalSeconds: configuration.refreshIntervalSeconds, nextTokenInSeconds: limit.nextTokenIn),
-                leftOut: record.leftOut, storedCards: state.cards.count,
+                leftOut: record.leftOut, storedCards: stored.cards.count,
                 counts: store == nil ? FeedCounts() : currentCounts(),
                 pendingEvents: pending, deliveredEvents: record.deliveredEvents,
                 droppedEvents: record.droppedEvents, subscribers: subscribers.count)

@@ -67,7 +67,7 @@ extension ContentCardsController {
                      _ decide: (Card) throws(ContentCardsError) -> (Event.Kind, Card?)) throws(ContentCardsError) -> LogResult {
         let (result, counts): (LogResult, FeedCounts) = try lock.withLock { () throws(ContentCardsError) in
             try reloadIfChangedElsewhere()
-            guard let card = state.cards[cardID] else {
+            guard let card = stored.cards[cardID] else {
                 let e = Self.unknownCard(cardID)
                 record.lastError = e
                 throw e
@@ -84,8 +84,7 @@ extension ContentCardsController {
             if let next { changes.upserts = [next] }
             if kind == .dismissal { changes.dismissalsAdded = [card.id] }
             try persist(changes, for: userID)
-            if let next { state.cards[card.id] = next }
-            if kind == .dismissal { state.dismissed.insert(card.id) }
+            publish(changes)
             return (LogResult(eventID: event.id, stateChanged: next != nil), currentCounts())
         }
         subscribers.notify(FeedUpdate(reason: reason, error: nil, cardID: cardID, counts: counts, sync: nil))

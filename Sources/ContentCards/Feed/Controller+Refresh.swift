@@ -85,7 +85,7 @@ extension ContentCardsController {
             }
             let ticket = RefreshTicket()
             refreshInFlight = ticket
-            return .success(.started(RefreshStart(ticket: ticket, source: source, userID: userID, cursors: state.cursors)))
+            return .success(.started(RefreshStart(ticket: ticket, source: source, userID: userID, cursors: stored.cursors)))
         }
         switch outcome {
         case .success(let begin): return begin
@@ -164,10 +164,9 @@ extension ContentCardsController {
         } catch {
             return .failure(error)
         }
-        var next = state
-        let merge = Merge.apply(payload, to: &next)
+        let merge = Merge.plan(payload, from: stored)
         do { try persist(merge.changes, for: userID) } catch { return .failure(error) }
-        state = next
+        publish(merge.changes)
         record.leftOut = payload.leftOut
         var summary = SyncSummary()
         summary.added = merge.stats.added

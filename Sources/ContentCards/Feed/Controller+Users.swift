@@ -9,7 +9,7 @@ extension ContentCardsController {
             do throws(StoreError) {
                 let loaded = try store.load(user: newUserID, decoder: decoder)
                 storeVersion = try store.dataVersion()
-                state = loaded
+                publish(replacing: loaded)
                 userID = newUserID
             } catch {
                 throw ContentCardsError(.storage, "cannot load user \"\(newUserID)\": \(error.message)")

@@ -4,9 +4,14 @@
 /// store, serves the visible feed and its counts, logs impressions, clicks, dismissals and feed
 /// displays as durable events, delivers those events, and notifies subscribers.
 ///
-/// Threads: every method may be called from any thread. One lock guards the state; it is never
-/// held during network I/O or while a subscriber runs, so reading the feed never waits for a
-/// refresh, and subscribers may call back into the controller.
+/// Threads: every method may be called from any thread. Two locks, taken in this order:
+/// - `lock`, the writer's: it serializes every change (merges, logging, user changes) and guards
+///   the refresh and delivery machinery. It is held while a change is persisted, never during
+///   network I/O or while a subscriber runs.
+/// - `readLock`, the readers': it guards the published feed (`stored` and `index`) and is held
+///   only for reads and for changes made in place, which cost O(changes · log n). A change too
+///   large for that (a big sync) is built beside the published state with only `lock` held,
+///   and swapped in. So counts and feeds never wait for a merge or a store write, however big.
 public final class ContentCardsController: @unchecked Sendable {
     public let configuration: Configuration
     let clock: Clock
@@ -14,15 +19,23 @@ public final class ContentCardsController: @unchecked Sendable {
     let decoder: PayloadDecoder
     let subscribers = Subscribers()
 
-    /// Guards everything below.
+    /// The writer's lock: guards everything below but `stored`, `index` and `isOpen`.
     let lock = Lock()
     let changed = Condition()
     var store: CardStore?
     var userID: String
-    /// The current user's cards, dismissals and cursors. Any change drops the feed index.
-    var state: StoredUser { didSet { index = nil } }
-    /// Built on the first read after a change.
-    var index: FeedIndex?
+    /// The readers' lock: guards `stored`, `index` and `isOpen` (see the type's comment).
+    let readLock = Lock()
+    /// The current user's cards, dismissals and cursors. Changed only with both locks held, so
+    /// a writer reads it with `lock` alone.
+    var stored: StoredUser
+    /// The feed order and counts over `stored`; read (and its counts memo updated) under
+    /// `readLock` only.
+    var index: FeedIndex
+    /// False once closed; what readers check, as they do not take `lock`.
+    var isOpen = true
+    /// An in-memory store has no other connection to hear from: reads skip the version check.
+    let storeIsInMemory: Bool
     /// The store's data_version when `state` was loaded: another process's commit changes it.
     var storeVersion: Int64 = 0
     var limiter: RateLimiter
@@ -51,10 +64,12 @@ public final class ContentCardsController: @unchecked Sendable {
         decoder = PayloadDecoder(limits: .init(maxBytes: configuration.maxPayloadBytes, maxDepth: 64),
                                  knownClassTypes: configuration.knownClassTypes)
         userID = configuration.userID
+        storeIsInMemory = configuration.storagePath == nil
         limiter = RateLimiter(capacity: configuration.refreshTokens, interval: configuration.refreshIntervalSeconds, now: clock.now())
         do {
             let store = try CardStore(directory: configuration.storagePath)
-            state = try store.load(user: configuration.userID, decoder: decoder)
+            stored = try store.load(user: configuration.userID, decoder: decoder)
+            index = FeedIndex(stored.cards.values)
             storeVersion = try store.dataVersion()
             self.store = store
         } catch {
@@ -122,7 +137,7 @@ public final class ContentCardsController: @unchecked Sendable {
         do {
             let version = try store.dataVersion()
             if version != storeVersion {
-                state = try store.load(user: userID, decoder: decoder)
+                publish(replacing: try store.load(user: userID, decoder: decoder))
                 storeVersion = version
             }
         } catch {
@@ -145,6 +160,7 @@ public final class ContentCardsController: @unchecked Sendable {
             guard let store else { return false }
             store.close()
             self.store = nil
+            readLock.withLock { isOpen = false }
             changed.broadcast()
             return true
         }
@@ -157,30 +173,20 @@ public final class ContentCardsController: @unchecked Sendable {
 
     public var isClosed: Bool { lock.withLock { store == nil } }
 
-    // MARK: Reading (never any network I/O)
+    // MARK: Reading (never any network I/O, never waiting for a writer)
 
     /// The visible feed in order (pinned, newest, id), optionally filtered by class types.
     public func cards(_ filter: ClassTypeFilter = .all) throws(ContentCardsError) -> [Card] {
-        try lock.withLock { () throws(ContentCardsError) in
-            try reloadIfChangedElsewhere()
-            return currentIndex().ids(filter, now: clock.now()).compactMap { state.cards[$0] }
+        try read { () throws(ContentCardsError) in
+            index.ids(filter, now: clock.now()).compactMap { stored.cards[$0] }
         }
-    }
-
-    /// The feed index, rebuilt if the state changed. Called with the lock held.
-    func currentIndex() -> FeedIndex {
-        if let index { return index }
-        let built = FeedIndex(state.cards)
-        index = built
-        return built
     }
 
     /// A stored card by id, visible or not (dismissed and expired cards are returned too, with
     /// their flags); `.notFound` when the user has no such card.
     public func card(id: String) throws(ContentCardsError) -> Card {
-        try lock.withLock { () throws(ContentCardsError) in
-            try reloadIfChangedElsewhere()
-            guard let card = state.cards[id] else { throw Self.unknownCard(id) }
+        try read { () throws(ContentCardsError) in
+            guard let card = stored.cards[id] else { throw Self.unknownCard(id) }
             return card
         }
     }
@@ -196,19 +202,7 @@ public final class ContentCardsController: @unchecked Sendable {
 
     /// Total and unviewed counts of the visible feed, optionally for a filter (one screen's badge).
     public func counts(_ filter: ClassTypeFilter = .all) throws(ContentCardsError) -> FeedCounts {
-        try lock.withLock { () throws(ContentCardsError) in
-            try reloadIfChangedElsewhere()
-            return countsLocked(filter)
-        }
-    }
-
-    /// Called with the lock held.
-    func countsLocked(_ filter: ClassTypeFilter) -> FeedCounts {
-        var current = currentIndex()
-        index = nil          // keep the index uniquely referenced while its memo is updated
-        let counts = current.counts(filter, now: clock.now())
-        index = current
-        return counts
+        try read { () throws(ContentCardsError) in index.counts(filter, now: clock.now()) }
     }
 
     public func unviewedCount(_ filter: ClassTypeFilter = .all) throws(ContentCardsError) -> Int { try counts(filter).unviewed }
@@ -239,7 +233,7 @@ public final class ContentCardsController: @unchecked Sendable {
 
     /// The counts for an update. Called with the lock held.
     func currentCounts() -> FeedCounts {
-        countsLocked(.all)
+        readLock.withLock { index.counts(.all, now: clock.now()) }
     }
 }
 

@@ -1,83 +1,229 @@
-/// The stored cards of the current user in feed order, as compact entries, rebuilt only when
-/// the state changes: reading the feed then costs no sort, and a count touches a few bytes per
-/// card instead of copying each card. The unfiltered counts (the app's badge, asked for
-/// often) are kept until the state changes or the next card expires.
+/// Every stored card of the current user in feed order, as compact entries, kept up to date
+/// change by change: reading the feed costs no sort, a count costs a few additions, and a
+/// logged impression or dismissal costs a binary search, however many cards are stored.
+///
+/// Dismissed cards keep their entry (flagged), so dismissing moves nothing. Counts are kept per
+/// class type as tallies that are exact until the next card expires (`validBefore`); a count
+/// after that recounts once, and every change between adjusts the tallies by itself.
 struct FeedIndex {
     struct Entry {
         let id: String
+        let created: Int64
+        let expiresAt: Int64
         /// Index into `classTypes`.
         let classType: Int32
-        let expiresAt: Int64
-        let viewed: Bool
+        let pinned: Bool
         let control: Bool
+        var viewed: Bool
+        var dismissed: Bool
+
+        init(_ card: Card, classType: Int32) {
+            id = card.id; created = card.created; expiresAt = card.expiresAt
+            self.classType = classType; pinned = card.pinned; control = card.isControl
+            viewed = card.viewed; dismissed = card.dismissed
+        }
     }
 
-    /// Undismissed cards in feed order (expiry is decided at reading time).
+    /// Total and unviewed cards of one class type, visible at `Tallies.time`.
+    struct Tally {
+        var total = 0
+        var unviewed = 0
+    }
+
+    private struct Tallies {
+        var byClassType: [Tally]
+        /// The time they were counted at, and the first expiry after it.
+        var time: Double
+        var validBefore: Double
+    }
+
     private(set) var entries: [Entry] = []
     private(set) var classTypes: [String] = []
     private var classTypeIndex: [String: Int32] = [:]
-    /// The earliest `expiresAt` of any entry (Int64.max when none expires).
-    private let firstExpiry: Int64
-    private var memo: (counts: FeedCounts, validBefore: Double)?
+    private var tallies: Tallies?
 
-    init(_ cards: [CardKey: Card]) {
-        let ordered = cards.values.filter { !$0.dismissed }.sorted(by: FeedView.precedes)
-        var first = Int64.max
-        entries.reserveCapacity(ordered.count)
-        for card in ordered {
-            let type: Int32
-            if let known = classTypeIndex[card.classType] {
-                type = known
-            } else {
-                type = Int32(classTypes.count)
-                classTypes.append(card.classType)
-                classTypeIndex[card.classType] = type
-            }
-            if card.expiresAt != Card.neverExpires { first = min(first, card.expiresAt) }
-            entries.append(Entry(id: card.id, classType: type, expiresAt: card.expiresAt, viewed: card.viewed,
-                                 control: card.isControl))
-        }
-        firstExpiry = first
+    init() {}
+
+    init<S: Sequence>(_ cards: S) where S.Element == Card {
+        var all: [Entry] = []
+        all.reserveCapacity(cards.underestimatedCount)
+        for card in cards { all.append(Entry(card, classType: classTypeID(card.classType))) }
+        all.sort(by: Self.precedes)
+        entries = all
     }
 
-    /// The class-type ids a filter selects; nil for every card.
-    private func selected(_ filter: ClassTypeFilter) -> Set<Int32>? {
-        if filter.selectsAll { return nil }
-        return Set(filter.classTypes.compactMap { classTypeIndex[$0] })
+    // MARK: Order
+
+    /// Pinned first, then newest first, then id descending (bytewise): the one feed order.
+    @inline(__always)
+    static func precedes(_ a: Entry, _ b: Entry) -> Bool {
+        if a.pinned != b.pinned { return a.pinned }
+        if a.created != b.created { return a.created > b.created }
+        return CardKey.bytewiseLess(b.id, a.id)
     }
 
     @inline(__always)
+    private static func precedes(_ a: Entry, pinned: Bool, created: Int64, id: String) -> Bool {
+        if a.pinned != pinned { return a.pinned }
+        if a.created != created { return a.created > created }
+        return CardKey.bytewiseLess(id, a.id)
+    }
+
+    /// The first position whose entry does not precede the card's key.
+    private func position(pinned: Bool, created: Int64, id: String) -> Int {
+        var low = 0, high = entries.count
+        while low < high {
+            let mid = (low + high) / 2
+            if Self.precedes(entries[mid], pinned: pinned, created: created, id: id) { low = mid + 1 } else { high = mid }
+        }
+        return low
+    }
+
+    /// The position of a stored card's entry, nil when there is none.
+    private func find(_ card: Card) -> Int? {
+        let at = position(pinned: card.pinned, created: card.created, id: card.id)
+        guard at < entries.count, entries[at].id.utf8.elementsEqual(card.id.utf8) else { return nil }
+        return at
+    }
+
+    private mutating func classTypeID(_ name: String) -> Int32 {
+        if let known = classTypeIndex[name] { return known }
+        let id = Int32(classTypes.count)
+        classTypes.append(name)
+        classTypeIndex[name] = id
+        tallies?.byClassType.append(Tally())
+        return id
+    }
+
+    // MARK: Changes
+
+    /// One card changed: `old` is the stored card before (nil when new), `new` after (nil when
+    /// removed). A change of flags only updates the entry where it stands; any other change
+    /// moves it (O(n) at worst, for the array's shift: callers with many changes rebuild).
+    mutating func update(old: Card?, new: Card?) {
+        if let old, let new, old.pinned == new.pinned, old.created == new.created, old.expiresAt == new.expiresAt,
+           old.classType == new.classType, old.isControl == new.isControl, let at = find(old) {
+            tally(entries[at], -1)
+            entries[at].viewed = new.viewed
+            entries[at].dismissed = new.dismissed
+            tally(entries[at], +1)
+            return
+        }
+        if let old, let at = find(old) {
+            tally(entries[at], -1)
+            entries.remove(at: at)
+        }
+        if let new {
+            let entry = Entry(new, classType: classTypeID(new.classType))
+            entries.insert(entry, at: position(pinned: new.pinned, created: new.created, id: new.id))
+            tally(entry, +1)
+        }
+    }
+
+    /// How many entries `update` would shift for these changes: the cost of changing in place.
+    func moves(old: Card?, new: Card?) -> Int {
+        guard let old, let new else { return 1 }
+        let same = old.pinned == new.pinned && old.created == new.created && old.expiresAt == new.expiresAt
+            && old.classType == new.classType && old.isControl == new.isControl
+        return same ? 0 : 2
+    }
+
+    /// Adds (+1) or takes away (-1) an entry from the tallies, when they are kept.
+    private mutating func tally(_ e: Entry, _ sign: Int) {
+        guard tallies != nil else { return }
+        if e.expiresAt != Card.neverExpires {
+            let at = Double(e.expiresAt)
+            if at <= tallies!.time { return }              // expired when counted: not in them
+            if sign > 0 { tallies!.validBefore = min(tallies!.validBefore, at) }
+        }
+        if e.dismissed { return }
+        tallies!.byClassType[Int(e.classType)].total += sign
+        if !e.viewed && !e.control { tallies!.byClassType[Int(e.classType)].unviewed += sign }
+    }
+
+    // MARK: Reading
+
+    @inline(__always)
     private static func visible(_ e: Entry, at now: Double) -> Bool {
-        !Card.isExpired(expiresAt: e.expiresAt, at: now)
+        !e.dismissed && !Card.isExpired(expiresAt: e.expiresAt, at: now)
+    }
+
+    /// The class-type ids a filter selects; nil for every card.
+    private func selected(_ filter: ClassTypeFilter) -> [Int32]? {
+        if filter.selectsAll { return nil }
+        return filter.classTypes.compactMap { classTypeIndex[$0] }
     }
 
     /// The ids of the visible cards passing `filter`, in feed order.
     func ids(_ filter: ClassTypeFilter, now: Double) -> [String] {
-        let chosen = selected(filter)
-        return entries.compactMap { e in
-            Self.visible(e, at: now) && (chosen?.contains(e.classType) ?? true) ? e.id : nil
+        var chosen: [Bool]? = nil
+        if let selected = selected(filter) {
+            var mask = [Bool](repeating: false, count: classTypes.count)
+            for t in selected { mask[Int(t)] = true }
+            chosen = mask
         }
+        var out: [String] = []
+        for e in entries where Self.visible(e, at: now) && (chosen?[Int(e.classType)] ?? true) { out.append(e.id) }
+        return out
     }
 
+    /// Total and unviewed visible cards passing `filter`.
     mutating func counts(_ filter: ClassTypeFilter, now: Double) -> FeedCounts {
-        let all = filter.selectsAll
-        if all, let memo, now < memo.validBefore { return memo.counts }
-        let chosen = selected(filter)
+        if tallies == nil || now >= tallies!.validBefore || now < tallies!.time { recount(now) }
+        let byType = tallies!.byClassType
         var counts = FeedCounts()
-        for e in entries where Self.visible(e, at: now) && (chosen?.contains(e.classType) ?? true) {
-            counts.total += 1
-            if !e.viewed && !e.control { counts.unviewed += 1 }
-        }
-        if all {
-            // Valid until the next card to expire does; a card that expired already stays out.
-            var next = Double.infinity
-            if firstExpiry != Int64.max {
-                for e in entries where e.expiresAt != Card.neverExpires && Double(e.expiresAt) > now {
-                    next = min(next, Double(e.expiresAt))
-                }
-            }
-            memo = (counts, next)
+        if let selected = selected(filter) {
+            for t in selected { counts.total += byType[Int(t)].total; counts.unviewed += byType[Int(t)].unviewed }
+        } else {
+            for t in byType { counts.total += t.total; counts.unviewed += t.unviewed }
         }
         return counts
+    }
+
+    private mutating func recount(_ now: Double) {
+        var byType = [Tally](repeating: Tally(), count: classTypes.count)
+        var next = Double.infinity
+        for e in entries {
+            if e.expiresAt != Card.neverExpires {
+                let at = Double(e.expiresAt)
+                if at <= now { continue }
+                next = min(next, at)
+            }
+            if e.dismissed { continue }
+            byType[Int(e.classType)].total += 1
+            if !e.viewed && !e.control { byType[Int(e.classType)].unviewed += 1 }
+        }
+        tallies = Tallies(byClassType: byType, time: now, validBefore: next)
+    }
+}
+
+extension FeedIndex {
+    /// A new index: this one with `transitions` applied, in one pass (O(n + k log k)) rather
+    /// than a sort of everything: for changes too many to make in place.
+    func applying(_ transitions: [StoredUser.Transition]) -> FeedIndex {
+        var next = FeedIndex()
+        next.classTypes = classTypes
+        next.classTypeIndex = classTypeIndex
+        var removed = [Bool](repeating: false, count: entries.count)
+        var added: [Entry] = []
+        added.reserveCapacity(transitions.count)
+        for t in transitions {
+            if let old = t.old, let at = find(old) { removed[at] = true }
+            if let new = t.new { added.append(Entry(new, classType: next.classTypeID(new.classType))) }
+        }
+        added.sort(by: Self.precedes)
+        var merged: [Entry] = []
+        merged.reserveCapacity(entries.count + added.count)
+        var i = 0, j = 0
+        while i < entries.count || j < added.count {
+            if i < entries.count && removed[i] { i += 1; continue }
+            if j == added.count || (i < entries.count && Self.precedes(entries[i], added[j])) {
+                merged.append(entries[i]); i += 1
+            } else {
+                merged.append(added[j]); j += 1
+            }
+        }
+        next.entries = merged
+        return next
     }
 }

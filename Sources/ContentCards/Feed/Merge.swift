@@ -16,12 +16,29 @@ struct Merge {
     /// Applies `payload` to `state` (mutated to the merged state) and records the changes.
     /// The caller has already discarded a payload for another user (rule 1).
     static func apply(_ payload: Payload, to state: inout StoredUser) -> Merge {
+        let merge = plan(payload, from: state)
+        _ = state.apply(merge.changes)
+        return merge
+    }
+
+    /// The changes `payload` makes to `state`, which it only reads: the controller persists
+    /// them first and then changes its state by exactly these (`StoredUser.apply`), so a merge
+    /// never copies the user's cards, and one that fails to persist leaves nothing to undo.
+    static func plan(_ payload: Payload, from state: StoredUser) -> Merge {
         var merge = Merge()
         var listed = Set<CardKey>()
+        // What this merge has changed so far (a payload lists each id once, but a hand-made
+        // one may not): reads see these before the stored state.
+        var cards: [CardKey: Card?] = [:]
+        var dismissed: [CardKey: Bool] = [:]
+        func stored(_ key: CardKey) -> Card? { if let c = cards[key] { return c }; return state.cards[key] }
+        func isDismissed(_ key: CardKey) -> Bool { dismissed[key] ?? state.dismissed.contains(key) }
+
         for server in payload.cards {
             let s = server.card
-            listed.insert(s.id)
-            let stored = state.cards[s.id]
+            let key = CardKey(s.id)
+            listed.insert(key)
+            let stored = stored(key)
 
             // Rule 2: a stored copy newer than the server's wins.
             if let c = stored, c.created > s.created {
@@ -31,11 +48,14 @@ struct Merge {
             // Rule 3: removed by the server: delete it and forget its dismissal.
             if server.removed {
                 if stored != nil {
-                    state.cards[s.id] = nil
+                    cards[key] = .some(nil)
                     merge.changes.deletes.append(s.id)
                     merge.stats.removed += 1
                 }
-                if state.dismissed.remove(s.id) != nil { merge.changes.dismissalsRemoved.append(s.id) }
+                if isDismissed(key) {
+                    dismissed[key] = false
+                    merge.changes.dismissalsRemoved.append(s.id)
+                }
                 continue
             }
             var next = s
@@ -45,18 +65,18 @@ struct Merge {
                 next.clicked = c.clicked || s.clicked
                 next.dismissed = c.dismissed || s.dismissed
             }
-            if state.dismissed.contains(s.id) {
+            if isDismissed(key) {
                 // Rule 4: dismissed locally stays dismissed; it is not resurrected.
                 next.dismissed = true
             } else if s.dismissed {
                 // Rule 5: dismissed on the server (another device): dismissed here too.
                 next.dismissed = true
-                state.dismissed.insert(s.id)
+                dismissed[key] = true
                 merge.changes.dismissalsAdded.append(s.id)
             }
             if stored == nil { merge.stats.added += 1 } else if stored != next { merge.stats.updated += 1 }
             if stored != next {
-                state.cards[s.id] = next
+                cards[key] = .some(next)
                 merge.changes.upserts.append(next)
             }
         }
@@ -64,12 +84,10 @@ struct Merge {
         // Rule 7: a full sync lists every card: the others go, except test cards.
         if payload.fullSync {
             for (key, card) in state.cards where !listed.contains(key) && !card.isTest {
-                state.cards[key] = nil
                 merge.changes.deletes.append(key.id)
                 merge.stats.removed += 1
             }
             for key in state.dismissed where !listed.contains(key) {
-                state.dismissed.remove(key)
                 merge.changes.dismissalsRemoved.append(key.id)
             }
         }
@@ -78,10 +96,7 @@ struct Merge {
         var cursors = state.cursors
         if payload.lastFullSyncAt >= 0 { cursors.lastFullSyncAt = payload.lastFullSyncAt }
         if payload.lastCardUpdatedAt >= 0 { cursors.lastCardUpdatedAt = payload.lastCardUpdatedAt }
-        if cursors != state.cursors {
-            state.cursors = cursors
-            merge.changes.cursors = cursors
-        }
+        if cursors != state.cursors { merge.changes.cursors = cursors }
         return merge
     }
 }

@@ -1,0 +1,59 @@
+/// How the feed in memory is read and changed (the two locks of `ContentCardsController`).
+extension ContentCardsController {
+    /// Changes made in place at most cost this many entry shifts (moving an entry in a feed of
+    /// n cards shifts up to n): about a millisecond of readers waiting. Larger changes are built
+    /// beside the published state and swapped in.
+    static let inPlaceBudget = 1 << 18
+
+    /// Runs a read of the published feed under the readers' lock.
+    ///
+    /// A file store may have been changed by another process (or another controller on the
+    /// same file): when no write is running here, the read first checks the store's data
+    /// version and reloads if it moved. When a write is running, the read does not wait for it
+    /// and serves the last published state (that write reloads before it merges, and publishes
+    /// when it is done).
+    func read<T>(_ body: () throws(ContentCardsError) -> T) throws(ContentCardsError) -> T {
+        if !storeIsInMemory, lock.tryLock() {
+            defer { lock.unlock() }
+            try reloadIfChangedElsewhere()
+        }
+        readLock.lock()
+        defer { readLock.unlock() }
+        guard isOpen else { throw Self.closedError }
+        return try body()
+    }
+
+    /// Makes persisted changes visible to readers. Called with the writer's lock held, after
+    /// the store committed `changes`.
+    func publish(_ changes: StoreChanges) {
+        let n = index.entries.count
+        let few = changes.upserts.count + changes.deletes.count <= 4096
+        if few && stored.moves(changes, in: index) <= Self.inPlaceBudget / max(n, 1) {
+            readLock.withLock {
+                for t in stored.apply(changes) { index.update(old: t.old, new: t.new) }
+            }
+            return
+        }
+        // Too many to change in place: build the next state while readers keep reading this
+        // one (only writers, who hold `lock`, change `stored`, and readers only read its
+        // storage), then swap. The old state is freed after the lock is let go.
+        var nextStored = stored
+        let transitions = nextStored.apply(changes)
+        let base = readLock.withLock { index }
+        var nextIndex = base.applying(transitions)
+        readLock.withLock {
+            swap(&stored, &nextStored)
+            swap(&index, &nextIndex)
+        }
+    }
+
+    /// Replaces the whole state (a reload, a user change). Called with the writer's lock held.
+    func publish(replacing next: StoredUser) {
+        var nextStored = next
+        var nextIndex = FeedIndex(next.cards.values)
+        readLock.withLock {
+            swap(&stored, &nextStored)
+            swap(&index, &nextIndex)
+        }
+    }
+}

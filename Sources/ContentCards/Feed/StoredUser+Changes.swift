@@ -1,0 +1,36 @@
+/// The in-memory side of a store write: the same `StoreChanges` the store commits, applied to
+/// the user's cards, so memory and disk never disagree about what a change was.
+extension StoredUser {
+    /// One card before and after a change (nil: absent).
+    struct Transition {
+        let old: Card?
+        let new: Card?
+    }
+
+    /// Applies `changes` in place and returns what happened to each card, for the feed index.
+    @discardableResult
+    mutating func apply(_ changes: StoreChanges) -> [Transition] {
+        var transitions: [Transition] = []
+        transitions.reserveCapacity(changes.upserts.count + changes.deletes.count)
+        for card in changes.upserts {
+            let old = cards.updateValue(card, forKey: CardKey(card.id))
+            transitions.append(Transition(old: old, new: card))
+        }
+        for id in changes.deletes {
+            if let old = cards.removeValue(forKey: CardKey(id)) { transitions.append(Transition(old: old, new: nil)) }
+        }
+        for id in changes.dismissalsAdded { dismissed.insert(CardKey(id)) }
+        for id in changes.dismissalsRemoved { dismissed.remove(CardKey(id)) }
+        if let c = changes.cursors { cursors = c }
+        return transitions
+    }
+
+    /// The cost of applying `changes` to `index` in place, in entries shifted (see
+    /// `FeedIndex.update`); without changing anything.
+    func moves(_ changes: StoreChanges, in index: FeedIndex) -> Int {
+        var total = 0
+        for card in changes.upserts { total += index.moves(old: cards[CardKey(card.id)], new: card) }
+        for id in changes.deletes where cards[CardKey(id)] != nil { total += 1 }
+        return total
+    }
+}

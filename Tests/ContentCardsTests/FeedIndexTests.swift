@@ -1,0 +1,93 @@
+import Foundation
+import Testing
+@testable import ContentCards
+
+/// The feed index is kept up to date change by change (and rebuilt in one pass for big
+/// changes): after any sequence of changes it must answer exactly as an index built from the
+/// cards from scratch, and as the plain rules of `FeedView` do.
+@Suite struct FeedIndexTests {
+    static let types = ["home_tile", "coupon_code", "", "message_full_page"]
+    static let filters: [ClassTypeFilter] = [.all, ClassTypeFilter(["home_tile"]),
+                                             ClassTypeFilter(["coupon_code", ""]), ClassTypeFilter(["nope"])]
+
+    struct Random {
+        var state: UInt64
+        mutating func next(_ n: Int) -> Int {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            return Int((state >> 33) % UInt64(n))
+        }
+    }
+
+    static func card(_ r: inout Random, id: String) -> Card {
+        let control = r.next(8) == 0
+        return Card(id: id, created: Int64(100 + r.next(20)), expiresAt: r.next(3) == 0 ? Int64(1000 + r.next(50)) : Card.neverExpires,
+                    viewed: r.next(3) == 0, dismissed: r.next(6) == 0, pinned: r.next(10) == 0,
+                    extras: ["class_type": types[r.next(types.count)]],
+                    content: control ? .control : .classic(.init(cardDescription: "d")))
+    }
+
+    /// What the rules say, straight from the cards.
+    static func expected(_ cards: [CardKey: Card], _ filter: ClassTypeFilter, now: Double) -> ([String], FeedCounts) {
+        let visible = FeedView.cards(cards.values, filter: filter, now: now)
+        let unviewed = visible.filter { !$0.viewed && !$0.isControl }.count
+        return (visible.map(\.id), FeedCounts(total: visible.count, unviewed: unviewed))
+    }
+
+    static func check(_ index: inout FeedIndex, _ cards: [CardKey: Card], now: Double,
+                      sourceLocation: SourceLocation = #_sourceLocation) {
+        for filter in filters {
+            let (ids, counts) = expected(cards, filter, now: now)
+            #expect(index.ids(filter, now: now) == ids, sourceLocation: sourceLocation)
+            #expect(index.counts(filter, now: now) == counts, sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test(arguments: [1, 2, 3, 4])
+    func changesInPlaceAgreeWithARebuild(seed: Int) {
+        var r = Random(state: UInt64(seed))
+        var stored = StoredUser()
+        var index = FeedIndex()
+        var now = 990.0
+        for step in 0..<400 {
+            var changes = StoreChanges()
+            let id = "c\(r.next(60))"
+            switch r.next(4) {
+            case 0:
+                changes.deletes = [id]
+            case 1:
+                // Flags only: the entry stays where it is.
+                if var c = stored.cards[id] {
+                    c.viewed = true
+                    if r.next(2) == 0 { c.dismissed = true }
+                    changes.upserts = [c]
+                }
+            default:
+                changes.upserts = [Self.card(&r, id: id)]
+            }
+            for t in stored.apply(changes) { index.update(old: t.old, new: t.new) }
+            if step % 7 == 0 { now += Double(r.next(8)) }     // cards expire as time goes on
+            Self.check(&index, stored.cards, now: now)
+        }
+        var rebuilt = FeedIndex(stored.cards.values)
+        Self.check(&rebuilt, stored.cards, now: now)
+    }
+
+    @Test(arguments: [5, 6])
+    func changesAppliedInOnePassAgreeWithARebuild(seed: Int) {
+        var r = Random(state: UInt64(seed))
+        var stored = StoredUser()
+        var index = FeedIndex()
+        for _ in 0..<20 {
+            var changes = StoreChanges()
+            for _ in 0..<r.next(40) { changes.upserts.append(Self.card(&r, id: "c\(r.next(100))")) }
+            var seen = Set<String>()
+            changes.upserts = changes.upserts.filter { seen.insert($0.id).inserted }
+            for _ in 0..<r.next(10) {
+                let id = "c\(r.next(100))"
+                if !seen.contains(id) { changes.deletes.append(id); seen.insert(id) }
+            }
+            index = index.applying(stored.apply(changes))
+            Self.check(&index, stored.cards, now: 1020)
+        }
+    }
+}

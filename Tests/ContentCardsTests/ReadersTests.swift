@@ -1,0 +1,63 @@
+import CSQLite
+import Foundation
+import Testing
+@testable import ContentCards
+
+/// Readers never wait for a writer: counts, feeds and card lookups answer from the last
+/// published state while a merge is stuck in its store write, and see the merge once it lands.
+@Suite struct ReadersTests {
+    /// Another connection (as another process would) holds the store's write lock, so our
+    /// apply blocks in its write (SQLite's busy wait) with the controller's writer lock held.
+    @Test func readsAnswerWhileAWriteIsBlockedOnTheStore() throws {
+        let dir = Fixtures.temporaryDirectory("readers")
+        defer { Fixtures.removeTree(dir) }
+        let c = try makeController(storage: dir)
+        try c.apply(Fixtures.payload([Fixtures.wire("a"), Fixtures.wire("b")]))
+        #expect(try c.counts() == FeedCounts(total: 2, unviewed: 2))
+
+        var other: OpaquePointer?
+        #expect(sqlite3_open(dir + "/" + CardStore.fileName, &other) == SQLITE_OK)
+        defer { sqlite3_close(other) }
+        #expect(sqlite3_exec(other, "BEGIN IMMEDIATE", nil, nil, nil) == SQLITE_OK)
+
+        let applied = Condition(), lock = Lock()
+        nonisolated(unsafe) var done = false
+        let writer = Thread {
+            _ = try? c.apply(Fixtures.payload([Fixtures.wire("c"), Fixtures.wire("d")]))
+            lock.withLock { done = true; applied.broadcast() }
+        }
+        writer.start()
+        // Give the writer time to take its lock and block in the store; the reads below must
+        // answer anyway, with the state from before the write.
+        Thread.sleep(forTimeInterval: 0.3)
+        for _ in 0..<100 {
+            #expect(try c.counts() == FeedCounts(total: 2, unviewed: 2))
+            #expect(try c.cards().map(\.id) == ["b", "a"])
+            #expect(try c.card(id: "a").id == "a")
+        }
+        #expect(lock.withLock { !done }, "the write finished although the store was locked")
+
+        #expect(sqlite3_exec(other, "ROLLBACK", nil, nil, nil) == SQLITE_OK)
+        lock.withLock { while !done { applied.wait(lock, until: monotonicSeconds() + 10) } }
+        #expect(try c.counts() == FeedCounts(total: 4, unviewed: 4))
+    }
+
+    /// A big change is built beside the published state and swapped in; small ones change it
+    /// in place. Both give the same feed as a fresh controller reading the store.
+    @Test func bigAndSmallChangesPublishTheSameFeedAsAReload() throws {
+        let dir = Fixtures.temporaryDirectory("readers")
+        defer { Fixtures.removeTree(dir) }
+        let c = try makeController(storage: dir)
+        let many = (0..<3000).map { Fixtures.wire("card-\($0)", created: Int64(1_763_000_000 + $0 % 97)) }
+        try c.apply(Fixtures.payload(many, full: true))
+        try c.apply(Fixtures.payload([Fixtures.wire("card-5", created: 1_763_000_500), Fixtures.wire("new", created: 1)]))
+        try c.logImpression(cardID: "card-7")
+        _ = try? c.logDismissal(cardID: "card-9")   // refused: not dismissible
+        try c.apply(Fixtures.payload(Array(many[0..<1500]) + [Fixtures.wire("other")], full: true))
+        let reopened = try makeController(storage: dir)
+        #expect(try c.cards().map(\.id) == reopened.cards().map(\.id))
+        #expect(try c.counts() == reopened.counts())
+        #expect(try c.counts(ClassTypeFilter([""])) == reopened.counts(ClassTypeFilter([""])))
+        #expect(try c.counts().total == 1501)
+    }
+}
