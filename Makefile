@@ -85,7 +85,7 @@ tsan: deps
 
 # The C tests under valgrind: no invalid access, no "definitely lost" memory.
 memcheck: cmake
-	@for t in test_api test_misuse test_callbacks test_threads; do \
+	@for t in test_api test_misuse test_callbacks test_threads test_badge; do \
 	  valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite \
 	    --show-leak-kinds=definite $(BUILD)/bin/$$t > /dev/null || exit 1; \
 	  echo "valgrind: $$t clean"; \

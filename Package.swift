@@ -25,11 +25,15 @@ let package = Package(
             dependencies: ["CSQLite", "CCurl"],
             path: "Sources/ContentCards",
             swiftSettings: [.swiftLanguageMode(.v5)]),
+        // The C side of the hot paths: the thread's last error, the badge cells, and the
+        // exported cc_controller_counts that reads them without a lock.
+        .target(name: "CContentCardsFast", path: "Sources/CContentCardsFast",
+                cSettings: [.headerSearchPath("../../include")]),
         // The handwritten header as a module: its types and constants are the ABI's.
         .systemLibrary(name: "CContentCardsABI", path: "Sources/CContentCardsABI"),
         .target(
             name: "ContentCardsC",
-            dependencies: ["ContentCards", "CContentCardsABI"],
+            dependencies: ["ContentCards", "CContentCardsABI", "CContentCardsFast"],
             path: "Sources/ContentCardsC",
             swiftSettings: [.swiftLanguageMode(.v5)]),
         // Small jobs on the core in a process of their own (the crash and multi-process tests).

@@ -8,6 +8,10 @@
  *   bench_c logging DIR N                         durable impressions: rate and latency p50/p99
  *   bench_c memory PAYLOAD                        resident memory for the stored cards
  *   bench_c controllers N                         resident memory of N controllers (users)
+ *   bench_c percard DIR N                         per-card operations on a file store holding N
+ *                                                 cards: median microseconds of a logged
+ *                                                 impression, click and dismissal, a card by id,
+ *                                                 a count, and an incremental sync changing 10
  *   bench_c cold DIR                              open a controller on a store with cards already
  *                                                 in it, to the first feed read (run in a new
  *                                                 process: load time is measured by the caller) */
@@ -195,6 +199,71 @@ static int controllers(int n) {
     return 0;
 }
 
+static double median_of(double *v, int n) {
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    return v[n / 2];
+}
+
+/* N cards, each dismissible with a url, created 1000 + i; `gen` changes every card's text. */
+static char *percard_payload(int n, int first, int count, int gen) {
+    size_t cap = (size_t)count * 200 + 64;
+    char *p = malloc(cap);
+    size_t off = (size_t)snprintf(p, cap, "[");
+    for (int i = first; i < first + count; i++)
+        off += (size_t)snprintf(p + off, cap - off,
+                                "%s{\"id\":\"c%d\",\"tp\":\"short_news\",\"ca\":%d,\"ds\":\"text %d\",\"db\":true,"
+                                "\"u\":\"https://example.com/%d\",\"e\":{\"class_type\":\"t%d\"}}",
+                                i > first ? "," : "", i, 1000 + i, gen, i, i % 4);
+    snprintf(p + off, cap - off, "]");
+    (void)n;
+    return p;
+}
+
+static int percard(const char *dir, int n) {
+    char config[1024];
+    snprintf(config, sizeof config, "{\"storagePath\":\"%s\",\"userId\":\"bench-%d\",\"maxPayloadBytes\":1073741824}", dir, n);
+    cc_controller *c = NULL;
+    check(cc_controller_open(&c, config), "open");
+    char *all = percard_payload(n, 0, n, 0);
+    check(cc_controller_apply(NULL, c, all), "apply");
+    free(all);
+    enum { R = 41 };
+    double imp[R], clk[R], dis[R], get[R], cnt[R], sync[R];
+    char id[32];
+    int64_t total = 0, unviewed = 0;
+    for (int r = 0; r < R; r++) {
+        int k = (int)((r * 7919L) % n);
+        snprintf(id, sizeof id, "c%d", k);
+        double a = now_ms();
+        check(cc_controller_log_impression(c, id), "impression");
+        double b = now_ms();
+        check(cc_controller_log_click(c, id), "click");
+        double d = now_ms();
+        char *card = NULL;
+        check(cc_controller_card(&card, c, id), "card");
+        double e = now_ms();
+        check(cc_controller_counts(&total, &unviewed, c, "[\"t1\"]"), "counts");
+        double f = now_ms();
+        int rc = cc_controller_log_dismissal(c, id);
+        if (rc != CC_E_REFUSED) check(rc, "dismissal");   /* a small feed comes round again */
+        double g = now_ms();
+        cc_string_free(card);
+        int first = (int)((r * 104729L) % (n > 10 ? n - 10 : 1));
+        char *ten = percard_payload(n, first, n < 10 ? n : 10, r + 1);
+        double h = now_ms();
+        check(cc_controller_apply(NULL, c, ten), "incremental apply");
+        double i = now_ms();
+        free(ten);
+        imp[r] = (b - a) * 1000; clk[r] = (d - b) * 1000; get[r] = (e - d) * 1000;
+        cnt[r] = (f - e) * 1000; dis[r] = (g - f) * 1000; sync[r] = (i - h) * 1000;
+    }
+    printf("{\"mode\":\"percard\",\"cards\":%d,\"impression_us\":%.1f,\"click_us\":%.1f,\"dismissal_us\":%.1f,"
+           "\"card_us\":%.1f,\"counts_us\":%.2f,\"sync10_us\":%.1f}\n", n, median_of(imp, R), median_of(clk, R),
+           median_of(dis, R), median_of(get, R), median_of(cnt, R), median_of(sync, R));
+    cc_controller_close(c);
+    return 0;
+}
+
 static int cold(const char *dir) {
     double t0 = now_ms();
     char config[1024];
@@ -220,6 +289,7 @@ int main(int argc, char **argv) {
     if (argc >= 3 && strcmp(argv[1], "memory") == 0) return memory(argv[2]);
     if (argc >= 3 && strcmp(argv[1], "controllers") == 0) return controllers(atoi(argv[2]));
     if (argc >= 3 && strcmp(argv[1], "cold") == 0) return cold(argv[2]);
+    if (argc >= 4 && strcmp(argv[1], "percard") == 0) return percard(argv[2], atoi(argv[3]));
     fprintf(stderr, "usage: see the comment at the top of bench/bench_c.c\n");
     return 2;
 }

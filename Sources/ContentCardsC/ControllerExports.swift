@@ -1,4 +1,5 @@
 import CContentCardsABI
+import CContentCardsFast
 import ContentCards
 
 // Opening, closing, refreshing and reading: thin wrappers that validate arguments, call the
@@ -10,19 +11,30 @@ public func cc_controller_open(_ out: UnsafeMutablePointer<OpaquePointer?>?, _ c
         let out = try CStrings.requireOutput(out, "out")
         let json = try CStrings.optional(configJSON, "config_json") ?? ""
         let controller = try ContentCardsController(json: json)
+        let handle: OpaquePointer?
         do throws(ContentCardsError) {
-            out.pointee = try Handles.controllers.insert(controller)
+            handle = try Handles.controllers.insert(controller)
         } catch {
             controller.close()
             throw error
         }
+        // The badge cell of the handle's slot: cc_controller_counts answers from it without a
+        // lock (an in-memory store's controller only; see observeBadge).
+        let (index, generation) = Handles.slot(of: handle)
+        ccint_cell_attach(index, generation)
+        controller.observeBadge { counts, validBefore in
+            ccint_cell_publish(index, generation, Int64(counts.total), Int64(counts.unviewed), validBefore)
+        }
+        out.pointee = handle
     }
 }
 
 @_cdecl("cc_controller_close")
 public func cc_controller_close(_ controller: OpaquePointer?) -> Int32 {
     entry { () throws(ContentCardsError) in
-        try Handles.controllers.remove(controller).close()
+        let c = try Handles.controllers.remove(controller)
+        ccint_cell_detach(Handles.slot(of: controller).index)
+        c.close()
     }
 }
 
@@ -78,8 +90,10 @@ public func cc_controller_card(_ outJSON: UnsafeMutablePointer<UnsafeMutablePoin
     }
 }
 
-@_cdecl("cc_controller_counts")
-public func cc_controller_counts(_ outTotal: UnsafeMutablePointer<Int64>?, _ outUnviewed: UnsafeMutablePointer<Int64>?,
+/// The whole of cc_controller_counts; the exported function (Sources/CContentCardsFast/fast.c)
+/// first tries the badge cell, for an unfiltered count.
+@_cdecl("ccint_controller_counts")
+public func ccint_controller_counts(_ outTotal: UnsafeMutablePointer<Int64>?, _ outUnviewed: UnsafeMutablePointer<Int64>?,
                                  _ controller: OpaquePointer?, _ filterJSON: UnsafePointer<CChar>?) -> Int32 {
     entry { () throws(ContentCardsError) in
         let c = try Handles.controller(controller)

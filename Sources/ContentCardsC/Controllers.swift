@@ -8,6 +8,12 @@ enum Handles {
     static func controller(_ handle: OpaquePointer?) throws(ContentCardsError) -> ContentCardsController {
         try controllers.get(handle)
     }
+
+    /// The slot index and generation a handle value holds (see HandleTable), unchecked.
+    static func slot(of handle: OpaquePointer?) -> (index: UInt32, generation: UInt32) {
+        let value = UInt64(UInt(bitPattern: handle))
+        return (UInt32(truncatingIfNeeded: (value & 0xFF_FFFF) &- 1), UInt32(truncatingIfNeeded: value >> 24))
+    }
 }
 
 /// Timeouts in: NaN is an error; <= 0 means the configured default.

@@ -1,4 +1,5 @@
 import CContentCardsABI
+import CContentCardsFast
 import ContentCards
 #if canImport(Glibc)
 import Glibc
@@ -6,57 +7,20 @@ import Glibc
 import Musl
 #endif
 
-/// The last error of each thread (ABI.md: "the message of the last failing call on this
-/// thread"), kept in pthread thread-local storage as a malloc'ed C string that the thread's
-/// destructor frees.
+/// The last error of each thread ("the message of the last failing call on this thread"),
+/// kept in C thread-local storage (Sources/CContentCardsFast): clearing it on entry to every
+/// call is then a load and a compare, and the message is freed when the thread ends.
 enum LastError {
-    private final class Slot {
-        var code: Int32 = CC_OK
-        var message: UnsafeMutablePointer<CChar>?
-        deinit { free(message) }
-    }
-
-    private static let key: pthread_key_t = {
-        var key = pthread_key_t()
-        pthread_key_create(&key) { raw in
-            if let raw { Unmanaged<AnyObject>.fromOpaque(raw).release() }
-        }
-        return key
-    }()
-
-    private static var slot: Slot {
-        if let raw = pthread_getspecific(key) {
-            return Unmanaged<Slot>.fromOpaque(raw).takeUnretainedValue()
-        }
-        let slot = Slot()
-        pthread_setspecific(key, Unmanaged.passRetained(slot).toOpaque())
-        return slot
-    }
-
-    static func clear() {
-        let s = slot
-        s.code = CC_OK
-        if s.message != nil {
-            free(s.message)
-            s.message = nil
-        }
-    }
+    @inline(__always)
+    static func clear() { ccint_error_clear() }
 
     static func set(_ error: ContentCardsError) {
-        let s = slot
-        s.code = error.code.rawValue
-        free(s.message)
-        s.message = strdup(error.message)
+        ccint_error_set(error.code.rawValue, error.message)
     }
 
-    static var code: Int32 { slot.code }
+    static var code: Int32 { ccint_error_code() }
 
-    static let empty = StaticCString.pointer("")
-
-    static var message: UnsafePointer<CChar>? {
-        if let m = slot.message { return UnsafePointer(m) }
-        return empty
-    }
+    static var message: UnsafePointer<CChar>? { ccint_error_message() }
 }
 
 /// Runs an entry point's body: clears the thread's error, maps a thrown error to its status

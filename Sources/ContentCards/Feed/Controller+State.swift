@@ -31,6 +31,7 @@ extension ContentCardsController {
         if few && stored.moves(changes, in: index) <= Self.inPlaceBudget / max(n, 1) {
             readLock.withLock {
                 for t in stored.apply(changes) { index.update(old: t.old, new: t.new) }
+                publishBadge()
             }
             return
         }
@@ -41,9 +42,11 @@ extension ContentCardsController {
         let transitions = nextStored.apply(changes)
         let base = readLock.withLock { index }
         var nextIndex = base.applying(transitions)
+        _ = nextIndex.counts(.all, now: clock.now())     // the tallies, counted before the swap
         readLock.withLock {
             swap(&stored, &nextStored)
             swap(&index, &nextIndex)
+            publishBadge()
         }
     }
 
@@ -51,9 +54,44 @@ extension ContentCardsController {
     func publish(replacing next: StoredUser) {
         var nextStored = next
         var nextIndex = FeedIndex(next.cards.values)
+        _ = nextIndex.counts(.all, now: clock.now())
         readLock.withLock {
             swap(&stored, &nextStored)
             swap(&index, &nextIndex)
+            publishBadge()
+        }
+    }
+
+    // MARK: The badge observer
+
+    /// Called with the unfiltered counts of the published feed and the time until which they
+    /// stay exact (unix seconds; +infinity: until the feed changes), or with a negative time
+    /// when there are none to trust (closed). Called with the readers' lock held, so it must
+    /// only store the values: the C layer keeps them where `cc_controller_counts` reads them
+    /// without a lock. Only for an in-memory store: a file store can be changed by another
+    /// connection, which only a read of the store notices.
+    public typealias BadgeObserver = @Sendable (_ counts: FeedCounts, _ validBefore: Double) -> Void
+
+    public func observeBadge(_ observer: BadgeObserver?) {
+        guard storeIsInMemory else { return }
+        readLock.withLock {
+            badgeObserver = observer
+            lastBadge = nil
+            if isOpen { _ = index.counts(.all, now: clock.now()) }
+            publishBadge()
+        }
+    }
+
+    /// Tells the observer the current badge when it changed. Called with the readers' lock held.
+    func publishBadge() {
+        guard let observer = badgeObserver else { return }
+        let badge = isOpen ? index.badge : nil
+        if badge == lastBadge { return }
+        lastBadge = badge
+        if let badge {
+            observer(badge.counts, badge.validBefore)
+        } else {
+            observer(FeedCounts(), -1)
         }
     }
 }

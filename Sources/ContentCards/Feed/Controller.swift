@@ -34,6 +34,9 @@ public final class ContentCardsController: @unchecked Sendable {
     var index: FeedIndex
     /// False once closed; what readers check, as they do not take `lock`.
     var isOpen = true
+    /// See `observeBadge`; both guarded by `readLock`.
+    var badgeObserver: BadgeObserver?
+    var lastBadge: FeedIndex.Badge?
     /// An in-memory store has no other connection to hear from: reads skip the version check.
     let storeIsInMemory: Bool
     /// The store's data_version when `state` was loaded: another process's commit changes it.
@@ -160,7 +163,11 @@ public final class ContentCardsController: @unchecked Sendable {
             guard let store else { return false }
             store.close()
             self.store = nil
-            readLock.withLock { isOpen = false }
+            readLock.withLock {
+                isOpen = false
+                publishBadge()
+                badgeObserver = nil
+            }
             changed.broadcast()
             return true
         }
@@ -202,7 +209,11 @@ public final class ContentCardsController: @unchecked Sendable {
 
     /// Total and unviewed counts of the visible feed, optionally for a filter (one screen's badge).
     public func counts(_ filter: ClassTypeFilter = .all) throws(ContentCardsError) -> FeedCounts {
-        try read { () throws(ContentCardsError) in index.counts(filter, now: clock.now()) }
+        try read { () throws(ContentCardsError) in
+            let counts = index.counts(filter, now: clock.now())
+            publishBadge()       // a count may have recounted (a card expired)
+            return counts
+        }
     }
 
     public func unviewedCount(_ filter: ClassTypeFilter = .all) throws(ContentCardsError) -> Int { try counts(filter).unviewed }

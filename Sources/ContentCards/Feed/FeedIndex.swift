@@ -30,6 +30,11 @@ struct FeedIndex {
         var unviewed = 0
     }
 
+    struct Badge: Equatable {
+        var counts: FeedCounts
+        var validBefore: Double
+    }
+
     private struct Tallies {
         var byClassType: [Tally]
         /// The time they were counted at, and the first expiry after it.
@@ -178,6 +183,15 @@ struct FeedIndex {
             for t in byType { counts.total += t.total; counts.unviewed += t.unviewed }
         }
         return counts
+    }
+
+    /// The unfiltered counts and the time until which they stay exact, when the tallies are
+    /// kept (after the first count, and through every change since).
+    var badge: Badge? {
+        guard let t = tallies else { return nil }
+        var counts = FeedCounts()
+        for x in t.byClassType { counts.total += x.total; counts.unviewed += x.unviewed }
+        return Badge(counts: counts, validBefore: t.validBefore)
     }
 
     private mutating func recount(_ now: Double) {

@@ -83,6 +83,8 @@ SIGNATURES: dict[str, tuple[Any, list[Any], str]] = {
     "cc_controller_feed": (c_int, [out_string_t, handle_t, c_char_p], STATUS),
     "cc_controller_card": (c_int, [out_string_t, handle_t, c_char_p], STATUS),
     "cc_controller_counts": (c_int, [P_int64, P_int64, handle_t, c_char_p], STATUS),
+    "cc_controller_total_count": (c_int64, [handle_t, c_char_p], PLAIN),
+    "cc_controller_unviewed_count": (c_int64, [handle_t, c_char_p], PLAIN),
     "cc_controller_log_impression": (c_int, [handle_t, c_char_p], STATUS),
     "cc_controller_log_click": (c_int, [handle_t, c_char_p], STATUS),
     "cc_controller_log_dismissal": (c_int, [handle_t, c_char_p], STATUS),

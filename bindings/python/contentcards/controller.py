@@ -94,6 +94,11 @@ def _config_json(config: Mapping[str, Any] | str | bytes | None,
     return _dumps(merged, ConfigError, "configuration")
 
 
+# The badge's one-number calls, bound once (see count() and unviewed_count()).
+_total_count = _ffi.lib.cc_controller_total_count
+_unviewed_count = _ffi.lib.cc_controller_unviewed_count
+
+
 def _filter_json(class_types: Iterable[str] | str | None) -> bytes | None:
     """A class-type filter: None for every card; a str is one class type."""
     if class_types is None:
@@ -421,10 +426,20 @@ class ContentCards:
 
     def count(self, class_types: Iterable[str] | str | None = None) -> int:
         """The number of visible cards (control cards included)."""
+        if class_types is None:
+            # One call returning the number (a badge is polled): a negative status means an
+            # error, which the full path below raises.
+            n: int = _total_count(self._handle, None)
+            if n >= 0:
+                return n
         return self.counts(class_types).total
 
     def unviewed_count(self, class_types: Iterable[str] | str | None = None) -> int:
         """The unread badge: visible cards not viewed and not control."""
+        if class_types is None:
+            n: int = _unviewed_count(self._handle, None)
+            if n >= 0:
+                return n
         return self.counts(class_types).unviewed
 
     def convert(self, registry: Registry,

@@ -263,3 +263,34 @@ def test_storage(tmp_path: os.PathLike[str]) -> None:
         assert c.pending_events() == 1
     mode = os.stat(store).st_mode & 0o777
     assert mode == 0o700
+
+
+def test_badge_fast_path_agrees_with_the_full_path() -> None:
+    """tests/c/test_badge.c: count() and unviewed_count() without a filter answer from the
+    counts the library republishes on every change; they must equal the full path's (a filter
+    of every class type takes it) after every kind of change, and fail once closed."""
+    c = open_sample()
+
+    def same() -> tuple[int, int]:
+        full = c.counts([])
+        assert (c.count(), c.unviewed_count()) == (full.total, full.unviewed) == tuple(c.counts())
+        return full.total, full.unviewed
+
+    assert same() == (0, 0)
+    c.refresh(5)
+    assert same() == (10, 9)
+    c.log_impression("tile-1")
+    assert same() == (10, 8)
+    c.log_dismissal("tile-2")
+    assert same() == (9, 7)
+    c.apply('[{"id":"new","tp":"short_news","ca":1,"ds":"x"}]')
+    assert same() == (10, 8)
+    c.change_user("someone-else")
+    assert same() == (0, 0)
+    c.change_user("u-1")
+    assert same() == (10, 8)
+    c.close()
+    with pytest.raises(cc.ClosedError):
+        c.unviewed_count()
+    with pytest.raises(cc.ClosedError):
+        c.count()

@@ -1,0 +1,193 @@
+/* See include/cc_fast.h. */
+#define _GNU_SOURCE
+#include "cc_fast.h"
+#include "contentcards.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- The thread's last error ---------------------------------------------------------------- */
+
+struct cc_error_slot {
+    int code;
+    char *message;
+};
+
+/* initial-exec: a direct %fs access; 16 bytes of the static TLS surplus glibc keeps for
+ * libraries loaded with dlopen. */
+static __thread struct cc_error_slot cc_error __attribute__((tls_model("initial-exec")));
+
+static pthread_key_t cc_error_key;
+static pthread_once_t cc_error_once = PTHREAD_ONCE_INIT;
+
+/* Frees the message when the thread ends (registered the first time a thread stores one). */
+static void cc_error_thread_end(void *unused) {
+    (void)unused;
+    free(cc_error.message);
+    cc_error.message = NULL;
+}
+
+static void cc_error_key_create(void) { pthread_key_create(&cc_error_key, cc_error_thread_end); }
+
+int ccint_error_code(void) { return cc_error.code; }
+
+const char *ccint_error_message(void) { return cc_error.message ? cc_error.message : ""; }
+
+void ccint_error_set(int code, const char *message) {
+    free(cc_error.message);
+    cc_error.message = NULL;
+    cc_error.code = code;
+    if (message) {
+        pthread_once(&cc_error_once, cc_error_key_create);
+        pthread_setspecific(cc_error_key, (void *)1);
+        cc_error.message = strdup(message);
+    }
+}
+
+static inline void cc_error_clear_inline(void) {
+    if (cc_error.code == 0 && cc_error.message == NULL) return;
+    free(cc_error.message);
+    cc_error.message = NULL;
+    cc_error.code = 0;
+}
+
+void ccint_error_clear(void) { cc_error_clear_inline(); }
+
+/* ---- Badge cells ------------------------------------------------------------------------------ */
+
+struct cc_cell {
+    _Atomic uint64_t seq;          /* odd while a writer is in the middle */
+    _Atomic uint64_t owner;        /* the generation of the handle it serves, + 1; 0: none */
+    _Atomic int64_t total;
+    _Atomic int64_t unviewed;
+    _Atomic double valid_before;   /* < 0: no counts */
+};
+
+/* Handle slot indexes have 24 bits: 256 chunks of 65,536 cells, allocated when first used and
+ * never freed (6 MB at most; 2.5 MB for the first 65,536 controllers). */
+#define CC_CHUNK_BITS 16
+#define CC_CHUNKS 256
+static struct cc_cell *_Atomic cc_chunks[CC_CHUNKS];
+static pthread_mutex_t cc_chunks_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct cc_cell *cc_cell_at(uint32_t index, int create) {
+    uint32_t chunk = index >> CC_CHUNK_BITS;
+    if (chunk >= CC_CHUNKS) return NULL;
+    struct cc_cell *cells = atomic_load_explicit(&cc_chunks[chunk], memory_order_acquire);
+    if (cells || !create) return cells ? &cells[index & ((1u << CC_CHUNK_BITS) - 1)] : NULL;
+    pthread_mutex_lock(&cc_chunks_lock);
+    cells = atomic_load_explicit(&cc_chunks[chunk], memory_order_acquire);
+    if (!cells) {
+        cells = calloc((size_t)1 << CC_CHUNK_BITS, sizeof *cells);
+        if (cells) atomic_store_explicit(&cc_chunks[chunk], cells, memory_order_release);
+    }
+    pthread_mutex_unlock(&cc_chunks_lock);
+    return cells ? &cells[index & ((1u << CC_CHUNK_BITS) - 1)] : NULL;
+}
+
+/* Writers take cc_cells_lock: a closing controller's last publish may race with the attach of
+ * the next controller in the same slot. Writes are rare (a feed change, a count that recounted);
+ * reads take no lock. */
+static pthread_mutex_t cc_cells_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void cc_cell_write(struct cc_cell *cell, uint64_t owner, int64_t total, int64_t unviewed,
+                          double valid_before) {
+    uint64_t seq = atomic_load_explicit(&cell->seq, memory_order_relaxed);
+    atomic_store_explicit(&cell->seq, seq + 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&cell->owner, owner, memory_order_relaxed);
+    atomic_store_explicit(&cell->total, total, memory_order_relaxed);
+    atomic_store_explicit(&cell->unviewed, unviewed, memory_order_relaxed);
+    atomic_store_explicit(&cell->valid_before, valid_before, memory_order_relaxed);
+    atomic_store_explicit(&cell->seq, seq + 2, memory_order_release);
+}
+
+void ccint_cell_attach(uint32_t index, uint32_t generation) {
+    struct cc_cell *cell = cc_cell_at(index, 1);
+    if (!cell) return;
+    pthread_mutex_lock(&cc_cells_lock);
+    cc_cell_write(cell, (uint64_t)generation + 1, 0, 0, -1);
+    pthread_mutex_unlock(&cc_cells_lock);
+}
+
+void ccint_cell_detach(uint32_t index) {
+    struct cc_cell *cell = cc_cell_at(index, 0);
+    if (!cell) return;
+    pthread_mutex_lock(&cc_cells_lock);
+    cc_cell_write(cell, 0, 0, 0, -1);
+    pthread_mutex_unlock(&cc_cells_lock);
+}
+
+void ccint_cell_publish(uint32_t index, uint32_t generation, int64_t total, int64_t unviewed,
+                          double valid_before) {
+    struct cc_cell *cell = cc_cell_at(index, 0);
+    if (!cell) return;
+    pthread_mutex_lock(&cc_cells_lock);
+    if (atomic_load_explicit(&cell->owner, memory_order_relaxed) == (uint64_t)generation + 1)
+        cc_cell_write(cell, (uint64_t)generation + 1, total, unviewed, valid_before);
+    pthread_mutex_unlock(&cc_cells_lock);
+}
+
+/* ---- cc_controller_counts ----------------------------------------------------------------------- */
+
+/* The whole call, in Swift (Sources/ContentCardsC/ControllerExports.swift). */
+extern int ccint_controller_counts(int64_t *out_total, int64_t *out_unviewed, cc_controller *controller,
+                                   const char *filter_json);
+
+/* Handles are tag << 56 | generation << 24 | (index + 1); see HandleTable.swift. */
+#define CC_CONTROLLER_TAG 0xC1u
+
+/* The unfiltered counts from the handle's badge cell; 0 when they cannot be served from it
+ * (a filter, a file store, no counts yet, a card expired since, a closed or foreign handle). */
+static int cc_counts_from_cell(int64_t *out_total, int64_t *out_unviewed, cc_controller *controller) {
+    uint64_t h = (uint64_t)(uintptr_t)controller;
+    uint32_t slot = (uint32_t)(h & 0xFFFFFF);
+    if (h >> 56 != CC_CONTROLLER_TAG || slot == 0) return 0;
+    struct cc_cell *cell = cc_cell_at(slot - 1, 0);
+    if (!cell) return 0;
+    uint64_t seq = atomic_load_explicit(&cell->seq, memory_order_acquire);
+    uint64_t owner = atomic_load_explicit(&cell->owner, memory_order_relaxed);
+    int64_t total = atomic_load_explicit(&cell->total, memory_order_relaxed);
+    int64_t unviewed = atomic_load_explicit(&cell->unviewed, memory_order_relaxed);
+    double valid_before = atomic_load_explicit(&cell->valid_before, memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    if ((seq & 1) != 0 || atomic_load_explicit(&cell->seq, memory_order_relaxed) != seq) return 0;
+    if (owner != (uint64_t)(uint32_t)(h >> 24) + 1 || valid_before < 0) return 0;
+    if (valid_before != __builtin_inf()) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        if ((double)ts.tv_sec + (double)ts.tv_nsec / 1e9 >= valid_before) return 0;
+    }
+    cc_error_clear_inline();
+    *out_total = total;
+    *out_unviewed = unviewed;
+    return 1;
+}
+
+int cc_controller_counts(int64_t *out_total, int64_t *out_unviewed, cc_controller *controller,
+                         const char *filter_json) {
+    int64_t total, unviewed;
+    if (filter_json == NULL && cc_counts_from_cell(&total, &unviewed, controller)) {
+        if (out_total) *out_total = total;
+        if (out_unviewed) *out_unviewed = unviewed;
+        return CC_OK;
+    }
+    return ccint_controller_counts(out_total, out_unviewed, controller, filter_json);
+}
+
+int64_t cc_controller_total_count(cc_controller *controller, const char *filter_json) {
+    int64_t total = 0, unviewed = 0;
+    if (filter_json == NULL && cc_counts_from_cell(&total, &unviewed, controller)) return total;
+    int status = ccint_controller_counts(&total, &unviewed, controller, filter_json);
+    return status == CC_OK ? total : status;
+}
+
+int64_t cc_controller_unviewed_count(cc_controller *controller, const char *filter_json) {
+    int64_t total = 0, unviewed = 0;
+    if (filter_json == NULL && cc_counts_from_cell(&total, &unviewed, controller)) return unviewed;
+    int status = ccint_controller_counts(&total, &unviewed, controller, filter_json);
+    return status == CC_OK ? unviewed : status;
+}

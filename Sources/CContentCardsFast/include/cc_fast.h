@@ -1,0 +1,32 @@
+/* The C side of libcontentcards' hot paths, shared with the Swift layer.
+ *
+ * 1. The thread's last error (cc_last_error_message / cc_last_error_code) in C thread-local
+ *    storage with the initial-exec model: clearing it on entry to every call costs a load and
+ *    a compare instead of a pthread_getspecific and a Swift object.
+ * 2. Badge cells: for each controller handle, the unfiltered counts of its published feed and
+ *    the time they stay exact (the next card expiry), written by the Swift layer whenever the
+ *    feed changes and read by cc_controller_counts without any lock (a sequence lock), so the
+ *    badge an application polls costs tens of nanoseconds. Cells are never freed: a cell is
+ *    reused by the handle slot of the same index, and a reader checks the handle's generation. */
+#ifndef CC_FAST_H
+#define CC_FAST_H
+
+#include <stdint.h>
+
+/* The last error of this thread: its code (0 = CC_OK) and message (NULL = ""). */
+int ccint_error_code(void);
+const char *ccint_error_message(void);
+/* Sets the thread's error; the message is copied (NULL or out of memory: no message). */
+void ccint_error_set(int code, const char *message);
+void ccint_error_clear(void);
+
+/* Attaches the cell of handle slot `index` to a handle of `generation`, with no counts yet. */
+void ccint_cell_attach(uint32_t index, uint32_t generation);
+/* Detaches it: readers of any handle of that slot take the slow path from now on. */
+void ccint_cell_detach(uint32_t index);
+/* Publishes the unfiltered counts of the handle's feed, exact until `valid_before` (unix
+ * seconds; +inf: until the feed changes). A negative `valid_before` withdraws them. */
+void ccint_cell_publish(uint32_t index, uint32_t generation, int64_t total, int64_t unviewed,
+                          double valid_before);
+
+#endif
