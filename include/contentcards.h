@@ -1,4 +1,6 @@
-/*
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright 2026 The contentcards authors
+ *
  * contentcards.h: the C API of libcontentcards, a Content Cards library.
  *
  * Content Cards are messages an application shows inside itself: a feed or inbox of cards
