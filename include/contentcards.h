@@ -32,7 +32,7 @@
  *                (never with free()). const char * results are owned by the library, and the
  *                function says how long they live.
  *   JSON.        Configuration, filters, cards, results and diagnostics cross the boundary as
- *                JSON. Cards use the long keys of the card model (see README and docs/ABI.md),
+ *                JSON. Cards use the long keys of the card model (docs/C-API.md, "JSON"),
  *                every field present, keys in a fixed order: the same card gives the same bytes
  *                on every call. A C program without a JSON parser reads cards through a
  *                snapshot (cc_controller_snapshot) and its field accessors.

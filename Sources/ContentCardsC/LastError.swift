@@ -6,7 +6,7 @@ import Glibc
 import Musl
 #endif
 
-/// The last error of each thread (ABI.md: "the message of the last failing call on this
+/// The last error of each thread (docs/C-API.md, "Errors": "the message of the last failing call on this
 /// thread"), kept in pthread thread-local storage as a malloc'ed C string that the thread's
 /// destructor frees.
 enum LastError {

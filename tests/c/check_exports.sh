@@ -1,6 +1,6 @@
 #!/bin/sh
 # The header and the library in step: every function declared in the header is exported by the
-# library, and no undeclared cc_ symbol is (ABI.md). Also checks the SONAME and that the Swift
+# library, and no undeclared cc_ symbol is (docs/C-API.md, "Names"). Also checks the SONAME and that the Swift
 # runtime is linked in (no libswift*.so needed). (The version node CONTENTCARDS_1 is an 'A' symbol.)
 set -eu
 lib=$1
