@@ -61,16 +61,32 @@ extern "C" {
  * Versions
  * ------------------------------------------------------------------------------------------- */
 
+/* The version of this header, in semantic versioning (CHANGELOG.md lists every release). It is
+ * written here and nowhere else: CMake (the library's file name, the pkg-config and CMake
+ * package versions), the Python package and cc_version() all take it from these four lines, and
+ * tests/repo/check_repo.py fails when anything in the repository disagrees with them. */
 #define CC_VERSION_MAJOR 0
 #define CC_VERSION_MINOR 1
 #define CC_VERSION_PATCH 0
 #define CC_VERSION_STRING "0.1.0"
 
+/* The version as one number for #if: MAJOR * 10000 + MINOR * 100 + PATCH (1.2.3 is 10203). */
+#define CC_VERSION_NUMBER (CC_VERSION_MAJOR * 10000 + CC_VERSION_MINOR * 100 + CC_VERSION_PATCH)
+
+/* Whether this header is version major.minor.patch or later, at compile time:
+ *   #if CC_VERSION_AT_LEAST(0, 2, 0)
+ *   ... use something 0.2.0 added ...
+ *   #endif
+ * A program that must also run on an older library checks cc_version() at run time. */
+#define CC_VERSION_AT_LEAST(major, minor, patch) \
+    (CC_VERSION_NUMBER >= (major) * 10000 + (minor) * 100 + (patch))
+
 /* The ABI version: the number in the SONAME (libcontentcards.so.1). It changes only when a
  * published function changes incompatibly; bindings should check cc_abi_version() at load. */
 #define CC_ABI_VERSION 1
 
-/* The version of the library actually loaded, e.g. "0.1.0". A static string: do not free. */
+/* The version of the library actually loaded (its CC_VERSION_STRING). A static string: do not
+ * free. */
 const char *cc_version(void);
 
 /* CC_ABI_VERSION of the library actually loaded. */
