@@ -3,11 +3,12 @@
 #   make demo     the main job: the end-to-end demo (reference server on 127.0.0.1, refresh over
 #                 HTTP, cards by class type, logging, badge, event delivery) through Python
 #   make test     every test: Swift (swift test), C (ctest: tests, examples, ABI checks), Python
-#                 (pytest), plus the concurrency tests under ThreadSanitizer and the C tests
-#                 under valgrind
+#                 (pytest), plus the concurrency tests under ThreadSanitizer, the C tests
+#                 under valgrind and the repository checks (tests/repo)
 #
 # Other targets: lib (the SwiftPM release .so), cmake (the CMake build), python (the venv with
-# the package installed), tsan, memcheck, install (PREFIX=/usr/local), clean.
+# the package installed), tsan, memcheck, check-repo (one version everywhere, every docs/ path
+# named exists), version (prints it), install (PREFIX=/usr/local; the library stripped), clean.
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := demo
@@ -32,7 +33,7 @@ STRESS_ROUNDS ?= 300
 STRESS_FUZZ_SECONDS ?= 300
 FUZZ_TARGETS := payload config filter calls
 
-.PHONY: fuzz fuzz-replay stress bench demo test deps lib cmake python test-swift test-c test-lib test-python test-install tsan memcheck install clean
+.PHONY: check-repo version fuzz fuzz-replay stress bench demo test deps lib cmake python test-swift test-c test-lib test-python test-install tsan memcheck install clean
 
 deps:
 	@scripts/install-deps.sh
@@ -59,7 +60,16 @@ python: cmake
 demo: python
 	@$(PY) examples/python/demo.py
 
-test: test-swift test-c test-lib test-python test-install tsan memcheck
+test: check-repo test-swift test-c test-lib test-python test-install tsan memcheck
+
+# The repository itself (no build needed): the version is written only in the header and
+# agrees everywhere; every docs/ path the repository names exists; nothing points outside it.
+check-repo:
+	$(PYTHON) tests/repo/check_repo.py
+
+# The version, from the one place it is written.
+version:
+	@sed -n 's/^#define CC_VERSION_STRING "\(.*\)"$$/\1/p' include/contentcards.h
 
 test-swift: deps
 	swift test
@@ -83,8 +93,15 @@ test-install: cmake
 tsan: deps
 	swift test --sanitize=thread --scratch-path .build-tsan --filter 'ConcurrencyTests|SubscriptionTests|ControllerStateTests|HTTPTests|LoggingTests|DurabilityTests'
 
-# The C tests under valgrind: no invalid access, no "definitely lost" memory.
+# The C tests under valgrind: no invalid access, no "definitely lost" memory. Then the C
+# examples as a user runs them (README, "Checking a program with valgrind"): with the shipped
+# suppressions, no "possibly lost" memory either.
 memcheck: cmake
+	@for t in feed message_center coupon logging; do \
+	  valgrind -q --error-exitcode=1 --leak-check=full \
+	    --suppressions=$(ROOT)/share/contentcards/contentcards.supp $(BUILD)/bin/$$t > /dev/null || exit 1; \
+	  echo "valgrind: example $$t clean with contentcards.supp"; \
+	done
 	@for t in test_api test_misuse test_callbacks test_threads test_badge; do \
 	  valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite \
 	    --show-leak-kinds=definite $(BUILD)/bin/$$t > /dev/null || exit 1; \
@@ -126,7 +143,7 @@ fuzz-replay: deps
 	@for t in $(FUZZ_TARGETS); do CC_FUZZ_TARGET=$$t .build/debug/contentcards-fuzz fuzz/corpus/$$t/* || exit 1; done
 
 install: cmake
-	cmake --install $(BUILD) --prefix $(PREFIX)
+	cmake --install $(BUILD) --prefix $(PREFIX) --strip
 
 clean:
 	rm -rf $(BUILD) .build .build-tsan

@@ -1,4 +1,6 @@
-/*
+/* SPDX-License-Identifier: Apache-2.0
+ * Copyright 2026 The contentcards authors
+ *
  * contentcards.h: the C API of libcontentcards, a Content Cards library.
  *
  * Content Cards are messages an application shows inside itself: a feed or inbox of cards
@@ -30,7 +32,7 @@
  *                (never with free()). const char * results are owned by the library, and the
  *                function says how long they live.
  *   JSON.        Configuration, filters, cards, results and diagnostics cross the boundary as
- *                JSON. Cards use the long keys of the card model (see README and docs/ABI.md),
+ *                JSON. Cards use the long keys of the card model (docs/C-API.md, "JSON"),
  *                every field present, keys in a fixed order: the same card gives the same bytes
  *                on every call. A C program without a JSON parser reads cards through a
  *                snapshot (cc_controller_snapshot) and its field accessors.
@@ -51,6 +53,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* CC_API marks every function of the library: default visibility on GCC and Clang, so the
+ * declarations stay usable in a program built with -fvisibility=hidden or inside
+ * "#pragma GCC visibility push(hidden)". A program may define CC_API itself before including
+ * this header. */
+#ifndef CC_API
+#  if defined(__GNUC__) || defined(__clang__)
+#    define CC_API __attribute__((visibility("default")))
+#  else
+#    define CC_API
+#  endif
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -59,20 +73,36 @@ extern "C" {
  * Versions
  * ------------------------------------------------------------------------------------------- */
 
+/* The version of this header, in semantic versioning (CHANGELOG.md lists every release). It is
+ * written here and nowhere else: CMake (the library's file name, the pkg-config and CMake
+ * package versions), the Python package and cc_version() all take it from these four lines, and
+ * tests/repo/check_repo.py fails when anything in the repository disagrees with them. */
 #define CC_VERSION_MAJOR 0
 #define CC_VERSION_MINOR 1
 #define CC_VERSION_PATCH 0
 #define CC_VERSION_STRING "0.1.0"
 
+/* The version as one number for #if: MAJOR * 10000 + MINOR * 100 + PATCH (1.2.3 is 10203). */
+#define CC_VERSION_NUMBER (CC_VERSION_MAJOR * 10000 + CC_VERSION_MINOR * 100 + CC_VERSION_PATCH)
+
+/* Whether this header is version major.minor.patch or later, at compile time:
+ *   #if CC_VERSION_AT_LEAST(0, 2, 0)
+ *   ... use something 0.2.0 added ...
+ *   #endif
+ * A program that must also run on an older library checks cc_version() at run time. */
+#define CC_VERSION_AT_LEAST(major, minor, patch) \
+    (CC_VERSION_NUMBER >= (major) * 10000 + (minor) * 100 + (patch))
+
 /* The ABI version: the number in the SONAME (libcontentcards.so.1). It changes only when a
  * published function changes incompatibly; bindings should check cc_abi_version() at load. */
 #define CC_ABI_VERSION 1
 
-/* The version of the library actually loaded, e.g. "0.1.0". A static string: do not free. */
-const char *cc_version(void);
+/* The version of the library actually loaded (its CC_VERSION_STRING). A static string: do not
+ * free. */
+CC_API const char *cc_version(void);
 
 /* CC_ABI_VERSION of the library actually loaded. */
-int cc_abi_version(void);
+CC_API int cc_abi_version(void);
 
 /* ---------------------------------------------------------------------------------------------
  * Status codes and errors
@@ -103,17 +133,17 @@ int cc_abi_version(void);
 
 /* The message of the last failing cc_ call on this thread, or "" when it succeeded. Owned by the
  * library, valid until the next cc_ call on this thread. Never NULL. Does not clear itself. */
-const char *cc_last_error_message(void);
+CC_API const char *cc_last_error_message(void);
 
 /* The status of the last cc_ call on this thread (CC_OK after a success). */
-int cc_last_error_code(void);
+CC_API int cc_last_error_code(void);
 
 /* The name of a status code, e.g. "CC_E_NOT_FOUND"; "CC_E_UNKNOWN" for a code that is not one.
  * A static string: do not free. */
-const char *cc_status_name(int status);
+CC_API const char *cc_status_name(int status);
 
 /* Frees a string the library returned through a char ** output. NULL is a no-op. */
-void cc_string_free(char *string);
+CC_API void cc_string_free(char *string);
 
 /* ---------------------------------------------------------------------------------------------
  * The controller
@@ -136,13 +166,13 @@ typedef struct cc_controller cc_controller;
  * are delivered in the background when an event sink is configured.
  * On success *out is the new handle; on failure *out is set to NULL.
  * Errors: CC_E_INVALID_ARGUMENT (out NULL, invalid UTF-8), CC_E_CONFIG, CC_E_STORAGE. */
-int cc_controller_open(cc_controller **out, const char *config_json);
+CC_API int cc_controller_open(cc_controller **out, const char *config_json);
 
 /* Closes the controller: the store is closed and every subscriber is removed (their
  * free_userdata runs). A refresh or delivery running on another thread finishes without
  * effect. The handle is invalid afterwards.
  * Errors: CC_E_INVALID_HANDLE (also for a second close, which is otherwise harmless). */
-int cc_controller_close(cc_controller *controller);
+CC_API int cc_controller_close(cc_controller *controller);
 
 /* Refreshes from the configured source and waits at most timeout_seconds (<= 0: the
  * configuration's timeoutSeconds) for the outcome. A refresh already running is joined
@@ -155,35 +185,35 @@ int cc_controller_close(cc_controller *controller);
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (NaN timeout), CC_E_NO_SOURCE,
  * CC_E_RATE_LIMITED, CC_E_NETWORK, CC_E_TIMEOUT, CC_E_SERVER, CC_E_PARSE, CC_E_WRONG_USER,
  * CC_E_UNAVAILABLE, CC_E_TRANSPORT, CC_E_STORAGE. */
-int cc_controller_refresh(char **out_summary_json, cc_controller *controller, double timeout_seconds);
+CC_API int cc_controller_refresh(char **out_summary_json, cc_controller *controller, double timeout_seconds);
 
 /* Starts a refresh on a library thread and returns at once; the outcome reaches the
  * subscribers (on that library thread). Returns CC_OK also when a refresh was already running.
  * Refusals known at once are returned (and told to subscribers): CC_E_NO_SOURCE,
  * CC_E_RATE_LIMITED. Errors: CC_E_INVALID_HANDLE. */
-int cc_controller_refresh_async(cc_controller *controller);
+CC_API int cc_controller_refresh_async(cc_controller *controller);
 
 /* Hands in cards the application got itself (a push message, its own networking): a sync
  * response object or a bare JSON array of server cards, merged exactly as a refresh. No rate
  * limit. Output as cc_controller_refresh. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT,
  * CC_E_PARSE, CC_E_WRONG_USER, CC_E_STORAGE. */
-int cc_controller_apply(char **out_summary_json, cc_controller *controller, const char *payload_json);
+CC_API int cc_controller_apply(char **out_summary_json, cc_controller *controller, const char *payload_json);
 
 /* The visible feed (not dismissed, not expired now), in feed order (pinned first, then newest,
  * then id descending), as a JSON array of cards, filtered by class types (see Filters).
  * Control cards are included: log their impression, do not draw them. No network I/O.
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_PARSE (filter), CC_E_STORAGE. */
-int cc_controller_feed(char **out_json, cc_controller *controller, const char *filter_json);
+CC_API int cc_controller_feed(char **out_json, cc_controller *controller, const char *filter_json);
 
 /* One stored card by id as JSON, visible or not (dismissed and expired cards come back with
  * their flags). Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_NOT_FOUND. */
-int cc_controller_card(char **out_json, cc_controller *controller, const char *card_id);
+CC_API int cc_controller_card(char **out_json, cc_controller *controller, const char *card_id);
 
 /* The badge counts of the visible feed, optionally for a filter: total counts control cards,
  * unviewed does not. Either output may be NULL. No network I/O.
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_PARSE (filter). */
-int cc_controller_counts(int64_t *out_total, int64_t *out_unviewed, cc_controller *controller,
-                         const char *filter_json);
+CC_API int cc_controller_counts(int64_t *out_total, int64_t *out_unviewed, cc_controller *controller,
+                                const char *filter_json);
 
 /* The same counts, one number returned directly, for callers that poll a badge (a binding's
  * property, a UI timer): the total or the unviewed count (>= 0), or a negative CC_E_* status,
@@ -193,36 +223,36 @@ int cc_controller_counts(int64_t *out_total, int64_t *out_unviewed, cc_controlle
  * cc_controller_counts answer from counts the library republishes on every change, without a
  * lock or an allocation (tens of nanoseconds). A file store is asked for changes made by other
  * processes first (a few microseconds). */
-int64_t cc_controller_total_count(cc_controller *controller, const char *filter_json);
-int64_t cc_controller_unviewed_count(cc_controller *controller, const char *filter_json);
+CC_API int64_t cc_controller_total_count(cc_controller *controller, const char *filter_json);
+CC_API int64_t cc_controller_unviewed_count(cc_controller *controller, const char *filter_json);
 
 /* Logs an impression: marks the card viewed (once) and records an event, a control impression
  * for a control card. Logging again records another event. The state change and the event are
  * on disk before the call returns. Subscribers are told.
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_NOT_FOUND, CC_E_STORAGE. */
-int cc_controller_log_impression(cc_controller *controller, const char *card_id);
+CC_API int cc_controller_log_impression(cc_controller *controller, const char *card_id);
 
 /* Logs a click: records an event and marks the card clicked, only when the card has a valid
  * url (a scheme and more; javascript: and data: are refused). Otherwise records nothing and
  * returns CC_E_REFUSED. Errors as cc_controller_log_impression, plus CC_E_REFUSED. */
-int cc_controller_log_click(cc_controller *controller, const char *card_id);
+CC_API int cc_controller_log_click(cc_controller *controller, const char *card_id);
 
 /* Dismisses a dismissible card that is not dismissed yet: it leaves the feed at once and stays
  * out after later refreshes until the server removes it. Otherwise records nothing and returns
  * CC_E_REFUSED. Errors as cc_controller_log_click. */
-int cc_controller_log_dismissal(cc_controller *controller, const char *card_id);
+CC_API int cc_controller_log_dismissal(cc_controller *controller, const char *card_id);
 
 /* Records that the application showed a feed. Errors: CC_E_INVALID_HANDLE, CC_E_STORAGE. */
-int cc_controller_log_feed_displayed(cc_controller *controller);
+CC_API int cc_controller_log_feed_displayed(cc_controller *controller);
 
 /* Switches to another user's cards, state and cursors at once; nothing of the previous user's
  * state is reset, and events logged before keep their user. A refresh still running for the
  * previous user is discarded. Subscribers are told (unless the user is the same).
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_STORAGE. */
-int cc_controller_change_user(cc_controller *controller, const char *user_id);
+CC_API int cc_controller_change_user(cc_controller *controller, const char *user_id);
 
 /* The current user id. Free *out_user_id with cc_string_free. Errors: CC_E_INVALID_HANDLE. */
-int cc_controller_user(char **out_user_id, cc_controller *controller);
+CC_API int cc_controller_user(char **out_user_id, cc_controller *controller);
 
 /* Delivers every pending event now, waiting at most timeout_seconds (<= 0: the configuration's
  * timeoutSeconds). If out_result_json is not NULL it receives
@@ -230,16 +260,16 @@ int cc_controller_user(char **out_user_id, cc_controller *controller);
  * retried in the background with backoff. The request runs on the calling thread.
  * Errors: CC_E_INVALID_HANDLE, CC_E_NO_SOURCE (no event sink), CC_E_NETWORK, CC_E_TIMEOUT,
  * CC_E_SERVER, CC_E_RATE_LIMITED, CC_E_UNAVAILABLE, CC_E_TRANSPORT, CC_E_STORAGE. */
-int cc_controller_flush_events(char **out_result_json, cc_controller *controller, double timeout_seconds);
+CC_API int cc_controller_flush_events(char **out_result_json, cc_controller *controller, double timeout_seconds);
 
 /* The number of events waiting in the store's outbox (every user's).
  * Errors: CC_E_INVALID_HANDLE, CC_E_STORAGE. */
-int cc_controller_pending_events(int64_t *out_count, cc_controller *controller);
+CC_API int cc_controller_pending_events(int64_t *out_count, cc_controller *controller);
 
 /* Diagnostics as JSON: user, last refresh (time, error, summary), last delivery, last error,
  * rate-limit state, cards left out of the last payload, counts, pending/delivered/dropped
  * events, subscriber count. Errors: CC_E_INVALID_HANDLE. */
-int cc_controller_diagnostics(char **out_json, cc_controller *controller);
+CC_API int cc_controller_diagnostics(char **out_json, cc_controller *controller);
 
 /* ---------------------------------------------------------------------------------------------
  * Subscriptions
@@ -257,14 +287,14 @@ typedef void (*cc_update_fn)(void *userdata, const char *update_json);
 /* Subscribes. *out_subscription receives an id for cc_controller_unsubscribe (never 0).
  * free_userdata (may be NULL) runs exactly once: at unsubscribe, at close, or right away when
  * this call fails. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (fn NULL). */
-int cc_controller_subscribe(uint64_t *out_subscription, cc_controller *controller, cc_update_fn fn,
-                            void *userdata, void (*free_userdata)(void *userdata));
+CC_API int cc_controller_subscribe(uint64_t *out_subscription, cc_controller *controller, cc_update_fn fn,
+                                   void *userdata, void (*free_userdata)(void *userdata));
 
 /* Unsubscribes at once: when this returns, fn is not called again, and free_userdata has run.
  * If fn is running on another thread, this waits for it to return; called from inside fn
  * itself, it does not wait. Errors: CC_E_INVALID_HANDLE, CC_E_NOT_FOUND (no such subscription,
  * e.g. already unsubscribed). */
-int cc_controller_unsubscribe(cc_controller *controller, uint64_t subscription);
+CC_API int cc_controller_unsubscribe(cc_controller *controller, uint64_t subscription);
 
 /* ---------------------------------------------------------------------------------------------
  * Host transport: the application does the HTTP itself
@@ -287,8 +317,8 @@ typedef struct cc_transport_response cc_transport_response;
 /* Sets the answer: the HTTP status, the body (copied; may be NULL when body_len is 0) and
  * Retry-After seconds (< 0 for none). Errors: CC_E_INVALID_ARGUMENT (response NULL or not the
  * one being answered, body NULL with body_len > 0). */
-int cc_transport_response_set(cc_transport_response *response, int status, const char *body,
-                              size_t body_len, double retry_after_seconds);
+CC_API int cc_transport_response_set(cc_transport_response *response, int status, const char *body,
+                                     size_t body_len, double retry_after_seconds);
 
 /* The transport. Return CC_OK after cc_transport_response_set; return anything else for a
  * failure to reach the server (the library treats it as a network error and keeps the cached
@@ -299,14 +329,14 @@ typedef int (*cc_transport_fn)(void *userdata, const cc_transport_request *reque
                                cc_transport_response *response);
 
 /* Records why the transport failed (copied). Errors: CC_E_INVALID_ARGUMENT. */
-int cc_transport_response_fail(cc_transport_response *response, const char *message);
+CC_API int cc_transport_response_fail(cc_transport_response *response, const char *message);
 
 /* Sets the host transport, used where the configuration says {"callback": true}; fn NULL
  * removes it. Replaces an earlier one (whose free_userdata runs once no request uses it).
  * free_userdata runs exactly once: when replaced, at close, or right away when this call fails.
  * Errors: CC_E_INVALID_HANDLE. */
-int cc_controller_set_transport(cc_controller *controller, cc_transport_fn fn, void *userdata,
-                                void (*free_userdata)(void *userdata));
+CC_API int cc_controller_set_transport(cc_controller *controller, cc_transport_fn fn, void *userdata,
+                                       void (*free_userdata)(void *userdata));
 
 /* ---------------------------------------------------------------------------------------------
  * Feed snapshots: every card field without a JSON parser
@@ -317,43 +347,43 @@ typedef struct cc_snapshot cc_snapshot;
 /* Takes a snapshot of the visible feed (as cc_controller_feed, same order and filter). It does
  * not change when the controller does. Close it with cc_snapshot_close.
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_PARSE (filter). */
-int cc_controller_snapshot(cc_snapshot **out, cc_controller *controller, const char *filter_json);
+CC_API int cc_controller_snapshot(cc_snapshot **out, cc_controller *controller, const char *filter_json);
 
 /* The number of cards. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT. */
-int cc_snapshot_count(size_t *out_count, cc_snapshot *snapshot);
+CC_API int cc_snapshot_count(size_t *out_count, cc_snapshot *snapshot);
 
 /* A string field of card `index` by its name: "id", "type", "url", "classType", "image",
  * "imageAltText", "title", "cardDescription", "domain". *out is NULL where the card has no
  * such value (JSON null). The string is owned by the snapshot and lives until it is closed.
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (index out of range, unknown field, a
  * field that is not a string). */
-int cc_snapshot_string(const char **out, cc_snapshot *snapshot, size_t index, const char *field);
+CC_API int cc_snapshot_string(const char **out, cc_snapshot *snapshot, size_t index, const char *field);
 
 /* An integer field: "created", "expiresAt" (unix seconds; -1 = never). Errors as above. */
-int cc_snapshot_int(int64_t *out, cc_snapshot *snapshot, size_t index, const char *field);
+CC_API int cc_snapshot_int(int64_t *out, cc_snapshot *snapshot, size_t index, const char *field);
 
 /* A boolean field (1 or 0): "viewed", "clicked", "dismissed", "dismissible", "pinned",
  * "isTest", "isControl", "openURLInWebView". Errors as above. */
-int cc_snapshot_bool(int *out, cc_snapshot *snapshot, size_t index, const char *field);
+CC_API int cc_snapshot_bool(int *out, cc_snapshot *snapshot, size_t index, const char *field);
 
 /* "imageAspectRatio": *out_present is 0 when the card has none (then *out is 0).
  * Errors as above. */
-int cc_snapshot_double(double *out, int *out_present, cc_snapshot *snapshot, size_t index,
-                       const char *field);
+CC_API int cc_snapshot_double(double *out, int *out_present, cc_snapshot *snapshot, size_t index,
+                              const char *field);
 
 /* An extras value by key; *out is NULL when the card has no such key. Owned by the snapshot.
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT. */
-int cc_snapshot_extra(const char **out, cc_snapshot *snapshot, size_t index, const char *key);
+CC_API int cc_snapshot_extra(const char **out, cc_snapshot *snapshot, size_t index, const char *key);
 
 /* The number of extras of card `index`, and the key and value of extra `extra_index` (keys in
  * sorted order). Owned by the snapshot. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT. */
-int cc_snapshot_extras_count(size_t *out_count, cc_snapshot *snapshot, size_t index);
-int cc_snapshot_extra_at(const char **out_key, const char **out_value, cc_snapshot *snapshot,
-                         size_t index, size_t extra_index);
+CC_API int cc_snapshot_extras_count(size_t *out_count, cc_snapshot *snapshot, size_t index);
+CC_API int cc_snapshot_extra_at(const char **out_key, const char **out_value, cc_snapshot *snapshot,
+                                size_t index, size_t extra_index);
 
 /* Frees the snapshot and every string it owns. Errors: CC_E_INVALID_HANDLE (also a second
  * close, otherwise harmless). */
-int cc_snapshot_close(cc_snapshot *snapshot);
+CC_API int cc_snapshot_close(cc_snapshot *snapshot);
 
 #ifdef __cplusplus
 }

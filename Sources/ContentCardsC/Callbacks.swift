@@ -1,7 +1,7 @@
 import CContentCardsABI
 import ContentCards
 
-/// A C callback's userdata with its free_userdata, released exactly once (ABI.md): whichever of
+/// A C callback's userdata with its free_userdata, released exactly once (docs/C-API.md, "Callbacks"): whichever of
 /// unsubscribe, close, replacement or a failed registration comes first.
 final class UserData: @unchecked Sendable {
     let pointer: UnsafeMutableRawPointer?

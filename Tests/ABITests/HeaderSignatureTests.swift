@@ -3,7 +3,7 @@ import ContentCardsC
 import Foundation
 import Testing
 
-/// The handwritten header and the @_cdecl implementations kept in step (ABI.md, last section).
+/// The handwritten header and the @_cdecl implementations kept in step (docs/C-API.md, "Names").
 ///
 /// Each line assigns the header's function to a variable of the implementation's type and the
 /// other way round, so this file does not build if a declaration in include/contentcards.h and

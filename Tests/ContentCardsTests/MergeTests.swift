@@ -1,7 +1,7 @@
 import Testing
 @testable import ContentCards
 
-/// SEMANTICS.md §8, rule by rule, on the pure merge.
+/// docs/BEHAVIOUR.md, "Merge", rule by rule, on the pure merge.
 @Suite struct MergeTests {
     func card(_ id: String, created: Int64 = 100, viewed: Bool = false, clicked: Bool = false,
               dismissed: Bool = false, isTest: Bool = false, title: String = "t") -> Card {

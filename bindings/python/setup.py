@@ -2,6 +2,10 @@
 
 The metadata is in pyproject.toml. This file only adds:
 
+* the version, read from the ``CC_VERSION_STRING`` macro of the repository's
+  ``include/contentcards.h``: the header is the one place the version is written (see
+  CHANGELOG.md, "Versions"), and the package carries the library of that version.
+
 * ``build_py`` copies the built library into the package as ``contentcards/libcontentcards.so.1``.
   It takes, in order: ``$CONTENTCARDS_LIB_BUILD`` (a path to a built library; the Makefile sets
   it to a fresh build before calling pip), ``build/lib/libcontentcards.so.1`` (CMake) and
@@ -18,6 +22,7 @@ build trees (see ``contentcards/_library.py``).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from typing import Any
@@ -85,6 +90,18 @@ def find_library(allow_make: bool = True) -> str:
            f"found above {HERE}; set CONTENTCARDS_REPO") + ")")
 
 
+def header_version() -> str:
+    """CC_VERSION_STRING of the checkout's include/contentcards.h (the one copy of the version)."""
+    for root in repo_roots():
+        header = os.path.join(root, "include", "contentcards.h")
+        with open(header, encoding="utf-8") as f:
+            match = re.search(r'^#define CC_VERSION_STRING "([^"]+)"', f.read(), re.MULTILINE)
+        if match:
+            return match.group(1)
+    raise LibraryNotFound("include/contentcards.h with CC_VERSION_STRING not found above "
+                          f"{HERE}; build from a checkout or set CONTENTCARDS_REPO")
+
+
 class BuildPyWithLibrary(build_py):
     """build_py, then the library copied into the built package."""
 
@@ -133,4 +150,4 @@ if _bdist_wheel is not None:
     cmdclass["bdist_wheel"] = BdistWheel
 
 if __name__ == "__main__":
-    setup(distclass=BinaryDistribution, cmdclass=cmdclass)
+    setup(version=header_version(), distclass=BinaryDistribution, cmdclass=cmdclass)

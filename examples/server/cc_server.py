@@ -2,7 +2,7 @@
 """Reference Content Cards server (Python standard library only).
 
 This is the server the project's tests and demo talk to. It implements the wire format of
-``shared/design/WIRE.md`` sections 2 (sync) and 3 (events), plus an admin API that lets a test
+``docs/WIRE.md`` (sync and events), plus an admin API that lets a test
 change cards, read the events it received and inject faults.
 
 Usage::
@@ -576,7 +576,7 @@ def parse_sync_request(doc: Json) -> tuple[str, float, float]:
 
 
 def parse_events_request(doc: Json) -> list[dict[str, Json]]:
-    """The events of a batch, each checked against WIRE.md section 3."""
+    """The events of a batch, each checked against docs/WIRE.md, "Events"."""
     doc = require_object(doc, "events request")
     events = doc.get("events")
     if not isinstance(events, list):

@@ -1,6 +1,7 @@
 #!/bin/sh
 # The header and the library in step: every function declared in the header is exported by the
-# library, and no undeclared cc_ symbol is (ABI.md). Also checks the SONAME and that the Swift
+# library, and no undeclared cc_ symbol is (docs/C-API.md, "Names"); every
+# declaration starts with CC_API. Also checks the SONAME and that the Swift
 # runtime is linked in (no libswift*.so needed). (The version node CONTENTCARDS_1 is an 'A' symbol.)
 set -eu
 lib=$1
@@ -13,6 +14,8 @@ extra=$(printf '%s\n' "$exported" | comm -23 - "$(printf '%s\n' "$declared" > /t
 rm -f /tmp/cc_exported.$$ /tmp/cc_declared.$$
 if [ -n "$missing" ]; then echo "declared but not exported: $missing"; status=1; fi
 if [ -n "$extra" ]; then echo "exported but not declared: $extra"; status=1; fi
+unmarked=$(grep -E '^[a-z].*\bcc_[a-z0-9_]+\(' "$header" | grep -v '^typedef' || true)
+if [ -n "$unmarked" ]; then echo "declarations without CC_API: $unmarked"; status=1; fi
 others=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[B-Z]$/ {print $3}' | sed 's/@.*//' | grep -v '^cc_' || true)
 if [ -n "$others" ]; then echo "global symbols other than cc_: $(echo $others | head -c 400)"; status=1; fi
 soname=$(readelf -d "$lib" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')

@@ -7,6 +7,15 @@
 static void test_versions(void) {
     CHECK(strcmp(cc_version(), CC_VERSION_STRING) == 0);
     CHECK(cc_abi_version() == CC_ABI_VERSION);
+    /* The version macros agree with one another (tests/repo/check_repo.py checks the rest). */
+    char expected[48];
+    snprintf(expected, sizeof expected, "%d.%d.%d", CC_VERSION_MAJOR, CC_VERSION_MINOR, CC_VERSION_PATCH);
+    CHECK(strcmp(CC_VERSION_STRING, expected) == 0);
+    CHECK(CC_VERSION_NUMBER == CC_VERSION_MAJOR * 10000 + CC_VERSION_MINOR * 100 + CC_VERSION_PATCH);
+    CHECK(CC_VERSION_AT_LEAST(CC_VERSION_MAJOR, CC_VERSION_MINOR, CC_VERSION_PATCH));
+    CHECK(CC_VERSION_AT_LEAST(0, 0, 0));
+    CHECK(!CC_VERSION_AT_LEAST(CC_VERSION_MAJOR, CC_VERSION_MINOR, CC_VERSION_PATCH + 1));
+    CHECK(!CC_VERSION_AT_LEAST(CC_VERSION_MAJOR + 1, 0, 0));
     CHECK(strcmp(cc_status_name(CC_E_NOT_FOUND), "CC_E_NOT_FOUND") == 0);
     CHECK(strcmp(cc_status_name(CC_OK), "CC_OK") == 0);
     CHECK(strcmp(cc_status_name(12345), "CC_E_UNKNOWN") == 0);

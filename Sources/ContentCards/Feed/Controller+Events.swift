@@ -1,4 +1,4 @@
-/// Event delivery (SEMANTICS.md §6): batches from the durable outbox to the sink, at least once;
+/// Event delivery (docs/BEHAVIOUR.md, "Events and delivery"): batches from the durable outbox to the sink, at least once;
 /// retried with capped exponential backoff on network errors, timeouts, 408, 429 and 5xx
 /// (honouring Retry-After); a batch the sink refuses for good (another 4xx) is dropped and the
 /// diagnostics say so. Events are removed from the outbox only once delivered or dropped.

@@ -1,4 +1,4 @@
-/// Logging by card id (SEMANTICS.md §5): the state change and its event are written in one
+/// Logging by card id (docs/BEHAVIOUR.md, "Logging"): the state change and its event are written in one
 /// transaction before the call returns, so counts reflect it at once and the event survives a
 /// crash. A refused call records nothing and says why.
 extension ContentCardsController {

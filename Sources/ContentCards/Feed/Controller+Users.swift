@@ -1,4 +1,4 @@
-/// Users (SEMANTICS.md §9): all state is kept per user in the same store. Changing the user
+/// Users (docs/BEHAVIOUR.md, "Users, subscriptions, threads, processes"): all state is kept per user in the same store. Changing the user
 /// swaps to that user's state at once and resets nothing of the other's; events logged before
 /// keep the user they were logged for; a refresh running for the previous user is discarded.
 extension ContentCardsController {

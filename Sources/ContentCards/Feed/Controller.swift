@@ -1,4 +1,4 @@
-/// The Content Cards controller: one per open configuration (SEMANTICS.md §4–11).
+/// The Content Cards controller: one per open configuration (the rules: docs/BEHAVIOUR.md).
 ///
 /// It refreshes cards from the configured source, merges them into a persistent per-user
 /// store, serves the visible feed and its counts, logs impressions, clicks, dismissals and feed
@@ -83,7 +83,7 @@ public final class ContentCardsController: @unchecked Sendable {
         scheduleDeliveryIfPending()
     }
 
-    /// Opens a controller from configuration JSON (WIRE.md §5).
+    /// Opens a controller from configuration JSON (README.md, "Configuration").
     public convenience init(json: String, clock: Clock = SystemClock(),
                             eventIDs: EventIDGenerator = RandomEventIDs(), transport: Transport? = nil) throws(ContentCardsError) {
         let configuration: Configuration

@@ -1,4 +1,4 @@
-/// The visible feed (SEMANTICS.md §4): its order, and which cards are in it at the moment of
+/// The visible feed (docs/BEHAVIOUR.md, "The feed and counts"): its order, and which cards are in it at the moment of
 /// reading. The controller serves reads from `FeedIndex`, built with the same rules.
 enum FeedView {
     /// Pinned first, then newest first, then id descending: the one order used everywhere.

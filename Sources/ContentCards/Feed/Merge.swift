@@ -1,4 +1,4 @@
-/// The merge of a sync response into a user's stored cards (SEMANTICS.md §8), as a pure
+/// The merge of a sync response into a user's stored cards (docs/BEHAVIOUR.md, "Merge"), as a pure
 /// function: it reads the stored state and the payload and returns the changes to persist, so
 /// every rule can be tested without a store.
 struct Merge {

@@ -1,7 +1,7 @@
 /// A Content Card: the base fields every card has, and its kind with the fields of its own.
 ///
 /// Cards are values: two cards are equal when every field is equal. The field names are the
-/// boundary names of SEMANTICS.md §1, which the JSON at the C and Python boundary uses too.
+/// boundary names of docs/BEHAVIOUR.md, "Cards", which the JSON at the C and Python boundary uses too.
 public struct Card: Hashable, Sendable {
     /// The card's id, set by the server; unique per user and never empty.
     public var id: String

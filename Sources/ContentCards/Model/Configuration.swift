@@ -1,4 +1,4 @@
-/// A controller's configuration (WIRE.md §5). Every field has a default that works on a fresh
+/// A controller's configuration (README.md, "Configuration"). Every field has a default that works on a fresh
 /// machine: no storage path keeps everything in memory, no source makes refresh report that
 /// there is nothing to refresh from, no event sink keeps events until they are flushed.
 public struct Configuration: Equatable, Sendable {
@@ -7,7 +7,7 @@ public struct Configuration: Equatable, Sendable {
         /// A file: a payload read on each refresh (a sync response or a bare array of cards), or
         /// events appended as JSON lines.
         case file(path: String)
-        /// An HTTP endpoint speaking WIRE.md §2 (`{base}/content_cards/sync`) or §3 (`{base}/events`).
+        /// An HTTP endpoint: `{base}/content_cards/sync` or `{base}/events` (docs/WIRE.md).
         case url(base: String, apiKey: String)
         /// The host's own transport (a callback or a Swift closure) sends the request.
         case callback
@@ -25,7 +25,7 @@ public struct Configuration: Equatable, Sendable {
     public var timeoutSeconds: Double = 10
     public var knownClassTypes: Set<String>? = nil
     public var maxPayloadBytes: Int = 16 << 20
-    /// Sent as `device_id` in sync requests. (Extension of WIRE.md §5.)
+    /// Sent as `device_id` in sync requests. (An extension: docs/BEHAVIOUR.md, "Departures".)
     public var deviceID: String = ""
     /// Events a delivery batch holds at most. (Extension.)
     public var eventBatchSize: Int = 100

@@ -6,7 +6,7 @@
 /// object keeps the card id (in `ContentCardData`) so it can log its impression, click and
 /// dismissal later without holding on to the card.
 
-/// Stable names of a card's metadata: exactly the boundary field names of SEMANTICS.md §1.
+/// Stable names of a card's metadata: exactly the boundary field names of docs/BEHAVIOUR.md, "Cards".
 public enum ContentCardKey: String, CaseIterable, Sendable {
     case id, type, created, expiresAt, viewed, clicked, dismissed, dismissible, pinned, isTest
     case isControl, url, openURLInWebView, extras, classType, image, imageAltText, imageAspectRatio

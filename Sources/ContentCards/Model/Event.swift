@@ -1,4 +1,4 @@
-/// An event the library records for delivery to the event sink (SEMANTICS.md §6).
+/// An event the library records for delivery to the event sink (docs/BEHAVIOUR.md, "Events and delivery"; docs/WIRE.md, "Events").
 public struct Event: Hashable, Sendable {
     public enum Kind: String, CaseIterable, Sendable {
         case impression
@@ -25,7 +25,7 @@ public struct Event: Hashable, Sendable {
     }
 }
 
-/// The sync cursors saved per user (WIRE.md §2).
+/// The sync cursors saved per user (docs/WIRE.md, "Sync request").
 public struct SyncCursors: Hashable, Sendable {
     public var lastFullSyncAt: Int64
     public var lastCardUpdatedAt: Int64

@@ -1,4 +1,4 @@
-/// What a subscriber is told (SEMANTICS.md §10).
+/// What a subscriber is told (docs/BEHAVIOUR.md, "Users, subscriptions, threads, processes").
 public struct FeedUpdate: Sendable, Equatable {
     public enum Reason: String, Sendable, CaseIterable {
         /// A refresh finished: `error` is nil on success.

@@ -15,7 +15,7 @@ enum Sleep {
 /// What the store holds for one user.
 struct StoredUser {
     var cards: [CardKey: Card] = [:]
-    /// Ids the user dismissed locally: kept dismissed across refreshes (SEMANTICS.md §8 rule 4).
+    /// Ids the user dismissed locally: kept dismissed across refreshes (docs/BEHAVIOUR.md, "Merge", rule 4).
     var dismissed: Set<CardKey> = []
     var cursors = SyncCursors()
 }

@@ -16,7 +16,7 @@ struct FileSource: CardSource {
     }
 }
 
-/// The sync protocol (WIRE.md §2) over a transport: libcurl for `{"url": ...}`, the host's own for
+/// The sync protocol (docs/WIRE.md, "Sync request", "Sync response") over a transport: libcurl for `{"url": ...}`, the host's own for
 /// `{"callback": true}`.
 struct RemoteSource: CardSource {
     let url: String

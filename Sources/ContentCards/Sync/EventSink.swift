@@ -27,7 +27,7 @@ struct FileEventSink: EventSink {
     }
 }
 
-/// The events protocol (WIRE.md §3) over a transport.
+/// The events protocol (docs/WIRE.md, "Events") over a transport.
 struct RemoteEventSink: EventSink {
     let url: String
     let apiKey: String

@@ -1,4 +1,4 @@
-/// The refresh token bucket (SEMANTICS.md §7): `capacity` tokens, one more every `interval`
+/// The refresh token bucket (docs/BEHAVIOUR.md, "Refresh"): `capacity` tokens, one more every `interval`
 /// seconds up to the capacity; each refresh takes one. A capacity of 0 disables the limit.
 struct RateLimiter {
     let capacity: Int

@@ -1,5 +1,5 @@
-/// Cards at the boundary (WIRE.md §4): long keys, every field present (null where the kind has
-/// none), keys always in the order of SEMANTICS.md §1 and extras sorted by key, so the same card
+/// Cards at the boundary (docs/WIRE.md, "Cards at the boundary"): long keys, every field present (null where the kind has
+/// none), keys always in the order of docs/BEHAVIOUR.md, "Cards", and extras sorted by key, so the same card
 /// gives byte-identical JSON on every call and in every binding.
 public enum CardJSON {
     /// The boundary keys, in the order they are written.

@@ -1,4 +1,4 @@
-/// Events on the wire (WIRE.md §3): `{"events":[{"id","type","card_id","class_type","user_id","time"}]}`.
+/// Events on the wire (docs/WIRE.md, "Events"): `{"events":[{"id","type","card_id","class_type","user_id","time"}]}`.
 public enum EventJSON {
     public static func write(_ e: Event, to w: inout JSONWriter) {
         w.beginObject()

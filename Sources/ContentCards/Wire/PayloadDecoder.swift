@@ -1,4 +1,4 @@
-/// Decodes server payloads (short keys, WIRE.md §1–2) into cards.
+/// Decodes server payloads (short keys, docs/WIRE.md) into cards.
 ///
 /// One bad card never fails the payload: it is left out and reported with its index, its id
 /// when it has one, and the reason. Only a payload that is not JSON, or not an array of cards or
@@ -264,7 +264,7 @@ extension Parser {
 }
 
 /// The fields of one server card as read, then checked and built into a card. The one place
-/// the card rules of WIRE.md §1 live, whichever way the JSON was read.
+/// the card rules of docs/WIRE.md, "Cards on the wire", live, whichever way the JSON was read.
 struct CardFields {
     enum Extras {
         case absent

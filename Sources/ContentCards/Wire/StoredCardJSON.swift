@@ -1,4 +1,4 @@
-/// The form a card is stored in: the server's short keys (WIRE.md §1) with default values left
+/// The form a card is stored in: the server's short keys (docs/WIRE.md, "Cards on the wire") with default values left
 /// out, and the local sticky flags (`v`, `cl`, `d`) in it. Less than half the size of the
 /// boundary JSON, and read back by the same streaming decoder as payloads; the class type is
 /// not stored but normalized again on reading, under the configuration of the day.

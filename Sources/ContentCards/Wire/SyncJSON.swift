@@ -1,4 +1,4 @@
-/// The sync request body (WIRE.md §2).
+/// The sync request body (docs/WIRE.md, "Sync request").
 public enum SyncJSON {
     public static func request(userID: String, deviceID: String, cursors: SyncCursors) -> [UInt8] {
         var w = JSONWriter()

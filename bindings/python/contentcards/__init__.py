@@ -31,7 +31,9 @@ from .errors import (CardNotFoundError, ClosedError, ConfigError, ContentCardsEr
 from .results import Counts, FlushResult, LeftOut, LogResult, SyncSummary, Update
 from .transport import TransportRequest, TransportResponse
 
-__version__ = "0.1.0"
+#: The package's version: the version of the library it carries (CC_VERSION_STRING of
+#: include/contentcards.h, the one place the version is written), as loaded.
+__version__: str = _ffi.version()
 
 #: The ABI version this package needs (CC_ABI_VERSION).
 ABI_VERSION = 1
@@ -41,7 +43,7 @@ library_path: str = _ffi.library_path
 
 
 def library_version() -> str:
-    """The version of the library actually loaded, e.g. "0.1.0"."""
+    """The version of the library actually loaded, "MAJOR.MINOR.PATCH"."""
     return _ffi.version()
 
 

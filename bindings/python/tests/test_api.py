@@ -4,19 +4,31 @@ a correct program meets. Plus the Card model."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
 import json
 import os
+import re
 from datetime import datetime, timezone
 
 import pytest
 
 import contentcards as cc
 from contentcards import _ffi
-from conftest import SAMPLE_FEED, SAMPLE_ORDER, open_sample
+from conftest import HEADER, SAMPLE_FEED, SAMPLE_ORDER, TEST_INSTALLED, open_sample
+
+
+def header_version() -> str:
+    """CC_VERSION_STRING of include/contentcards.h: the one place the version is written."""
+    with open(HEADER, encoding="utf-8") as f:
+        match = re.search(r'^#define CC_VERSION_STRING "([^"]+)"', f.read(), re.MULTILINE)
+    assert match, "CC_VERSION_STRING not found in the header"
+    return match.group(1)
 
 
 def test_versions() -> None:
-    assert cc.library_version() == "0.1.0"
+    assert cc.library_version() == cc.__version__ == header_version()
+    if TEST_INSTALLED:
+        assert importlib.metadata.version("contentcards") == header_version()
     assert cc.abi_version() == cc.ABI_VERSION == 1
     assert _ffi.status_name(-5) == "CC_E_NOT_FOUND"
     assert _ffi.status_name(0) == "CC_OK"

@@ -75,7 +75,13 @@ def test_wheel(tmp_path: os.PathLike[str]) -> None:
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", out,
                     BINDING], check=True, timeout=300)
     (wheel,) = [name for name in os.listdir(out) if name.endswith(".whl")]
-    assert wheel.startswith("contentcards-0.1.0-py3-none-linux_")
+    version = load_setup().header_version()
+    assert wheel.startswith(f"contentcards-{version}-py3-none-linux_")
     with zipfile.ZipFile(os.path.join(out, wheel)) as archive:
         names = archive.namelist()
     assert "contentcards/libcontentcards.so.1" in names and "contentcards/py.typed" in names
+    metadata = [n for n in names if n.endswith(".dist-info/METADATA")]
+    with zipfile.ZipFile(os.path.join(out, wheel)) as archive:
+        text = archive.read(metadata[0]).decode("utf-8")
+    assert "License-Expression: Apache-2.0" in text
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)

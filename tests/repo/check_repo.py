@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Checks of the repository itself (Python standard library only).
+
+    python3 tests/repo/check_repo.py [BUILD_DIR]
+
+version   The version is written once, in include/contentcards.h (CC_VERSION_MAJOR/MINOR/PATCH
+          and CC_VERSION_STRING). Fails when the four macros disagree, when another file of the
+          repository writes the version literally, when a package file sets it instead of reading
+          it, when CHANGELOG.md has a released section newer than the header or no Unreleased
+          section, and, given a CMake build directory, when what CMake made from it disagrees
+          (the library's file name, the pkg-config file, the CMake package version file).
+links     The repository is self-contained: every repository path it names under docs/ (and
+          the other top-level folders, for paths with a file extension) exists, and nothing
+          points at design documents that are not part of it.
+
+Prints "N passed, M failed"; exits 1 on a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HEADER = "include/contentcards.h"
+TEXT_SUFFIXES = (".md", ".h", ".c", ".py", ".swift", ".txt", ".sh", ".toml", ".in", ".cmake",
+                 ".supp", ".map", ".modulemap", "Makefile", "run", ".json", ".cfg", ".yml")
+# Where the version may be written literally: the header, and the changelog's history.
+VERSION_ALLOWED = {HEADER, "CHANGELOG.md"}
+# Top-level folders whose paths are checked when a file names them.
+PATH_ROOTS = ("docs", "examples", "include", "tests", "Tests", "bindings", "cmake", "share",
+              "scripts", "bench", "fuzz", "Sources", ".ci")
+PATH_RE = re.compile(r"(?<![\w./-])((?:%s)/[\w./+-]*[\w])" % "|".join(re.escape(r) for r in PATH_ROOTS))
+# Documents of the original design, which was never part of the repository (spelled with [x]
+# so that this file does not name them itself). The wire document is named by its path, docs/...
+OUTSIDE_RE = re.compile(r"SEMANTIC[S]\.md|ARCHITECTUR[E]\.md|(?<![\w-])AB[I]\.md|shared/desig[n]|"
+                        r"\.\./share[d]/|(?<![\w/])WIR[E]\.md")
+
+failures: list[str] = []
+passed = 0
+
+
+def check(ok: bool, what: str, count: bool = True) -> None:
+    """One check; count=False for a check of one line among many (counted by its caller)."""
+    global passed
+    if ok:
+        passed += count
+    else:
+        failures.append(what)
+        print(f"FAIL: {what}")
+
+
+def tracked_files() -> list[str]:
+    """The repository's text files: git's list in a checkout, else a walk of the tree."""
+    try:
+        out = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True)
+        files = [f for f in out.stdout.decode("utf-8").split("\0") if f]
+    except (OSError, subprocess.CalledProcessError):
+        files = []
+        for dirpath, dirnames, filenames in os.walk(ROOT):
+            dirnames[:] = [d for d in dirnames if not d.startswith((".build", "build", ".git"))]
+            files += [os.path.relpath(os.path.join(dirpath, f), ROOT) for f in filenames]
+    return [f for f in files if f.endswith(TEXT_SUFFIXES) and not f.startswith("fuzz/corpus/")
+            and os.path.isfile(os.path.join(ROOT, f)) and not os.path.islink(os.path.join(ROOT, f))]
+
+
+def read(path: str) -> str:
+    with open(os.path.join(ROOT, path), encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
+def header_version() -> tuple[int, int, int, str]:
+    text = read(HEADER)
+    values = {}
+    for name in ("MAJOR", "MINOR", "PATCH"):
+        m = re.search(rf"^#define CC_VERSION_{name} (\d+)$", text, re.MULTILINE)
+        check(m is not None, f"{HEADER}: #define CC_VERSION_{name} <number> not found")
+        values[name] = int(m.group(1)) if m else -1
+    m = re.search(r'^#define CC_VERSION_STRING "([^"]*)"$', text, re.MULTILINE)
+    check(m is not None, f'{HEADER}: #define CC_VERSION_STRING "..." not found')
+    string = m.group(1) if m else ""
+    expected = f"{values['MAJOR']}.{values['MINOR']}.{values['PATCH']}"
+    check(string == expected,
+          f'{HEADER}: CC_VERSION_STRING "{string}" is not MAJOR.MINOR.PATCH "{expected}"')
+    return values["MAJOR"], values["MINOR"], values["PATCH"], string
+
+
+def check_version(files: list[str], build: str | None) -> None:
+    major, minor, patch, version = header_version()
+    literal = re.compile(r"(?<![\d.])%s(?![\d.])" % re.escape(version))
+    for path in files:
+        if path in VERSION_ALLOWED:
+            continue
+        for number, line in enumerate(read(path).splitlines(), 1):
+            check(not literal.search(line),
+                  f"{path}:{number}: writes the version {version} (write it only in {HEADER}): "
+                  f"{line.strip()[:100]}", count=False)
+    check(True, "")  # the version is written nowhere else
+
+    cmake = read("CMakeLists.txt")
+    check(re.search(r"project\(contentcards VERSION \$\{", cmake) is not None,
+          "CMakeLists.txt: project() must take its VERSION from the header, not a literal")
+    pyproject = read("bindings/python/pyproject.toml")
+    check(re.search(r'^dynamic = \["version"\]', pyproject, re.MULTILINE) is not None
+          and re.search(r"^version\s*=", pyproject, re.MULTILINE) is None,
+          'bindings/python/pyproject.toml: the version must be dynamic (setup.py reads the header)')
+    init = read("bindings/python/contentcards/__init__.py")
+    check(re.search(r"^__version__\b.*=\s*_ffi\.version\(\)", init, re.MULTILINE) is not None,
+          "bindings/python/contentcards/__init__.py: __version__ must come from the library")
+
+    changelog = read("CHANGELOG.md")
+    check(re.search(r"^## \[Unreleased\]$", changelog, re.MULTILINE) is not None,
+          "CHANGELOG.md: no '## [Unreleased]' section")
+    current = (major, minor, patch)
+    for m in re.finditer(r"^## \[(\d+)\.(\d+)\.(\d+)\] - \d{4}-\d{2}-\d{2}$", changelog, re.MULTILINE):
+        released = tuple(int(g) for g in m.groups())
+        check(released <= current,
+              f"CHANGELOG.md: release {'.'.join(map(str, released))} is newer than the header's "
+              f"{version}: set the CC_VERSION_* macros of {HEADER}")
+
+    if build:
+        check(os.path.isfile(os.path.join(build, "lib", f"libcontentcards.so.{version}")),
+              f"{build}/lib/libcontentcards.so.{version} missing: CMake did not take the header's version")
+        pc = os.path.join(build, "contentcards.pc")
+        if os.path.isfile(pc):
+            with open(pc, encoding="utf-8") as f:
+                check(f"\nVersion: {version}\n" in f.read(), f"{pc}: Version is not {version}")
+        cv = os.path.join(build, "ContentCardsConfigVersion.cmake")
+        if os.path.isfile(cv):
+            with open(cv, encoding="utf-8") as f:
+                check(f'set(PACKAGE_VERSION "{version}")' in f.read(), f"{cv}: PACKAGE_VERSION is not {version}")
+
+
+def check_links(files: list[str]) -> None:
+    before = len(failures)
+    for path in files:
+        for number, line in enumerate(read(path).splitlines(), 1):
+            for m in OUTSIDE_RE.finditer(line):
+                check(False, f"{path}:{number}: points at a document outside the repository "
+                             f"({m.group(0)}): {line.strip()[:100]}", count=False)
+            for named in PATH_RE.findall(line):
+                named = named.rstrip(".")
+                if not (named.startswith("docs/") or os.path.splitext(named)[1]):
+                    continue  # a folder or a name without an extension: not checked
+                check(os.path.exists(os.path.join(ROOT, named)),
+                      f"{path}:{number}: names {named}, which does not exist", count=False)
+    if len(failures) == before:
+        check(True, "")  # every named path exists, nothing points outside
+
+
+def main() -> int:
+    build = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else None
+    files = tracked_files()
+    check_version(files, build)
+    check_links(files)
+    print(f"{passed} passed, {len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
