@@ -1,4 +1,4 @@
-/* See include/cc_fast.h. */
+/* See Sources/CContentCardsFast/include/cc_fast.h. */
 #define _GNU_SOURCE
 #include "cc_fast.h"
 #include "contentcards.h"
