@@ -15,7 +15,6 @@ A candidate file that exists but fails to load is an error, never skipped silent
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 from collections.abc import Iterator
 
@@ -54,6 +53,8 @@ def candidates() -> Iterator[tuple[str, str]]:
         yield os.path.join(root, "build", "lib", LIBRARY_NAME), "checkout (CMake build)"
         yield os.path.join(root, ".build", "release", "libcontentcards.so"), \
             "checkout (SwiftPM build)"
+    import ctypes.util   # here: it imports subprocess, which an import should not pay for
+
     system = ctypes.util.find_library("contentcards")
     if system:
         yield system, "system (find_library)"

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import atexit
-import difflib
 import json
 import os
 import sys
 import threading
-import traceback
 import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any, Callable, Concatenate, NamedTuple, ParamSpec, TypeVar
@@ -74,6 +71,8 @@ def _config_json(config: Mapping[str, Any] | str | bytes | None,
                  options: dict[str, Any]) -> bytes | None:
     for name in options:
         if name not in CONFIG_KEYS:
+            import difflib   # only for a misspelt key: an import should not pay for it
+
             close = difflib.get_close_matches(name, CONFIG_KEYS, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise TypeError(f"ContentCards() got an unexpected keyword argument {name!r}{hint}")
@@ -152,6 +151,8 @@ def _report_unraisable(exc: BaseException, message: str, obj: object) -> None:
         stream = sys.stderr
         if stream is not None:
             stream.write(f"{message}: {obj!r}\n")
+            import traceback
+
             traceback.print_exception(type(exc), exc, exc.__traceback__, file=stream)
     except BaseException:  # noqa: BLE001 - reporting must never fail
         pass
@@ -388,6 +389,8 @@ class ContentCards:
 
     async def refresh_async(self, timeout: float | None = None) -> SyncSummary:
         """:meth:`refresh` in the event loop's default executor."""
+        import asyncio   # imported by the caller already; `import contentcards` does not pay for it
+
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(None, self.refresh, timeout)
 
