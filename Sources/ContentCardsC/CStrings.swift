@@ -29,6 +29,30 @@ enum CStrings {
         return p
     }
 
+    /// A malloc'ed, NUL-terminated copy of UTF-8 bytes (the library's own JSON: valid UTF-8).
+    static func copy(bytes: [UInt8]) throws(ContentCardsError) -> UnsafeMutablePointer<CChar> {
+        guard let p = malloc(bytes.count + 1)?.assumingMemoryBound(to: CChar.self) else {
+            throw ContentCardsError(.noMemory, "out of memory copying a result")
+        }
+        bytes.withUnsafeBytes { raw in
+            if let base = raw.baseAddress { memcpy(p, base, raw.count) }
+        }
+        p[bytes.count] = 0
+        return p
+    }
+
+    /// A string argument as its bytes, without copying: valid UTF-8 checked (mostly ASCII
+    /// text goes eight bytes at a time), NULL refused. For large inputs (payloads), where
+    /// making a String first cost as much as decoding them.
+    static func requiredBytes(_ p: UnsafePointer<CChar>?, _ name: String) throws(ContentCardsError) -> UnsafeBufferPointer<UInt8> {
+        guard let p else { throw ContentCardsError(.invalidArgument, "\(name) is NULL") }
+        let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(p).assumingMemoryBound(to: UInt8.self), count: strlen(p))
+        guard UTF8Validation.isValid(bytes) else {
+            throw ContentCardsError(.invalidArgument, "\(name) is not valid UTF-8")
+        }
+        return bytes
+    }
+
     /// Writes `s` to an optional output; NULL outputs are skipped.
     static func output(_ out: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?, _ s: @autoclosure () -> String) throws(ContentCardsError) {
         guard let out else { return }

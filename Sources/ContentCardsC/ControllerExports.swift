@@ -62,8 +62,7 @@ public func cc_controller_apply(_ outSummary: UnsafeMutablePointer<UnsafeMutable
     entry { () throws(ContentCardsError) in
         outSummary?.pointee = nil
         let c = try Handles.controller(controller)
-        let payload = try CStrings.required(payloadJSON, "payload_json")
-        let summary = try c.apply(payload)
+        let summary = try c.apply(bytes: try CStrings.requiredBytes(payloadJSON, "payload_json"))
         try CStrings.output(outSummary, ResultJSON.summary(summary))
     }
 }
@@ -75,7 +74,7 @@ public func cc_controller_feed(_ outJSON: UnsafeMutablePointer<UnsafeMutablePoin
         let out = try CStrings.requireOutput(outJSON, "out_json")
         let c = try Handles.controller(controller)
         let cards = try c.cards(try filterArgument(filterJSON))
-        out.pointee = try CStrings.copy(CardJSON.encode(cards))
+        out.pointee = try CStrings.copy(bytes: CardJSON.encodeBytes(cards))
     }
 }
 

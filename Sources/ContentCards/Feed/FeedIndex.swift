@@ -87,7 +87,7 @@ struct FeedIndex {
     /// The position of a stored card's entry, nil when there is none.
     private func find(_ card: Card) -> Int? {
         let at = position(pinned: card.pinned, created: card.created, id: card.id)
-        guard at < entries.count, entries[at].id.utf8.elementsEqual(card.id.utf8) else { return nil }
+        guard at < entries.count, CardKey.bytewiseCompare(entries[at].id, card.id) == 0 else { return nil }
         return at
     }
 

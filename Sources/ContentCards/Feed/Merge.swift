@@ -26,18 +26,26 @@ struct Merge {
     /// never copies the user's cards, and one that fails to persist leaves nothing to undo.
     static func plan(_ payload: Payload, from state: StoredUser) -> Merge {
         var merge = Merge()
-        var listed = Set<CardKey>()
-        // What this merge has changed so far (a payload lists each id once, but a hand-made
-        // one may not): reads see these before the stored state.
+        var listed = Set<CardKey>(minimumCapacity: payload.cards.count)
+        for server in payload.cards { listed.insert(CardKey(server.card.id)) }
+        // A decoded payload lists each id once; a hand-made one may not, and then a later
+        // copy must see what an earlier one changed: such a payload keeps an overlay of this
+        // merge's changes, read before the stored state.
+        let overlay = listed.count != payload.cards.count
         var cards: [CardKey: Card?] = [:]
         var dismissed: [CardKey: Bool] = [:]
-        func stored(_ key: CardKey) -> Card? { if let c = cards[key] { return c }; return state.cards[key] }
-        func isDismissed(_ key: CardKey) -> Bool { dismissed[key] ?? state.dismissed.contains(key) }
+        func stored(_ key: CardKey) -> Card? {
+            if overlay, let c = cards[key] { return c }
+            return state.cards[key]
+        }
+        func isDismissed(_ key: CardKey) -> Bool {
+            if overlay, let d = dismissed[key] { return d }
+            return state.dismissed.contains(key)
+        }
 
         for server in payload.cards {
             let s = server.card
             let key = CardKey(s.id)
-            listed.insert(key)
             let stored = stored(key)
 
             // Rule 2: a stored copy newer than the server's wins.
@@ -48,12 +56,12 @@ struct Merge {
             // Rule 3: removed by the server: delete it and forget its dismissal.
             if server.removed {
                 if stored != nil {
-                    cards[key] = .some(nil)
+                    if overlay { cards[key] = .some(nil) }
                     merge.changes.deletes.append(s.id)
                     merge.stats.removed += 1
                 }
                 if isDismissed(key) {
-                    dismissed[key] = false
+                    if overlay { dismissed[key] = false }
                     merge.changes.dismissalsRemoved.append(s.id)
                 }
                 continue
@@ -71,12 +79,12 @@ struct Merge {
             } else if s.dismissed {
                 // Rule 5: dismissed on the server (another device): dismissed here too.
                 next.dismissed = true
-                dismissed[key] = true
+                if overlay { dismissed[key] = true }
                 merge.changes.dismissalsAdded.append(s.id)
             }
             if stored == nil { merge.stats.added += 1 } else if stored != next { merge.stats.updated += 1 }
             if stored != next {
-                cards[key] = .some(next)
+                if overlay { cards[key] = .some(next) }
                 merge.changes.upserts.append(next)
             }
         }

@@ -41,11 +41,16 @@ public enum CardJSON {
     }
 
     public static func encode<C: Collection>(_ cards: C) -> String where C.Element == Card {
-        var writer = JSONWriter(reservingCapacity: 512 * max(cards.count, 1))
+        String(decoding: encodeBytes(cards), as: UTF8.self)
+    }
+
+    /// The same JSON as UTF-8 bytes: what the C boundary copies out, with no String between.
+    public static func encodeBytes<C: Collection>(_ cards: C) -> [UInt8] where C.Element == Card {
+        var writer = JSONWriter(reservingCapacity: 720 * max(cards.count, 1))
         writer.beginArray()
         for card in cards { write(card, to: &writer) }
         writer.endArray()
-        return writer.string
+        return writer.bytes
     }
 
     public static func write(_ card: Card, to w: inout JSONWriter) {
