@@ -3,7 +3,10 @@
 /// characters are escaped. The library's only JSON writer.
 public struct JSONWriter {
     public private(set) var bytes: [UInt8] = []
-    private var needsComma: [Bool] = [false]
+    /// Whether the current object or array has a value already (then the next one needs a
+    /// comma); the enclosing levels' flags wait in `outer`.
+    private var needsComma = false
+    private var outer: [Bool] = []
 
     public init(reservingCapacity capacity: Int = 256) {
         bytes.reserveCapacity(capacity)
@@ -14,19 +17,32 @@ public struct JSONWriter {
     private var afterKey = false
 
     /// Puts the comma that separates this value from the previous one, unless it follows a key.
+    @inline(__always)
     private mutating func beforeValue() {
         if afterKey {
             afterKey = false
-        } else if needsComma[needsComma.count - 1] {
+        } else if needsComma {
             bytes.append(0x2C)
         }
-        needsComma[needsComma.count - 1] = true
+        needsComma = true
     }
 
-    public mutating func beginObject() { beforeValue(); bytes.append(0x7B); needsComma.append(false) }
-    public mutating func endObject() { if needsComma.count > 1 { needsComma.removeLast() }; bytes.append(0x7D) }
-    public mutating func beginArray() { beforeValue(); bytes.append(0x5B); needsComma.append(false) }
-    public mutating func endArray() { if needsComma.count > 1 { needsComma.removeLast() }; bytes.append(0x5D) }
+    private mutating func open(_ bracket: UInt8) {
+        beforeValue()
+        bytes.append(bracket)
+        outer.append(needsComma)
+        needsComma = false
+    }
+
+    private mutating func close(_ bracket: UInt8) {
+        needsComma = outer.popLast() ?? true
+        bytes.append(bracket)
+    }
+
+    public mutating func beginObject() { open(0x7B) }
+    public mutating func endObject() { close(0x7D) }
+    public mutating func beginArray() { open(0x5B) }
+    public mutating func endArray() { close(0x5D) }
 
     /// A member name encoded once (quotes, escapes and colon), for names written over and over.
     public struct Key: Sendable {
@@ -58,14 +74,33 @@ public struct JSONWriter {
         beforeValue()
         if v { bytes.append(contentsOf: [0x74, 0x72, 0x75, 0x65]) } else { bytes.append(contentsOf: [0x66, 0x61, 0x6C, 0x73, 0x65]) }
     }
-    public mutating func int(_ v: Int64) { beforeValue(); bytes.append(contentsOf: String(v).utf8) }
+    public mutating func int(_ v: Int64) { beforeValue(); writeDigits(v) }
+
+    /// Decimal digits without making a String (numbers are in every card).
+    private mutating func writeDigits(_ v: Int64) {
+        if v >= 0 && v < 10 { bytes.append(0x30 &+ UInt8(v)); return }
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)     // 24 bytes: Int64.min has 20 characters
+        var magnitude = v.magnitude
+        let count: Int = withUnsafeMutableBytes(of: &digits) { buffer in
+            var i = buffer.count
+            repeat {
+                i -= 1
+                buffer[i] = 0x30 &+ UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            if v < 0 { i -= 1; buffer[i] = 0x2D }
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[i...]))
+            return buffer.count - i
+        }
+        _ = count
+    }
     public mutating func int(_ v: Int) { int(Int64(v)) }
     /// Finite numbers in Swift's shortest round-trip form; NaN and infinities (not JSON) as null.
     public mutating func double(_ v: Double) {
         guard v.isFinite else { null(); return }
         beforeValue()
         if v == v.rounded(.towardZero), abs(v) < 1e15 {
-            bytes.append(contentsOf: String(Int64(v)).utf8)
+            writeDigits(Int64(v))
         } else {
             bytes.append(contentsOf: v.description.utf8)
         }
@@ -98,18 +133,39 @@ public struct JSONWriter {
     @inline(__always)
     private static func needsEscape(_ b: UInt8) -> Bool { b < 0x20 || b == 0x22 || b == 0x5C || b == 0x7F }
 
+    /// Whether any of eight bytes must be escaped (the SWAR tests for a zero byte and for a
+    /// byte below n: exact answers to "is there one", with no false positives).
+    @inline(__always)
+    private static func anyNeedsEscape(_ x: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        @inline(__always) func hasZero(_ v: UInt64) -> UInt64 { (v &- ones) & ~v & highs }
+        let below20 = (x &- ones &* 0x20) & ~x & highs
+        return (below20 | hasZero(x ^ (ones &* 0x22)) | hasZero(x ^ (ones &* 0x5C)) | hasZero(x ^ (ones &* 0x7F))) != 0
+    }
+
     fileprivate mutating func writeString(_ s: String) {
         bytes.append(0x22)
         var s = s
         s.withUTF8 { utf8 in
-            // Most strings need no escape: copy them in one go.
-            var start = 0
-            for i in 0..<utf8.count where JSONWriter.needsEscape(utf8[i]) {
-                if i > start { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<i])) }
-                writeEscape(utf8[i])
-                start = i + 1
+            // Most strings need no escape: find the runs eight bytes at a time, copy them whole.
+            guard let base = utf8.baseAddress else { return }
+            let raw = UnsafeRawPointer(base)
+            let n = utf8.count
+            var start = 0, i = 0
+            while i < n {
+                if i + 8 <= n && !JSONWriter.anyNeedsEscape(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)) {
+                    i += 8
+                    continue
+                }
+                let b = utf8[i]
+                if JSONWriter.needsEscape(b) {
+                    if i > start { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<i])) }
+                    writeEscape(b)
+                    start = i + 1
+                }
+                i += 1
             }
-            if start < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...])) }
+            if start < n { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...])) }
         }
         bytes.append(0x22)
     }

@@ -1,0 +1,63 @@
+import Foundation
+import Testing
+@testable import ContentCards
+
+/// The writer's fast paths (eight bytes at a time for strings, digits without a String) give
+/// exactly what the plain rules give, and what the reader reads back.
+@Suite struct JSONWriterTests {
+    /// The rules, one byte at a time.
+    static func reference(_ s: String) -> [UInt8] {
+        var out: [UInt8] = [0x22]
+        for b in s.utf8 {
+            switch b {
+            case 0x22: out += [0x5C, 0x22]
+            case 0x5C: out += [0x5C, 0x5C]
+            case 0x0A: out += [0x5C, 0x6E]
+            case 0x0D: out += [0x5C, 0x72]
+            case 0x09: out += [0x5C, 0x74]
+            case 0x08: out += [0x5C, 0x62]
+            case 0x0C: out += [0x5C, 0x66]
+            case 0..<0x20, 0x7F: out += Array(String(format: "\\u%04x", b).utf8)
+            default: out.append(b)
+            }
+        }
+        return out + [0x22]
+    }
+
+    @Test func stringsMatchTheByteByByteRules() throws {
+        let pieces = ["a", "é", "\"", "\\", "\n", "\u{01}", "\u{1F}", "\u{7F}", " ", "~", "日本", "😀", "\t",
+                      "abcdefgh", "0123456789abcdef", "\u{80}", "!", "#"]
+        var rng = SystemRandomNumberGenerator()
+        for length in 0..<40 {
+            for _ in 0..<25 {
+                let s = (0..<length).map { _ in pieces.randomElement(using: &rng)! }.joined()
+                var w = JSONWriter()
+                w.string(s)
+                #expect(w.bytes == Self.reference(s), "\(s.debugDescription)")
+                #expect(try JSONReader.parse(w.string) == .string(s))
+            }
+        }
+    }
+
+    @Test func integersAsDecimalDigits() {
+        for v: Int64 in [0, 1, 9, 10, -1, -9, -10, 42, 1_763_800_000, -1_763_800_000, Int64.max, Int64.min] {
+            var w = JSONWriter()
+            w.int(v)
+            #expect(w.string == String(v))
+        }
+        var w = JSONWriter()
+        w.double(3.0); w.double(-12.0); w.double(1.5)
+        #expect(w.string == "3,-12,1.5")
+    }
+
+    @Test func nestingPutsCommasWhereTheyBelong() {
+        var w = JSONWriter()
+        w.beginArray()
+        w.beginObject(); w.key("a"); w.int(1); w.key("b"); w.beginArray(); w.int(2); w.int(3); w.endArray(); w.endObject()
+        w.beginObject(); w.endObject()
+        w.beginArray(); w.endArray()
+        w.string("x")
+        w.endArray()
+        #expect(w.string == #"[{"a":1,"b":[2,3]},{},[],"x"]"#)
+    }
+}
