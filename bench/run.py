@@ -17,6 +17,9 @@ Rows:
   5. memory: resident memory per 10,000 stored cards, and per controller for 1,000 of them.
   6. scaling: the pipeline at 100, 1,000, 10,000 and 100,000 cards.
   7. the stages of the pipeline (Swift core), to name the slowest.
+  8. per-card operations on a file store of 10 and of 100,000 cards (10,000 with --quick): a
+     logged impression, click and dismissal, a card by id, a filtered count, and an incremental
+     sync changing 10 cards; each beside its cost at 10 cards.
 """
 from __future__ import annotations
 
@@ -257,6 +260,15 @@ class Bench:
                              check=True, capture_output=True, text=True).stdout
         return json.loads(out.strip().splitlines()[-1])
 
+    # 8 -------------------------------------------------------------------------------------
+
+    def percard(self) -> dict[str, Any]:
+        rows = {}
+        for n in (10, 10_000 if self.quick else 100_000):
+            store = tempfile.mkdtemp(prefix=f"percard-{n}-", dir=self.tmp)
+            rows[n] = self.c("percard", store, str(n))
+        return {str(k): v for k, v in rows.items()}
+
     def run(self) -> None:
         print(f"contentcards bench ({'quick' if self.quick else 'full'}), medians of {self.repeats} runs; "
               f"{os.cpu_count()} cores\n")
@@ -305,6 +317,17 @@ class Bench:
         self.results["memory"] = mem
         print(f"5. Memory: {mem['mb_per_10k_cards']} MB resident per {mem['cards']} stored cards; "
               f"{mem['kb_per_controller']} KB per controller ({mem['mb_for_1000_controllers']} MB for 1,000)\n")
+
+        pc = self.percard()
+        self.results["percard"] = pc
+        small, big = pc["10"], pc[max(pc, key=int)]
+        print(f"8. Per-card operations, file store, {big['cards']:,} stored cards beside 10 (median us; ratio)")
+        for key, name in (("impression_us", "log impression"), ("click_us", "log click"),
+                          ("dismissal_us", "log dismissal"), ("card_us", "card by id"),
+                          ("counts_us", "count, filtered"), ("sync10_us", "sync changing 10 cards")):
+            print(f"   {name:24s} {big[key]:9.1f} us   at 10 cards {small[key]:9.1f} us   "
+                  f"{big[key] / max(small[key], 1e-9):5.2f}x")
+        print()
 
         print("6. Scaling (C ABI from C vs pure Python)")
         sizes = [100, 1_000, 10_000] if self.quick else [100, 1_000, 10_000, 100_000]
