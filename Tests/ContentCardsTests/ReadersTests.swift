@@ -61,3 +61,35 @@ import Testing
         #expect(try c.counts().total == 1501)
     }
 }
+
+/// A card the merge leaves as the server sent it is stored as the server's own bytes; one it
+/// changes (local flags) is stored re-encoded. Either way a reopened store gives back exactly
+/// the cards the controller had.
+@Suite struct StoredBodyTests {
+    @Test func theServersBytesReadBackAsTheSameCards() throws {
+        let dir = Fixtures.temporaryDirectory("bodies")
+        defer { Fixtures.removeTree(dir) }
+        let c = try makeController(storage: dir)
+        let payload = #"""
+        {"cards":[
+          { "id" : "spaced", "tp" : "short_news", "ca" : 100, "ds" : "white space\taround",
+            "unknown_field": {"nested": [1, 2, {"x": null}]}, "e": {"class_type": " Home_Tile ", "n": 5, "b": true, "o": {"k": "v"}} },
+          {"id":"esc\u00e9\"q","tp":"captioned_image","ca":101,"i":"https://x/i.png","tt":"T \ud83d\ude00","ds":"D\nline","ar":1.5,"v":true},
+          {"id":"flags","tp":"banner_image","ca":102,"i":"https://x/b.png","d":true,"db":true,"p":true,"uw":true,"u":"https://x","ea":4102444800},
+          {"id":"ctl","tp":"control","ca":103,"e":{"class_type":"coupon_code"}},
+          {"id":"big","tp":"short_news","ca":104,"ds":"\#(String(repeating: "long ", count: 1200))"}
+        ],"full_sync":true}
+        """#
+        try c.apply(payload)
+        try c.logImpression(cardID: "spaced")          // re-encoded: a local flag differs
+        let before = try ["spaced", "esc\u{e9}\"q", "flags", "ctl", "big"].map { try c.card(id: $0) }
+        c.close()
+        let reopened = try makeController(storage: dir)
+        let after = try ["spaced", "esc\u{e9}\"q", "flags", "ctl", "big"].map { try reopened.card(id: $0) }
+        #expect(before == after)
+        #expect(after[0].viewed && after[0].classType == "home_tile" && after[0].extras["n"] == "5")
+        #expect(after[0].extras["o"] == #"{"k":"v"}"#)
+        #expect(after[1].title == "T 😀" && after[1].viewed)
+        #expect(after[2].dismissed && after[2].pinned)
+    }
+}

@@ -23,6 +23,9 @@ struct StoredUser {
 /// One write to a user's cards, applied in a single transaction.
 struct StoreChanges {
     var upserts: [Card] = []
+    /// For some upserts (same index), the bytes to store instead of encoding the card: the
+    /// server's own JSON of a card the merge left as it came. Shorter than `upserts` is fine.
+    var upsertBodies: [[UInt8]?] = []
     var deletes: [String] = []
     var dismissalsAdded: [String] = []
     var dismissalsRemoved: [String] = []
@@ -218,8 +221,10 @@ final class CardStore {
         try db.transaction { () throws(StoreError) in
             if !changes.upserts.isEmpty {
                 let s = try statement("INSERT OR REPLACE INTO cards (user_id, id, created, is_test, body) VALUES (?, ?, ?, ?, ?)")
-                for card in changes.upserts {
-                    try s.run([.text(user), .text(card.id), .int(card.created), .int(card.isTest ? 1 : 0), .bytes(StoredCardJSON.encode(card))])
+                for (i, card) in changes.upserts.enumerated() {
+                    let body = i < changes.upsertBodies.count ? changes.upsertBodies[i] : nil
+                    try s.run([.text(user), .text(card.id), .int(card.created), .int(card.isTest ? 1 : 0),
+                               .bytes(body ?? StoredCardJSON.encode(card))])
                 }
             }
             if !changes.deletes.isEmpty {

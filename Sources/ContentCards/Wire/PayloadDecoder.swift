@@ -143,8 +143,14 @@ public struct PayloadDecoder: Sendable {
         while try parser.nextElement(&cursor) {
             if parser.peek() == 0x7B {
                 var fields = CardFields()
+                let start = parser.pos
                 try readCard(&parser, into: &fields)
+                let end = parser.pos
+                let before = payload.cards.count
                 add(fields, index: index, seen: &seen, to: &payload)
+                if payload.cards.count > before && end - start <= Self.maxStoredBody {
+                    payload.cards[payload.cards.count - 1].body = Array(UnsafeBufferPointer(rebasing: parser.bytes[start..<end]))
+                }
             } else {
                 let value = try parser.parseValue()
                 payload.leftOut.append(Payload.LeftOut(index: index, id: nil, reason: "not an object but \(value.typeName)"))
@@ -175,6 +181,9 @@ public struct PayloadDecoder: Sendable {
             }
         }
     }
+
+    /// Cards larger than this (unknown fields, say) are stored re-encoded in the compact form.
+    static let maxStoredBody = 4096
 
     private func add(_ fields: CardFields, index: Int, seen: inout Set<CardKey>, to payload: inout Payload) {
         do throws(CardProblem) {
