@@ -12,9 +12,13 @@
  *                                                 cards: median microseconds of a logged
  *                                                 impression, click and dismissal, a card by id,
  *                                                 a count, and an incremental sync changing 10
+ *   bench_c readers N                             the latency of reads (a filtered count, which
+ *                                                 takes the readers' lock, and the first card of
+ *                                                 the feed) while another thread applies N cards
  *   bench_c cold DIR                              open a controller on a store with cards already
  *                                                 in it, to the first feed read (run in a new
  *                                                 process: load time is measured by the caller) */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,6 +272,50 @@ static int percard(const char *dir, int n) {
     return 0;
 }
 
+struct apply_job {
+    cc_controller *c;
+    const char *payload;
+    volatile int done;
+    double ms;
+};
+
+static void *apply_thread(void *arg) {
+    struct apply_job *job = arg;
+    double a = now_ms();
+    check(cc_controller_apply(NULL, job->c, job->payload), "big apply");
+    job->ms = now_ms() - a;
+    job->done = 1;
+    return NULL;
+}
+
+static int readers(int n) {
+    cc_controller *c = NULL;
+    check(cc_controller_open(&c, "{\"maxPayloadBytes\":1073741824}"), "open");
+    check(cc_controller_apply(NULL, c, "[{\"id\":\"first\",\"tp\":\"short_news\",\"ca\":1,\"ds\":\"x\"}]"), "apply");
+    char *payload = percard_payload(n, 0, n, 0);
+    struct apply_job job = {c, payload, 0, 0};
+    pthread_t th;
+    pthread_create(&th, NULL, apply_thread, &job);
+    enum { MAX = 1 << 20 };
+    double *lat = malloc(sizeof(double) * MAX);
+    int k = 0;
+    int64_t total = 0;
+    while (!job.done && k < MAX) {
+        double a = now_ms();
+        check(cc_controller_counts(&total, NULL, c, "[]"), "count");
+        lat[k++] = (now_ms() - a) * 1000;
+        usleep(200);
+    }
+    pthread_join(th, NULL);
+    qsort(lat, (size_t)k, sizeof(double), cmp_double);
+    printf("{\"mode\":\"readers\",\"cards\":%d,\"apply_ms\":%.1f,\"reads\":%d,\"p50_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f}\n",
+           n, job.ms, k, k ? lat[k / 2] : 0, k ? lat[(int)(k * 0.99)] : 0, k ? lat[k - 1] : 0);
+    free(lat);
+    free(payload);
+    cc_controller_close(c);
+    return 0;
+}
+
 static int cold(const char *dir) {
     double t0 = now_ms();
     char config[1024];
@@ -293,6 +341,7 @@ int main(int argc, char **argv) {
     if (argc >= 3 && strcmp(argv[1], "memory") == 0) return memory(argv[2]);
     if (argc >= 3 && strcmp(argv[1], "controllers") == 0) return controllers(atoi(argv[2]));
     if (argc >= 3 && strcmp(argv[1], "cold") == 0) return cold(argv[2]);
+    if (argc >= 3 && strcmp(argv[1], "readers") == 0) return readers(atoi(argv[2]));
     if (argc >= 4 && strcmp(argv[1], "percard") == 0) return percard(argv[2], atoi(argv[3]));
     fprintf(stderr, "usage: see the comment at the top of bench/bench_c.c\n");
     return 2;
