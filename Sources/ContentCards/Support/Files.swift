@@ -8,6 +8,8 @@ import Musl
 public enum Files {
     public struct Failure: Error, CustomStringConvertible, Sendable {
         public let message: String
+        /// The file is larger than the limit `read` was given.
+        public var tooLarge: Bool = false
         public var description: String { message }
     }
 
@@ -31,24 +33,37 @@ public enum Files {
             }
             if n == 0 { break }
             if result.count + n > limit {
-                throw Failure(message: "\(path) is larger than the limit of \(limit) bytes")
+                throw Failure(message: "\(path) is larger than the limit of \(limit) bytes", tooLarge: true)
             }
             result.append(contentsOf: chunk[0..<n])
         }
         return result
     }
 
-    /// Appends `bytes` and fsyncs, creating the file 0600 if needed.
+    /// Appends `bytes` and fsyncs, creating the file 0600 if needed. All or nothing: when a
+    /// write fails or comes up short (disk full, file size limit, I/O error), the file is cut
+    /// back to the length it had, so a retry never finds half a batch before it. An exclusive
+    /// `flock` keeps two writers in this library from interleaving or cutting each other's lines.
     public static func append(_ path: String, _ bytes: [UInt8]) throws(Failure) {
-        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw Failure(message: "cannot open \(path): \(describeErrno(errno))") }
         defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 {
+            if errno != EINTR { throw Failure(message: "cannot lock \(path): \(describeErrno(errno))") }
+        }
+        defer { flock(fd, LOCK_UN) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw Failure(message: "cannot stat \(path): \(describeErrno(errno))") }
+        let before = st.st_size
         var offset = 0
         while offset < bytes.count {
             let n = bytes.withUnsafeBytes { raw in raw.baseAddress.map { write(fd, $0 + offset, raw.count - offset) } ?? 0 }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw Failure(message: "cannot write \(path): \(describeErrno(errno))")
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 {
+                let reason = n < 0 ? describeErrno(errno) : "nothing written"
+                let undone = ftruncate(fd, before) == 0
+                throw Failure(message: "cannot write \(path) (\(reason), after \(offset) of \(bytes.count) bytes); "
+                    + (undone ? "the file was cut back to its previous \(before) bytes" : "and cannot cut it back: \(describeErrno(errno))"))
             }
             offset += n
         }
