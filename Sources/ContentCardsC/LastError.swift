@@ -13,6 +13,7 @@ enum LastError {
     private final class Slot {
         var code: Int32 = CC_OK
         var message: UnsafeMutablePointer<CChar>?
+        var retryAfter: Double = -1
         deinit { free(message) }
     }
 
@@ -36,6 +37,7 @@ enum LastError {
     static func clear() {
         let s = slot
         s.code = CC_OK
+        s.retryAfter = -1
         if s.message != nil {
             free(s.message)
             s.message = nil
@@ -45,11 +47,13 @@ enum LastError {
     static func set(_ error: ContentCardsError) {
         let s = slot
         s.code = error.code.rawValue
+        s.retryAfter = error.retryAfter.flatMap { $0.isFinite && $0 >= 0 ? $0 : nil } ?? -1
         free(s.message)
         s.message = strdup(error.message)
     }
 
     static var code: Int32 { slot.code }
+    static var retryAfter: Double { slot.retryAfter }
 
     static let empty = StaticCString.pointer("")
 
@@ -79,6 +83,11 @@ func entry(_ body: () throws(ContentCardsError) -> Void) -> Int32 {
 @_cdecl("cc_last_error_message")
 public func cc_last_error_message() -> UnsafePointer<CChar>? {
     LastError.message
+}
+
+@_cdecl("cc_last_error_retry_after")
+public func cc_last_error_retry_after() -> Double {
+    LastError.retryAfter
 }
 
 @_cdecl("cc_last_error_code")
