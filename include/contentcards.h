@@ -263,7 +263,8 @@ int cc_controller_pending_events(int64_t *out_count, cc_controller *controller);
 
 /* Diagnostics as JSON: user, last refresh (time, error, summary), last delivery, last error,
  * rate-limit state, cards left out of the last payload, counts, pending/delivered/dropped
- * events, subscriber count. Errors: CC_E_INVALID_HANDLE. */
+ * events, subscriber count, and "unreadableStoredCards": rows of the user's cards in the store
+ * that do not decode (left out of the feed, counted here). Errors: CC_E_INVALID_HANDLE. */
 int cc_controller_diagnostics(char **out_json, cc_controller *controller);
 
 /* ---------------------------------------------------------------------------------------------

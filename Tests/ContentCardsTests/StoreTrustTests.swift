@@ -115,6 +115,22 @@ import Glibc
         expectRefused(dir, saying: ["damaged (corrupt) or not a contentcards store"])
     }
 
+    @Test func aStoredRowThatDoesNotDecodeIsReported() throws {
+        let dir = Fixtures.temporaryDirectory()
+        defer { Fixtures.removeTree(dir) }
+        try makeStore(dir, cards: 5)
+        do {
+            let db = try SQLiteDatabase(path: dir + "/contentcards.sqlite")
+            try db.execute("UPDATE cards SET body = '{not json' WHERE id = 'card-0002'")
+            db.close()
+        }
+        let c = try makeController(storage: dir)
+        #expect(try c.cards().count == 4)
+        #expect(c.diagnostics().unreadableStoredCards == 1)
+        #expect(ResultJSON.diagnostics(c.diagnostics()).contains("\"unreadableStoredCards\":1"))
+        c.close()
+    }
+
     // MARK: Item 9: links
 
     @Test func aDanglingLinkIsNotFollowed() throws {

@@ -331,6 +331,15 @@ final class CardStore {
         return batch
     }
 
+    /// The user's rows in the cards table, decodable or not (diagnostics compares it with the
+    /// cards loaded, so a row that no longer decodes is reported rather than dropped silently).
+    func cardRowCount(user: String) throws(StoreError) -> Int {
+        let s = try statement("SELECT COUNT(*) FROM cards WHERE user_id = ?")
+        defer { s.reset() }
+        try s.bind(1, user)
+        return try s.step() ? Int(s.int(0)) : 0
+    }
+
     func deleteEvents(_ sequences: [Int64]) throws(StoreError) {
         guard !sequences.isEmpty else { return }
         try db.transaction { () throws(StoreError) in
