@@ -104,7 +104,7 @@ public struct CurlTransport: Transport {
             let raise = request.kind == .sync ? " (raise \"maxPayloadBytes\" in the configuration to accept it)" : ""
             return .failure(ContentCardsError(.parse, "\(request.kind.rawValue) response is too large: \(message)\(raise)"))
         case Int(CC_HTTP_HEADER_TOO_LARGE):
-            return .failure(ContentCardsError(.network, "\(request.kind.rawValue) response refused: \(message); the server or a proxy on the way sent a malformed response"))
+            return .failure(ContentCardsError(.network, "\(request.kind.rawValue) response refused: \(message); the server (or a proxy on the way) sent more header data than a response may have"))
         case Int(CC_HTTP_NO_MEMORY):
             return .failure(ContentCardsError(.noMemory, "out of memory during the \(request.kind.rawValue) request"))
         default:
