@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ContentCards
+import CSQLite
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -188,6 +189,23 @@ import Glibc
         let s = try db.prepare("SELECT group_concat(name) FROM sqlite_master")
         #expect(try s.step() && s.text(0) == "contacts")
         s.reset(); db.close()
+    }
+
+    @Test func anotherApplicationsWALIsNotWrittenIntoItsDatabase() throws {
+        let dir = Fixtures.temporaryDirectory()
+        defer { Fixtures.removeTree(dir) }
+        let path = dir + "/contentcards.sqlite"
+        do {   // another application's database in WAL mode, with commits still in its WAL
+            let db = try SQLiteDatabase(path: path)
+            try db.execute("PRAGMA journal_mode=WAL; CREATE TABLE notes (t TEXT)")
+            cc_sqlite_no_checkpoint_on_close(db.handle, 1)
+            try db.execute("PRAGMA wal_checkpoint(TRUNCATE); INSERT INTO notes VALUES ('kept in the WAL')")
+            db.close()
+        }
+        let walBefore = hash(path + "-wal")
+        #expect(walBefore != nil)
+        expectRefused(dir, saying: ["another application's SQLite database"])
+        #expect(hash(path + "-wal") == walBefore, "the WAL changed or was checkpointed")
     }
 
     @Test func aForeignApplicationIDIsRefusedEvenWithOurTables() throws {

@@ -78,11 +78,26 @@ final class CardStore {
         }
         isInMemory = directory == nil
         do { db = try SQLiteDatabase(path: location) } catch { throw CardStore.describe(error, location: location) }
+        // Until the file is known to be ours and whole, closing must not write into it: no
+        // checkpoint of another application's WAL into its database file.
+        cc_sqlite_no_checkpoint_on_close(db.handle, 1)
         if !isInMemory && sqlite3_db_readonly(db.handle, "main") == 1 {
             db.close()
             throw StoreError("the store at \(location) is read-only (permission denied); the store needs to write it: chmod 600 \(location)", complete: true)
         }
-        do { try prepareSchema() } catch { db.close(); throw error }
+        // Reading a WAL-mode file makes SQLite create its -wal and -shm files; a refused file
+        // gets its directory back as it was (an empty WAL and the index we created go).
+        let candidates: [String] = isInMemory ? [] : [location + "-wal", location + "-shm"]
+        let companions = candidates.filter { (path: String) in access(path, F_OK) != 0 }
+        do { try prepareSchema() } catch {
+            db.close()
+            for file in companions {
+                var st = stat()
+                if lstat(file, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, file.hasSuffix("-shm") || st.st_size == 0 { unlink(file) }
+            }
+            throw error
+        }
+        cc_sqlite_no_checkpoint_on_close(db.handle, 0)
     }
 
     func close() {
