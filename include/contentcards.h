@@ -113,16 +113,24 @@ CC_API int cc_abi_version(void);
 #define CC_E_INVALID_HANDLE (-2)    /* closed, never issued, or another kind of handle          */
 #define CC_E_CONFIG (-3)            /* configuration JSON malformed, unknown key, bad value      */
 #define CC_E_PARSE (-4)             /* a payload or filter that is not valid JSON or not of the
-                                       expected shape; the stored cards are untouched            */
+                                       expected shape, or a payload (response or source file)
+                                       over maxPayloadBytes ("too large", naming the limit and
+                                       the key); the stored cards are untouched                  */
 #define CC_E_NOT_FOUND (-5)         /* no card with that id for the current user                 */
 #define CC_E_REFUSED (-6)           /* a logging call that recorded nothing: no valid url for a
                                        click, not dismissible, already dismissed                 */
 #define CC_E_RATE_LIMITED (-7)      /* refresh refused by the rate limit (local or the server's) */
-#define CC_E_NETWORK (-8)           /* connection failed, reset, truncated; source file unreadable */
+#define CC_E_NETWORK (-8)           /* connection failed, reset, truncated; a response header
+                                       over 64 KiB (or one curl refuses); source file unreadable */
 #define CC_E_TIMEOUT (-9)           /* the operation did not finish in time                      */
-#define CC_E_SERVER (-10)           /* the server answered with an HTTP error status             */
-#define CC_E_STORAGE (-11)          /* the store cannot be opened, is corrupt or newer, or a
-                                       write failed                                              */
+#define CC_E_SERVER (-10)           /* the server answered with an HTTP error status (also when
+                                       its error body is over the size limit: the message keeps
+                                       the status and a bounded, escaped excerpt)                */
+#define CC_E_STORAGE (-11)          /* the store cannot be opened: damaged (corrupt), newer,
+                                       read-only, another application's database, a symbolic
+                                       link, or unsafe ownership/modes (the message says which
+                                       and how to fix it, and the file is left as it was); or a
+                                       write failed, also the event file's (cut back, retried)   */
 #define CC_E_NO_SOURCE (-12)        /* no source (refresh) or no event sink (flush) configured   */
 #define CC_E_UNAVAILABLE (-13)      /* libcurl is not installed; the message names the fix       */
 #define CC_E_WRONG_USER (-14)       /* a response or payload for another user: discarded         */
@@ -137,6 +145,15 @@ CC_API const char *cc_last_error_message(void);
 
 /* The status of the last cc_ call on this thread (CC_OK after a success). */
 CC_API int cc_last_error_code(void);
+
+/* Seconds the last failing cc_ call on this thread says to wait before trying again, or -1 when
+ * it says nothing (and after a success). Set for CC_E_RATE_LIMITED (the server's 429 with
+ * Retry-After, the server's earlier Retry-After still running, or the local rate limit) and
+ * for CC_E_SERVER answers with Retry-After (e.g. 503). The value is the wait the library
+ * enforces: a server's Retry-After is bounded to 3600 s, and the message's "retry after N s"
+ * says the same (N rounded up). Retry-After is read as RFC 9110 says: whole seconds
+ * (1*DIGIT) or an HTTP-date (IMF-fixdate, RFC 850, asctime); any other value is ignored. */
+CC_API double cc_last_error_retry_after(void);
 
 /* The name of a status code, e.g. "CC_E_NOT_FOUND"; "CC_E_UNKNOWN" for a code that is not one.
  * A static string: do not free. */
@@ -154,7 +171,8 @@ typedef struct cc_controller cc_controller;
 /* Opens a controller from a JSON configuration (NULL or "" for every default):
  *
  *   {"userId": "u-123",                       current user; default ""
- *    "storagePath": "/var/lib/app/cards",     directory (created 0700); default: in memory
+ *    "storagePath": "/var/lib/app/cards",     directory (created 0700, the store file 0600);
+ *                                             default: in memory
  *    "source": {"file": PATH} | {"url": BASE, "apiKey": KEY} | {"callback": true},
  *    "events": {"url": BASE, "apiKey": KEY} | {"file": PATH} | {"callback": true},
  *    "refreshTokens": 5, "refreshIntervalSeconds": 180,   refresh rate limit; 0 tokens = off
@@ -162,7 +180,21 @@ typedef struct cc_controller cc_controller;
  *    "deviceId": "", "eventBatchSize": 100, "eventBatchBytes": 262144,
  *    "eventFlushIntervalSeconds": 30}           0 = deliver events only on cc_controller_flush_events
  *
- * An unknown key is CC_E_CONFIG with a message naming it. Events left pending by an earlier run
+ * An unknown key is CC_E_CONFIG with a message naming it. So is an "apiKey" holding a control
+ * character (CR, LF, NUL, ESC...: it goes into an HTTP header; tab is allowed), and a "url" that
+ * is not http(s) or holds white space or control characters. Messages never show a URL's
+ * user:password@ nor the values of query parameters named like key, token, secret or password.
+ *
+ * The store's trust boundary (CC_E_STORAGE, nothing written, the message says how to fix it):
+ * the storage directory (symbolic links in its path are followed) must be owned by the
+ * effective user and not writable by group or others, inside parents owned by that user or
+ * root and not writable by others unless sticky (/tmp); contentcards.sqlite and its -wal, -shm
+ * and -journal files are never followed through a symbolic link and must be regular files of
+ * that user, not writable by group or others; the directory and the file must be writable
+ * ("read-only"). A file that is another application's SQLite database (application_id not
+ * contentcards' 0x43437264, or tables that are not contentcards') is refused; a store made by
+ * version 0.1.0 (application_id 0, contentcards' tables) is adopted. A damaged store
+ * (PRAGMA quick_check) is refused before anything is written. Events left pending by an earlier run
  * are delivered in the background when an event sink is configured.
  * On success *out is the new handle; on failure *out is set to NULL.
  * Errors: CC_E_INVALID_ARGUMENT (out NULL, invalid UTF-8), CC_E_CONFIG, CC_E_STORAGE. */
@@ -257,7 +289,11 @@ CC_API int cc_controller_user(char **out_user_id, cc_controller *controller);
 /* Delivers every pending event now, waiting at most timeout_seconds (<= 0: the configuration's
  * timeoutSeconds). If out_result_json is not NULL it receives
  * {"delivered":N,"dropped":N,"pending":N}. On failure the undelivered events stay pending and are
- * retried in the background with backoff. The request runs on the calling thread.
+ * retried in the background with backoff. The request runs on the calling thread. With
+ * "events": {"file": PATH}, a batch is appended whole or not at all: a failed or short write
+ * (disk full, file size limit) cuts the file back to its length before (CC_E_STORAGE), so a
+ * retry never writes an event twice nor leaves half a line. A server's Retry-After (seconds
+ * or an HTTP-date) is obeyed up to 3600 s; see cc_last_error_retry_after.
  * Errors: CC_E_INVALID_HANDLE, CC_E_NO_SOURCE (no event sink), CC_E_NETWORK, CC_E_TIMEOUT,
  * CC_E_SERVER, CC_E_RATE_LIMITED, CC_E_UNAVAILABLE, CC_E_TRANSPORT, CC_E_STORAGE. */
 CC_API int cc_controller_flush_events(char **out_result_json, cc_controller *controller, double timeout_seconds);
@@ -268,7 +304,8 @@ CC_API int cc_controller_pending_events(int64_t *out_count, cc_controller *contr
 
 /* Diagnostics as JSON: user, last refresh (time, error, summary), last delivery, last error,
  * rate-limit state, cards left out of the last payload, counts, pending/delivered/dropped
- * events, subscriber count. Errors: CC_E_INVALID_HANDLE. */
+ * events, subscriber count, and "unreadableStoredCards": rows of the user's cards in the store
+ * that do not decode (left out of the feed, counted here). Errors: CC_E_INVALID_HANDLE. */
 CC_API int cc_controller_diagnostics(char **out_json, cc_controller *controller);
 
 /* ---------------------------------------------------------------------------------------------

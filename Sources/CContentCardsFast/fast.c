@@ -14,9 +14,10 @@
 struct cc_error_slot {
     int code;
     char *message;
+    double retry_after;   /* meaningful only while code != 0 */
 };
 
-/* initial-exec: a direct %fs access; 16 bytes of the static TLS surplus glibc keeps for
+/* initial-exec: a direct %fs access; 24 bytes of the static TLS surplus glibc keeps for
  * libraries loaded with dlopen. */
 static __thread struct cc_error_slot cc_error __attribute__((tls_model("initial-exec")));
 
@@ -36,10 +37,13 @@ int ccint_error_code(void) { return cc_error.code; }
 
 const char *ccint_error_message(void) { return cc_error.message ? cc_error.message : ""; }
 
-void ccint_error_set(int code, const char *message) {
+double ccint_error_retry_after(void) { return cc_error.code != 0 ? cc_error.retry_after : -1; }
+
+void ccint_error_set(int code, const char *message, double retry_after) {
     free(cc_error.message);
     cc_error.message = NULL;
     cc_error.code = code;
+    cc_error.retry_after = retry_after;
     if (message) {
         pthread_once(&cc_error_once, cc_error_key_create);
         pthread_setspecific(cc_error_key, (void *)1);

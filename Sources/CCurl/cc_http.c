@@ -117,13 +117,7 @@ struct sink {
     int too_large;
 };
 
-static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata) {
-    struct sink *s = userdata;
-    size_t n = size * nmemb;
-    if (n > s->max - s->len || s->len + n > s->max) {
-        s->too_large = 1;
-        return 0; // makes curl stop with CURLE_WRITE_ERROR
-    }
+static int sink_grow(struct sink *s, size_t n) {
     if (s->len + n + 1 > s->cap) {
         size_t cap = s->cap ? s->cap : 4096;
         while (cap < s->len + n + 1) cap *= 2;
@@ -132,25 +126,60 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata) {
         s->data = grown;
         s->cap = cap;
     }
+    return 1;
+}
+
+static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata) {
+    struct sink *s = userdata;
+    size_t n = size * nmemb;
+    if (n > s->max - s->len || s->len + n > s->max) {
+        // Keep what fits: an error status's body over the limit still says something.
+        size_t room = s->max - s->len;
+        if (room && sink_grow(s, room)) {
+            memcpy(s->data + s->len, ptr, room);
+            s->len += room;
+            s->data[s->len] = 0;
+        }
+        s->too_large = 1;
+        return 0; // makes curl stop with CURLE_WRITE_ERROR
+    }
+    if (!sink_grow(s, n)) return 0;
     memcpy(s->data + s->len, ptr, n);
     s->len += n;
     s->data[s->len] = 0;
     return n;
 }
 
+struct headers {
+    char *retry_after; // the response's field, sizeof == 64
+    size_t bytes;
+    int too_large;
+    int in_headers;    // a status line came and the blank line that ends its headers did not
+};
+
 static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata) {
-    long *retry_after = userdata;
+    struct headers *h = userdata;
     size_t n = size * nmemb;
+    h->bytes += n;
+    if (h->bytes > CC_HTTP_MAX_HEADER_BYTES) {
+        h->too_large = 1;
+        return 0; // makes curl stop with CURLE_WRITE_ERROR
+    }
+    if (n >= 5 && strncmp(ptr, "HTTP/", 5) == 0) h->in_headers = 1;
+    else if ((n == 2 && ptr[0] == '\r' && ptr[1] == '\n') || (n == 1 && ptr[0] == '\n')) h->in_headers = 0;
     static const char name[] = "retry-after:";
     if (n > sizeof name - 1 && strncasecmp(ptr, name, sizeof name - 1) == 0) {
-        char value[32] = {0};
-        size_t len = n - (sizeof name - 1);
-        if (len >= sizeof value) len = sizeof value - 1;
-        memcpy(value, ptr + sizeof name - 1, len);
-        char *end = NULL;
-        long seconds = strtol(value, &end, 10);
-        // An HTTP-date form is not parsed: the caller's backoff applies instead.
-        if (end != value && seconds >= 0) *retry_after = seconds;
+        const char *v = ptr + sizeof name - 1, *end = ptr + n;
+        while (v < end && (*v == ' ' || *v == '\t')) v++;
+        while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\t')) end--;
+        size_t len = (size_t)(end - v);
+        // Longer than any valid form: ignored. Parsed by the caller (RFC 9110 section 10.2.3).
+        if (len < 64) {
+            memcpy(h->retry_after, v, len);
+            h->retry_after[len] = 0;
+        } else {
+            h->retry_after[0] = 0;
+        }
     }
     return n;
 }
@@ -159,7 +188,6 @@ int cc_http_post(const char *url, const char *const *headers, size_t header_coun
                  const char *body, size_t body_len, long timeout_ms, size_t max_body,
                  cc_http_response *out) {
     memset(out, 0, sizeof *out);
-    out->retry_after = -1;
     if (!cc_http_available(out->error, sizeof out->error)) return CC_HTTP_UNAVAILABLE;
 
     CURL *h = curl.easy_init();
@@ -178,6 +206,7 @@ int cc_http_post(const char *url, const char *const *headers, size_t header_coun
         list = next;
     }
     struct sink sink = {.max = max_body};
+    struct headers seen = {.retry_after = out->retry_after};
     char errbuf[CURL_ERROR_SIZE] = {0};
     curl.easy_setopt(h, CURLOPT_URL, url);
     curl.easy_setopt(h, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
@@ -194,11 +223,17 @@ int cc_http_post(const char *url, const char *const *headers, size_t header_coun
     curl.easy_setopt(h, CURLOPT_WRITEFUNCTION, (write_fn)on_body);
     curl.easy_setopt(h, CURLOPT_WRITEDATA, &sink);
     curl.easy_setopt(h, CURLOPT_HEADERFUNCTION, (write_fn)on_header);
-    curl.easy_setopt(h, CURLOPT_HEADERDATA, &out->retry_after);
+    curl.easy_setopt(h, CURLOPT_HEADERDATA, &seen);
     curl.easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
 
     int code = curl.easy_perform(h);
     int result = CC_HTTP_OK;
+    long status = 0;
+    if (code != CURLE_OK && sink.too_large) {
+        // An error status with a long body is still that status (the body was cut).
+        curl.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+        if (status >= 300 || (status > 0 && status < 200)) code = CURLE_OK;
+    }
     if (code == CURLE_OK) {
         curl.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &out->status);
         if (!sink.data) sink.data = calloc(1, 1);
@@ -206,14 +241,29 @@ int cc_http_post(const char *url, const char *const *headers, size_t header_coun
         out->body_len = sink.len;
         sink.data = NULL;
     } else {
-        if (sink.too_large) {
+        const char *text = errbuf[0] ? errbuf : curl.easy_strerror(code);
+        // curl refuses a header line over its own bound (100 KB) with CURLE_OUT_OF_MEMORY (7.x,
+        // no message) or CURLE_TOO_LARGE (100, 8.6 and later), before our callback sees it:
+        // a failure of that kind while the headers are being read is that, not a lack of memory.
+        int header_refused = seen.too_large ||
+            ((code == CURLE_OUT_OF_MEMORY || code == 100) &&
+             (seen.in_headers || strstr(text, "header") != NULL) && sink.len == 0);
+        if (header_refused) {
+            result = CC_HTTP_HEADER_TOO_LARGE;
+            if (seen.too_large)
+                snprintf(out->error, sizeof out->error, "the response headers are larger than %d bytes",
+                         CC_HTTP_MAX_HEADER_BYTES);
+            else
+                snprintf(out->error, sizeof out->error,
+                         "a response header is too large (over curl's bound of 100 KB for one header)");
+        } else if (sink.too_large) {
             result = CC_HTTP_TOO_LARGE;
             snprintf(out->error, sizeof out->error, "response body larger than %zu bytes", max_body);
         } else {
             result = code == CURLE_OPERATION_TIMEDOUT ? CC_HTTP_TIMEOUT
                    : code == CURLE_OUT_OF_MEMORY      ? CC_HTTP_NO_MEMORY
                                                       : CC_HTTP_NETWORK;
-            snprintf(out->error, sizeof out->error, "%s", errbuf[0] ? errbuf : curl.easy_strerror(code));
+            snprintf(out->error, sizeof out->error, "%s", text);
         }
         free(sink.data);
     }

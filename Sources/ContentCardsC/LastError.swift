@@ -15,10 +15,12 @@ enum LastError {
     static func clear() { ccint_error_clear() }
 
     static func set(_ error: ContentCardsError) {
-        ccint_error_set(error.code.rawValue, error.message)
+        let retryAfter = error.retryAfter.flatMap { $0.isFinite && $0 >= 0 ? $0 : nil } ?? -1
+        ccint_error_set(error.code.rawValue, error.message, retryAfter)
     }
 
     static var code: Int32 { ccint_error_code() }
+    static var retryAfter: Double { ccint_error_retry_after() }
 
     static var message: UnsafePointer<CChar>? { ccint_error_message() }
 }
@@ -43,6 +45,11 @@ func entry(_ body: () throws(ContentCardsError) -> Void) -> Int32 {
 @_cdecl("cc_last_error_message")
 public func cc_last_error_message() -> UnsafePointer<CChar>? {
     LastError.message
+}
+
+@_cdecl("cc_last_error_retry_after")
+public func cc_last_error_retry_after() -> Double {
+    LastError.retryAfter
 }
 
 @_cdecl("cc_last_error_code")

@@ -37,6 +37,7 @@ import Testing
         "cc_controller_user",
         "cc_last_error_code",
         "cc_last_error_message",
+        "cc_last_error_retry_after",
         "cc_snapshot_bool",
         "cc_snapshot_close",
         "cc_snapshot_count",
@@ -54,6 +55,7 @@ import Testing
     ]
 
     @Test func everyDeclarationMatchesItsImplementation() {
+        do { var h = CContentCardsABI.cc_last_error_retry_after; h = ContentCardsC.cc_last_error_retry_after; var i = ContentCardsC.cc_last_error_retry_after; i = CContentCardsABI.cc_last_error_retry_after; _ = (h, i) }
         do { var h = CContentCardsABI.cc_abi_version; h = ContentCardsC.cc_abi_version; var i = ContentCardsC.cc_abi_version; i = CContentCardsABI.cc_abi_version; _ = (h, i) }
         do { var h = CContentCardsABI.cc_controller_apply; h = ContentCardsC.cc_controller_apply; var i = ContentCardsC.cc_controller_apply; i = CContentCardsABI.cc_controller_apply; _ = (h, i) }
         do { var h = CContentCardsABI.cc_controller_card; h = ContentCardsC.cc_controller_card; var i = ContentCardsC.cc_controller_card; i = CContentCardsABI.cc_controller_card; _ = (h, i) }

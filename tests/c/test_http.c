@@ -103,6 +103,7 @@ static void test_faults_keep_the_cache(void) {
     admin("POST", "/_admin/fault", "{\"status\":500}", NULL, 0);
     CHECK_RC(CC_E_SERVER, cc_controller_refresh(NULL, c, 5));
     CHECK_MESSAGE("HTTP 500");
+    CHECK(cc_last_error_retry_after() < 0); /* no Retry-After */
     CHECK(total_of(c) == 10);
 
     admin("POST", "/_admin/fault", "{\"delay\":3}", NULL, 0);
@@ -131,11 +132,14 @@ static void test_faults_keep_the_cache(void) {
     admin("POST", "/_admin/fault", "{\"status\":429,\"retry_after\":7}", NULL, 0);
     CHECK_RC(CC_E_RATE_LIMITED, cc_controller_refresh(NULL, c, 5));
     CHECK_MESSAGE("retry after 7 s");
+    CHECK(cc_last_error_retry_after() == 7.0);
     CHECK(total_of(c) == 10);
+    CHECK(cc_last_error_retry_after() < 0); /* a success clears it */
     char requests_before[65536], requests_after[65536];
     admin("GET", "/_admin/requests", NULL, requests_before, sizeof requests_before);
     CHECK_RC(CC_E_RATE_LIMITED, cc_controller_refresh(NULL, c, 5));
     CHECK_MESSAGE("the server asked to wait");
+    CHECK(cc_last_error_retry_after() > 5 && cc_last_error_retry_after() <= 7.0);
     admin("GET", "/_admin/requests", NULL, requests_after, sizeof requests_after);
     CHECK(strlen(requests_before) == strlen(requests_after));
     CHECK(total_of(c) == 10);

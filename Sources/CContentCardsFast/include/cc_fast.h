@@ -16,8 +16,11 @@
 /* The last error of this thread: its code (0 = CC_OK) and message (NULL = ""). */
 int ccint_error_code(void);
 const char *ccint_error_message(void);
-/* Sets the thread's error; the message is copied (NULL or out of memory: no message). */
-void ccint_error_set(int code, const char *message);
+/* Sets the thread's error; the message is copied (NULL or out of memory: no message).
+ * retry_after: seconds the error says to wait, or -1. */
+void ccint_error_set(int code, const char *message, double retry_after);
+/* The wait of the thread's last error, -1 when none (or after a success). */
+double ccint_error_retry_after(void);
 void ccint_error_clear(void);
 
 /* Attaches the cell of handle slot `index` to a handle of `generation`, with no counts yet. */

@@ -22,14 +22,21 @@ enum {
     CC_HTTP_TIMEOUT = 2,       // the whole request took longer than timeout_ms
     CC_HTTP_TOO_LARGE = 3,     // the body exceeded max_body bytes
     CC_HTTP_NETWORK = 4,       // connection refused, reset, DNS, TLS, truncated body...
-    CC_HTTP_NO_MEMORY = 5
+    CC_HTTP_NO_MEMORY = 5,
+    CC_HTTP_HEADER_TOO_LARGE = 6 // a response header line, or all of them, over the bound
 };
+
+/// The bound on the response headers of one request, all lines together.
+#define CC_HTTP_MAX_HEADER_BYTES (64 * 1024)
 
 typedef struct cc_http_response {
     long status;              // HTTP status, 0 when no response
-    char *body;               // malloc'ed, NUL-terminated; free with cc_http_response_free
+    char *body;               // malloc'ed, NUL-terminated; free with cc_http_response_free.
+                              // For a non-2xx status whose body is over max_body: the first
+                              // max_body bytes (the outcome is still CC_HTTP_OK)
     size_t body_len;
-    long retry_after;         // seconds from a Retry-After header, -1 when absent
+    char retry_after[64];     // the Retry-After header's value, white space trimmed; "" when
+                              // absent or longer than this (the caller parses it, RFC 9110)
     char error[256];          // human-readable reason when the outcome is not CC_HTTP_OK
 } cc_http_response;
 

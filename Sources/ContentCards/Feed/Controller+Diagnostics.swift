@@ -5,7 +5,7 @@ extension ContentCardsController {
             let now = clock.now()
             let limit = limiter.state(now: now)
             let pending = (try? store?.pendingEventCount()) ?? 0
-            return Diagnostics(
+            var d = Diagnostics(
                 userID: userID, storagePath: configuration.storagePath, closed: store == nil,
                 refreshInFlight: refreshInFlight != nil, lastRefresh: record.lastRefresh,
                 lastDelivery: record.lastDelivery, lastError: record.lastError,
@@ -15,6 +15,9 @@ extension ContentCardsController {
                 counts: store == nil ? FeedCounts() : currentCounts(),
                 pendingEvents: pending, deliveredEvents: record.deliveredEvents,
                 droppedEvents: record.droppedEvents, subscribers: subscribers.count)
+            // The store's rows for the user that did not become cards when loaded.
+            if let rows = try? store?.cardRowCount(user: userID) { d.unreadableStoredCards = max(0, rows - stored.cards.count) }
+            return d
         }
     }
 }

@@ -37,6 +37,9 @@ public struct Diagnostics: Sendable, Equatable {
     public var deliveredEvents: Int
     public var droppedEvents: Int
     public var subscribers: Int
+    /// Rows of the current user's cards in the store that do not decode (damaged or written
+    /// by something else): left out of the feed, and counted here rather than dropped silently.
+    public var unreadableStoredCards: Int = 0
 }
 
 /// The parts of the diagnostics the controller records as it goes.

@@ -60,24 +60,71 @@ final class CardStore {
 
     private var statements: [String: SQLiteStatement] = [:]
 
+    /// The `PRAGMA application_id` of a contentcards store ("CCrd"): set when the store is
+    /// created, so that another application's SQLite database is never taken for ours.
+    static let applicationID: Int32 = 0x4343_7264
+    /// The tables a store of ours holds (`sqlite_sequence` comes with AUTOINCREMENT). A store
+    /// of the first version has application_id 0: it is adopted when its tables are these.
+    static let ownTables: Set<String> = ["cards", "dismissals", "cursors", "events", "sqlite_sequence"]
+
     init(directory: String?) throws(StoreError) {
         if let directory {
-            do { try Files.makeDirectory(directory) } catch { throw StoreError(error.message) }
+            // The trust boundary (BEHAVIOUR.md, "The store"): a private directory of this user,
+            // the store file and its -wal/-shm/-journal regular files of this user, never a
+            // symbolic link, never writable by group or others. New ones are 0700 and 0600
+            // (SQLite gives the -wal and -shm files the database file's permissions).
+            do { try Files.prepareStorageDirectory(directory) } catch { throw StoreError(error.message, complete: true) }
             location = directory.hasSuffix("/") ? directory + CardStore.fileName : directory + "/" + CardStore.fileName
-            // Create the file 0600 first: SQLite gives its WAL and shared-memory files the
-            // database file's permissions.
-            Files.createPrivateFile(location)
+            do { try Files.prepareStoreFile(location) } catch { throw StoreError(error.message, complete: true) }
         } else {
             location = ":memory:"
         }
         isInMemory = directory == nil
-        db = try SQLiteDatabase(path: location)
-        try prepareSchema()
+        do { db = try SQLiteDatabase(path: location) } catch { throw CardStore.describe(error, location: location) }
+        // Until the file is known to be ours and whole, closing must not write into it: no
+        // checkpoint of another application's WAL into its database file.
+        cc_sqlite_no_checkpoint_on_close(db.handle, 1)
+        if !isInMemory && sqlite3_db_readonly(db.handle, "main") == 1 {
+            db.close()
+            throw StoreError("the store at \(location) is read-only (permission denied); the store needs to write it: chmod 600 \(location)", complete: true)
+        }
+        // Reading a WAL-mode file makes SQLite create its -wal and -shm files; a refused file
+        // gets its directory back as it was (an empty WAL and the index we created go).
+        let candidates: [String] = isInMemory ? [] : [location + "-wal", location + "-shm"]
+        let companions = candidates.filter { (path: String) in access(path, F_OK) != 0 }
+        do { try prepareSchema() } catch {
+            db.close()
+            for file in companions {
+                var st = stat()
+                if lstat(file, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, file.hasSuffix("-shm") || st.st_size == 0 { unlink(file) }
+            }
+            throw error
+        }
+        cc_sqlite_no_checkpoint_on_close(db.handle, 0)
     }
 
     func close() {
         statements.removeAll()
         db.close()
+    }
+
+    /// The error of a failed open, saying what is wrong: damaged, read-only, or another
+    /// application's file. Said once, with the path; the file was left as it is.
+    private static func describe(_ error: StoreError, location: String) -> StoreError {
+        if error.isComplete { return error }
+        let path = location == ":memory:" ? "in memory" : "at \(location)"
+        switch error.code & 0xFF {
+        case SQLITE_CORRUPT, SQLITE_NOTADB, SQLITE_FORMAT:
+            return StoreError("the store \(path) is damaged (corrupt) or not a contentcards store (\(error.message)); it was left as it is: move it away to start with an empty store, or restore a backup", code: error.code, complete: true)
+        case SQLITE_READONLY, SQLITE_PERM, SQLITE_CANTOPEN, SQLITE_AUTH:
+            return StoreError("the store \(path) cannot be written: read-only or permission denied (\(error.message)); it was left as it is: check that this user can write the file and its directory (chmod 600 the file, chmod 700 the directory)", code: error.code, complete: true)
+        case SQLITE_FULL:
+            return StoreError("the store \(path) cannot be used: the disk is full (\(error.message)); it was left as it is", code: error.code, complete: true)
+        case SQLITE_IOERR:
+            return StoreError("the store \(path) cannot be read or written: I/O error (\(error.message)); it was left as it is", code: error.code, complete: true)
+        default:
+            return StoreError("the store \(path) cannot be used (\(error.message)); it was left as it is", code: error.code, complete: true)
+        }
     }
 
     /// Opens the schema, retrying while another process holds the lock: switching a new file to
@@ -90,28 +137,50 @@ final class CardStore {
                 try prepareSchemaOnce()
                 return
             } catch {
-                let busy = error.code & 0xFF == SQLITE_BUSY_CODE || error.code & 0xFF == SQLITE_LOCKED_CODE
+                let busy = !error.isComplete && (error.code & 0xFF == SQLITE_BUSY_CODE || error.code & 0xFF == SQLITE_LOCKED_CODE)
                 attempt += 1
-                guard busy, attempt < 100 else {
-                    throw StoreError("the store at \(location) cannot be used (\(error.message)); it was left as it is", code: error.code)
-                }
+                guard busy, attempt < 100 else { throw CardStore.describe(error, location: location) }
                 Sleep.milliseconds(min(10 * attempt, 100))
             }
         }
     }
 
+    /// First reads, writing nothing: the schema version, the application id, the tables, and
+    /// `PRAGMA quick_check`. Only a store known to be ours and whole is then switched to WAL,
+    /// migrated or adopted; anything else is refused and left byte for byte as it was.
     private func prepareSchemaOnce() throws(StoreError) {
-        let version: Int64
+        let version = try pragmaInt("PRAGMA user_version")
+        let appID = Int32(truncatingIfNeeded: try pragmaInt("PRAGMA application_id"))
+        var tables: [String] = []
         do {
-            let s = try db.prepare("PRAGMA user_version")
-            version = try s.step() ? s.int(0) : 0
+            let s = try db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            while try s.step() { tables.append(s.text(0) ?? "") }
             s.reset()
-        } catch {
-            if error.code & 0xFF == SQLITE_BUSY_CODE || error.code & 0xFF == SQLITE_LOCKED_CODE { throw error }
-            throw StoreError("the store at \(location) is corrupt or not a contentcards store (\(error.message)); it was left as it is")
         }
         if version > CardStore.schemaVersion {
-            throw StoreError("the store at \(location) has schema version \(version), newer than this library reads (\(CardStore.schemaVersion)): upgrade the library; the store was left as it is")
+            throw StoreError("the store at \(location) has schema version \(version), newer than this library reads (\(CardStore.schemaVersion)): upgrade the library; the store was left as it is", complete: true)
+        }
+        let isEmpty = version == 0 && tables.isEmpty
+        if appID != CardStore.applicationID && !(appID == 0 && isEmpty) {
+            let foreign = tables.filter { !CardStore.ownTables.contains($0) }
+            if appID != 0 || !foreign.isEmpty || tables.isEmpty {
+                let what = appID != 0
+                    ? "its application_id is \(appID), not contentcards' \(CardStore.applicationID)"
+                    : "it holds tables that are not contentcards' (\(foreign.prefix(5).joined(separator: ", ")))"
+                throw StoreError("the file at \(location) is another application's SQLite database, not a contentcards store (\(what)); it was left as it is: use another storagePath", complete: true)
+            }
+        }
+        if !isEmpty {
+            // The whole file is checked before anything is written: a damaged page otherwise
+            // shows as a partial feed, "not found" answers, and new writes into a broken file.
+            let check = try db.prepare("PRAGMA quick_check(5)")
+            var problems: [String] = []
+            while try check.step() { problems.append(check.text(0) ?? "") }
+            check.reset()
+            if problems != ["ok"] {
+                let first = problems.prefix(3).map { Redact.escape($0, limit: 200) }.joined(separator: "; ")
+                throw StoreError("the store at \(location) is damaged (corrupt: PRAGMA quick_check found: \(first)); it was left as it is: move it away to start with an empty store, or restore a backup", code: SQLITE_CORRUPT, complete: true)
+            }
         }
         if !isInMemory {
             let mode = try db.prepare("PRAGMA journal_mode")
@@ -132,7 +201,16 @@ final class CardStore {
         }
         try db.execute("PRAGMA foreign_keys=ON")
         if version < 1 { try migrateTo1() }
-        try db.execute("PRAGMA quick_check(1)")
+        if appID == 0 && !isEmpty {
+            // A store of ours from before the application id: adopt it.
+            try db.execute("PRAGMA application_id = \(CardStore.applicationID)")
+        }
+    }
+
+    private func pragmaInt(_ sql: String) throws(StoreError) -> Int64 {
+        let s = try db.prepare(sql)
+        defer { s.reset() }
+        return try s.step() ? s.int(0) : 0
     }
 
     /// Schema 1. Migrations run in order inside one transaction each; a later schema adds
@@ -168,6 +246,7 @@ final class CardStore {
                     time REAL NOT NULL
                 );
                 PRAGMA user_version = 1;
+                PRAGMA application_id = \(CardStore.applicationID);
                 """)
         }
     }
@@ -278,6 +357,15 @@ final class CardStore {
             batch.append(PendingEvent(sequence: s.int(0), event: event))
         }
         return batch
+    }
+
+    /// The user's rows in the cards table, decodable or not (diagnostics compares it with the
+    /// cards loaded, so a row that no longer decodes is reported rather than dropped silently).
+    func cardRowCount(user: String) throws(StoreError) -> Int {
+        let s = try statement("SELECT COUNT(*) FROM cards WHERE user_id = ?")
+        defer { s.reset() }
+        try s.bind(1, user)
+        return try s.step() ? Int(s.int(0)) : 0
     }
 
     func deleteEvents(_ sequences: [Int64]) throws(StoreError) {

@@ -12,12 +12,14 @@ final class SQLiteDatabase {
     init(path: String) throws(StoreError) {
         self.path = path
         var db: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        // NOFOLLOW: a symbolic link at the store's path is refused, never followed (the
+        // CardStore checks it first, with a message that says how to fix it).
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW
         let rc = sqlite3_open_v2(path, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
             let message = db.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) } ?? "error \(rc)"
             sqlite3_close_v2(db)
-            throw StoreError("cannot open the store at \(path): \(message)")
+            throw StoreError("cannot open the store at \(path): \(message)", code: rc)
         }
         handle = db
         sqlite3_extended_result_codes(db, 1)
@@ -188,6 +190,11 @@ enum SQLiteValue {
 public struct StoreError: Error, CustomStringConvertible, Sendable {
     public let message: String
     public let code: Int32
+    /// The message already says what is wrong with the store, with its path: not to be
+    /// wrapped again.
+    let isComplete: Bool
     public var description: String { message }
-    init(_ message: String, code: Int32 = 0) { self.message = message; self.code = code }
+    init(_ message: String, code: Int32 = 0, complete: Bool = false) {
+        self.message = message; self.code = code; self.isComplete = complete
+    }
 }

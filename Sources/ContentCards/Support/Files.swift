@@ -8,6 +8,8 @@ import Musl
 public enum Files {
     public struct Failure: Error, CustomStringConvertible, Sendable {
         public let message: String
+        /// The file is larger than the limit `read` was given.
+        public var tooLarge: Bool = false
         public var description: String { message }
     }
 
@@ -31,24 +33,37 @@ public enum Files {
             }
             if n == 0 { break }
             if result.count + n > limit {
-                throw Failure(message: "\(path) is larger than the limit of \(limit) bytes")
+                throw Failure(message: "\(path) is larger than the limit of \(limit) bytes", tooLarge: true)
             }
             result.append(contentsOf: chunk[0..<n])
         }
         return result
     }
 
-    /// Appends `bytes` and fsyncs, creating the file 0600 if needed.
+    /// Appends `bytes` and fsyncs, creating the file 0600 if needed. All or nothing: when a
+    /// write fails or comes up short (disk full, file size limit, I/O error), the file is cut
+    /// back to the length it had, so a retry never finds half a batch before it. An exclusive
+    /// `flock` keeps two writers in this library from interleaving or cutting each other's lines.
     public static func append(_ path: String, _ bytes: [UInt8]) throws(Failure) {
-        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw Failure(message: "cannot open \(path): \(describeErrno(errno))") }
         defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 {
+            if errno != EINTR { throw Failure(message: "cannot lock \(path): \(describeErrno(errno))") }
+        }
+        defer { flock(fd, LOCK_UN) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw Failure(message: "cannot stat \(path): \(describeErrno(errno))") }
+        let before = st.st_size
         var offset = 0
         while offset < bytes.count {
             let n = bytes.withUnsafeBytes { raw in raw.baseAddress.map { write(fd, $0 + offset, raw.count - offset) } ?? 0 }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw Failure(message: "cannot write \(path): \(describeErrno(errno))")
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 {
+                let reason = n < 0 ? describeErrno(errno) : "nothing written"
+                let undone = ftruncate(fd, before) == 0
+                throw Failure(message: "cannot write \(path) (\(reason), after \(offset) of \(bytes.count) bytes); "
+                    + (undone ? "the file was cut back to its previous \(before) bytes" : "and cannot cut it back: \(describeErrno(errno))"))
             }
             offset += n
         }
@@ -56,8 +71,9 @@ public enum Files {
     }
 
     /// Creates `path` with mode 0600 if it does not exist (an existing file is left as it is).
+    /// A symbolic link is never followed.
     public static func createPrivateFile(_ path: String) {
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         if fd >= 0 { close(fd) }
     }
 
@@ -73,6 +89,90 @@ public enum Files {
         var st = stat()
         guard stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
             throw Failure(message: "\(path) is not a directory")
+        }
+    }
+
+    // MARK: The store's trust boundary (BEHAVIOUR.md, "The store")
+
+    static func octal(_ mode: mode_t) -> String { String(mode & 0o7777, radix: 8) }
+
+    /// Creates the storage directory (0700) if needed and checks that it can be trusted, as ssh
+    /// checks `~/.ssh`: the directory (symbolic links in its path are followed, as ssh does) must
+    /// be owned by this user (the effective uid) and not writable by group or others; each of its
+    /// parents must be owned by this user or root and not writable by group or others unless it
+    /// has the sticky bit (`/tmp`). Then it must be writable.
+    public static func prepareStorageDirectory(_ path: String) throws(Failure) {
+        try makeDirectory(path)
+        guard let resolved = realpath(path, nil) else {
+            throw Failure(message: "cannot resolve the storage directory \(path): \(describeErrno(errno))")
+        }
+        let real = String(cString: resolved)
+        free(resolved)
+        let me = geteuid()
+        var st = stat()
+        guard stat(real, &st) == 0 else { throw Failure(message: "cannot stat \(real): \(describeErrno(errno))") }
+        let shown = real == path ? path : "\(path) (\(real))"
+        if st.st_uid != me {
+            throw Failure(message: "the storage directory \(shown) is owned by uid \(st.st_uid), not by this user (uid \(me)); "
+                + "the store must be private: use a directory of your own, or chown \(me) \(real)")
+        }
+        if st.st_mode & 0o022 != 0 {
+            throw Failure(message: "the storage directory \(shown) is writable by group or others (mode \(octal(st.st_mode))); "
+                + "the store must be private: chmod 700 \(real)")
+        }
+        var parent = real
+        while let slash = parent.lastIndex(of: "/"), parent != "/" {
+            parent = slash == parent.startIndex ? "/" : String(parent[..<slash])
+            var p = stat()
+            guard stat(parent, &p) == 0 else { break }
+            if p.st_uid != me && p.st_uid != 0 {
+                throw Failure(message: "the storage directory \(shown) is inside \(parent), owned by uid \(p.st_uid) (neither this user, uid \(me), nor root), "
+                    + "who could replace it: use a directory of your own")
+            }
+            if p.st_mode & 0o022 != 0 && p.st_mode & S_ISVTX == 0 {
+                throw Failure(message: "the storage directory \(shown) is inside \(parent), writable by group or others without the sticky bit (mode \(octal(p.st_mode))), "
+                    + "so others could replace it: chmod go-w \(parent), or use another directory")
+            }
+        }
+        if access(real, W_OK | X_OK) != 0 {
+            let e = errno
+            throw Failure(message: "the storage directory \(shown) is read-only (\(describeErrno(e))); the store needs to write there: chmod 700 \(real)"
+                + (e == EROFS ? ", or use a directory on a writable file system" : ""))
+        }
+    }
+
+    /// Creates the store file 0600 if it does not exist, and checks it and its companions
+    /// (`-wal`, `-shm`, `-journal`) without following a symbolic link: each must be a regular
+    /// file owned by this user and not writable by group or others. Then the file must be writable.
+    public static func prepareStoreFile(_ path: String) throws(Failure) {
+        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        if fd >= 0 {
+            fchmod(fd, 0o600)   // the umask may have taken bits away; never more than 0600 anyway
+            close(fd)
+        }
+        for (file, mustExist) in [(path, true), (path + "-wal", false), (path + "-shm", false), (path + "-journal", false)] {
+            var st = stat()
+            if lstat(file, &st) != 0 {
+                if errno == ENOENT && !mustExist { continue }
+                throw Failure(message: "cannot create or read the store file \(file): \(describeErrno(errno))")
+            }
+            let type = st.st_mode & S_IFMT
+            if type == S_IFLNK {
+                throw Failure(message: "the store file \(file) is a symbolic link; contentcards never follows a link for its store files: remove the link (rm \(file))")
+            }
+            if type != S_IFREG {
+                throw Failure(message: "the store file \(file) is not a regular file: remove it or use another storage directory")
+            }
+            if st.st_uid != geteuid() {
+                throw Failure(message: "the store file \(file) is owned by uid \(st.st_uid), not by this user (uid \(geteuid())): chown \(geteuid()) \(file), or use another storage directory")
+            }
+            if st.st_mode & 0o022 != 0 {
+                throw Failure(message: "the store file \(file) is writable by group or others (mode \(octal(st.st_mode))); the store must be private: chmod 600 \(file)")
+            }
+        }
+        if access(path, R_OK | W_OK) != 0 {
+            let e = errno
+            throw Failure(message: "the store file \(path) is read-only (\(describeErrno(e))); the store needs to write it: chmod 600 \(path)")
         }
     }
 }

@@ -11,6 +11,9 @@ struct FileSource: CardSource {
 
     func fetch(userID: String, deviceID: String, cursors: SyncCursors, timeout: Double) -> Result<[UInt8], ContentCardsError> {
         do { return .success(try Files.read(path, limit: maxBytes)) } catch {
+            if error.tooLarge {
+                return .failure(ContentCardsError(.parse, "the source file \(path) is too large: over the limit of \(maxBytes) bytes (raise \"maxPayloadBytes\" in the configuration to read it)"))
+            }
             return .failure(ContentCardsError(.network, "cannot read the source file: \(error.message)"))
         }
     }
@@ -32,6 +35,7 @@ struct RemoteSource: CardSource {
         }
         var headers: [(name: String, value: String)] = [("Content-Type", "application/json"), ("Accept", "application/json")]
         if !apiKey.isEmpty { headers.append(("X-Api-Key", apiKey)) }
+        if let bad = TransportRequest.checkHeaders(headers, kind: .sync) { return .failure(bad) }
         let request = TransportRequest(kind: .sync, url: url, headers: headers,
                                        body: SyncJSON.request(userID: userID, deviceID: deviceID, cursors: cursors),
                                        timeout: timeout, maxResponseBytes: maxBytes)
@@ -53,16 +57,19 @@ struct RemoteSource: CardSource {
 enum HTTPStatus {
     /// The error for a non-2xx answer. 429 is the server's rate limit; the others are server errors.
     static func error(for response: TransportResponse, what: String) -> ContentCardsError {
-        let excerpt = String(decoding: response.body.prefix(200), as: UTF8.self)
-            .filter { !$0.isNewline }
+        // The server's text goes into a message people read, maybe on a terminal: control
+        // characters (escape sequences) are written out as \u001b, and it is bounded.
+        let excerpt = Redact.serverText(response.body, limit: 200)
         var detail = excerpt.isEmpty ? "" : ": \(excerpt)"
-        if let after = response.retryAfter, after.isFinite, after >= 0 {
-            detail = "; retry after \(Int(min(after, 31_536_000))) s" + detail
+        // The wait reported is the one enforced: bounded to RetryAfter.maxSeconds.
+        let after = RetryAfter.bounded(response.retryAfter)
+        if let after {
+            detail = "; retry after \(Int(after.rounded(.up))) s" + detail
         }
         if response.status == 429 {
-            return ContentCardsError(.rateLimited, "\(what) refused by the server's rate limit (HTTP 429)\(detail)", retryAfter: response.retryAfter)
+            return ContentCardsError(.rateLimited, "\(what) refused by the server's rate limit (HTTP 429)\(detail)", retryAfter: after)
         }
-        return ContentCardsError(.server, "\(what) failed with HTTP \(response.status)\(detail)", retryAfter: response.retryAfter)
+        return ContentCardsError(.server, "\(what) failed with HTTP \(response.status)\(detail)", retryAfter: after)
     }
 
     /// Worth retrying: timeouts (408), rate limits (429) and server errors (5xx).

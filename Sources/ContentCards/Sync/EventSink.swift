@@ -41,6 +41,7 @@ struct RemoteEventSink: EventSink {
         }
         var headers: [(name: String, value: String)] = [("Content-Type", "application/json")]
         if !apiKey.isEmpty { headers.append(("X-Api-Key", apiKey)) }
+        if let bad = TransportRequest.checkHeaders(headers, kind: .events) { return .retry(bad) }
         let request = TransportRequest(kind: .events, url: url, headers: headers, body: EventJSON.batch(events),
                                        timeout: timeout, maxResponseBytes: 1 << 20)
         switch transport.send(request) {

@@ -19,6 +19,20 @@ public struct TransportRequest: Sendable {
     public var maxResponseBytes: Int
 }
 
+extension TransportRequest {
+    /// Refuses a header whose name or value holds a control character (CR or LF would inject
+    /// a header of its own). The configuration refuses such an `apiKey` already; this is the
+    /// second check, where headers are built, for any other way a value gets here.
+    static func checkHeaders(_ headers: [(name: String, value: String)], kind: Kind) -> ContentCardsError? {
+        for h in headers {
+            if let c = Redact.controlCharacter(inHeaderValue: h.value) ?? Redact.controlCharacter(inHeaderValue: h.name) {
+                return ContentCardsError(.config, "\(kind.rawValue) request not sent: the \(Redact.escape(h.name, limit: 40)) header holds a control character (U+\(String(c, radix: 16, uppercase: true))); check \"apiKey\" in the configuration")
+            }
+        }
+        return nil
+    }
+}
+
 /// What came back.
 public struct TransportResponse: Sendable {
     public var status: Int
@@ -57,6 +71,7 @@ public struct CurlTransport: Transport {
     }
 
     public func send(_ request: TransportRequest) -> Result<TransportResponse, ContentCardsError> {
+        if let bad = TransportRequest.checkHeaders(request.headers, kind: request.kind) { return .failure(bad) }
         let lines = request.headers.map { "\($0.name): \($0.value)" }
         var response = cc_http_response()
         let timeoutMs = Int(min(max(request.timeout, 0.001), 86_400) * 1000)
@@ -69,20 +84,27 @@ public struct CurlTransport: Transport {
             }
         }
         defer { cc_http_response_free(&response) }
-        let message = withUnsafeBytes(of: response.error) { raw in
+        // curl's text may quote the URL: no credentials, no control characters in a message.
+        let message = Redact.scrub(withUnsafeBytes(of: response.error) { raw in
             String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-        }
+        }, url: request.url)
         switch Int(outcome) {
         case Int(CC_HTTP_OK):
             let body: [UInt8] = response.body.map { Array(UnsafeRawBufferPointer(start: $0, count: response.body_len)) } ?? []
+            let retryAfter = withUnsafeBytes(of: response.retry_after) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
             return .success(TransportResponse(status: response.status, body: body,
-                                              retryAfter: response.retry_after >= 0 ? Double(response.retry_after) : nil))
+                                              retryAfter: RetryAfter.parse(retryAfter, now: SystemClock().now())))
         case Int(CC_HTTP_UNAVAILABLE):
             return .failure(ContentCardsError(.unavailable, message))
         case Int(CC_HTTP_TIMEOUT):
             return .failure(ContentCardsError(.timeout, "\(request.kind.rawValue) request timed out after \(request.timeout) s (\(message))"))
         case Int(CC_HTTP_TOO_LARGE):
-            return .failure(ContentCardsError(.parse, "\(request.kind.rawValue) response is too large: \(message)"))
+            let raise = request.kind == .sync ? " (raise \"maxPayloadBytes\" in the configuration to accept it)" : ""
+            return .failure(ContentCardsError(.parse, "\(request.kind.rawValue) response is too large: \(message)\(raise)"))
+        case Int(CC_HTTP_HEADER_TOO_LARGE):
+            return .failure(ContentCardsError(.network, "\(request.kind.rawValue) response refused: \(message); the server (or a proxy on the way) sent more header data than a response may have"))
         case Int(CC_HTTP_NO_MEMORY):
             return .failure(ContentCardsError(.noMemory, "out of memory during the \(request.kind.rawValue) request"))
         default:

@@ -69,7 +69,13 @@ public enum ConfigurationJSON {
         }
         if let url = v["url"] {
             var apiKey = ""
-            if let key = v["apiKey"] { apiKey = try string(key, "\(name).apiKey") }
+            if let key = v["apiKey"] {
+                apiKey = try string(key, "\(name).apiKey")
+                // It goes into an HTTP header: CR or LF would start a header of its own.
+                if let c = Redact.controlCharacter(inHeaderValue: apiKey) {
+                    throw ConfigurationError("\"\(name).apiKey\" must not contain control characters (it has U+\(hex4(c))): it goes into an HTTP header, where CR and LF would start another header")
+                }
+            }
             return .url(base: try httpURL(url, "\(name).url"), apiKey: apiKey)
         }
         if v["apiKey"] != nil { throw ConfigurationError("\"\(name).apiKey\" goes only with \"\(name).url\"") }
@@ -111,11 +117,20 @@ public enum ConfigurationJSON {
     private static func httpURL(_ v: JSONValue, _ key: String) throws(ConfigurationError) -> String {
         var s = try nonEmpty(v, key)
         let lower = s.lowercased()
+        // Messages show the URL redacted: no user:password@, no secret query values.
         guard lower.hasPrefix("http://") || lower.hasPrefix("https://") else {
-            throw ConfigurationError("\"\(key)\" must be an http:// or https:// URL, not \"\(s)\"")
+            throw ConfigurationError("\"\(key)\" must be an http:// or https:// URL, not \"\(Redact.url(s))\"")
+        }
+        if let bad = s.unicodeScalars.first(where: { $0.value <= 0x20 || $0.value == 0x7F }) {
+            throw ConfigurationError("\"\(key)\" must not contain spaces or control characters (it has U+\(hex4(bad.value))): \"\(Redact.url(s))\"")
         }
         while s.hasSuffix("/") { s.removeLast() }
         return s
+    }
+
+    private static func hex4(_ v: UInt32) -> String {
+        let h = String(v, radix: 16, uppercase: true)
+        return String(repeating: "0", count: max(0, 4 - h.count)) + h
     }
 
     private static func int(_ v: JSONValue, _ key: String, min: Int, max: Int) throws(ConfigurationError) -> Int {

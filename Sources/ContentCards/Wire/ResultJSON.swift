@@ -113,6 +113,7 @@ public enum ResultJSON {
         w.endObject()
         w.key("leftOut"); leftOut(d.leftOut, to: &w)
         w.key("storedCards"); w.int(d.storedCards)
+        w.key("unreadableStoredCards"); w.int(d.unreadableStoredCards)
         w.key("counts"); counts(d.counts, to: &w)
         w.key("pendingEvents"); w.int(d.pendingEvents)
         w.key("deliveredEvents"); w.int(d.deliveredEvents)

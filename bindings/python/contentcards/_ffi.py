@@ -72,6 +72,7 @@ SIGNATURES: dict[str, tuple[Any, list[Any], str]] = {
     "cc_abi_version": (c_int, [], PLAIN),
     "cc_last_error_message": (c_char_p, [], PLAIN),
     "cc_last_error_code": (c_int, [], PLAIN),
+    "cc_last_error_retry_after": (c_double, [], PLAIN),
     "cc_status_name": (c_char_p, [c_int], PLAIN),
     "cc_string_free": (None, [c_void_p], PLAIN),
     # the controller
@@ -125,7 +126,7 @@ def _errcheck(result: int, func: Any, arguments: tuple[Any, ...]) -> int:
     """Raises the exception of a negative status, with the thread's last error message."""
     if result < 0:
         message = _last_error_message()
-        raise error_for(result, message)
+        raise error_for(result, message, lib.cc_last_error_retry_after())
     return result
 
 

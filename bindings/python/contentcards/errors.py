@@ -7,6 +7,7 @@ library's ``message`` for people. :func:`error_for` builds the right subclass fr
 
 from __future__ import annotations
 
+import math
 import re
 from typing import ClassVar
 
@@ -72,6 +73,10 @@ class ContentCardsError(Exception):
         self.message: str = message
         self.code: int = self.default_code if code is None else code
         self.name: str = STATUS_NAMES.get(self.code, "CC_E_UNKNOWN")
+        #: Seconds to wait before trying again, as the library enforces it
+        #: (``cc_last_error_retry_after``), or None. Set for rate limits and server answers
+        #: with Retry-After; None for the other errors.
+        self.retry_after: float | None = None
 
     def __str__(self) -> str:
         return self.message
@@ -80,7 +85,7 @@ class ContentCardsError(Exception):
         return f"{type(self).__name__}({self.message!r}, code={self.code})"
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (error_for, (self.code, self.message))
+        return (error_for, (self.code, self.message, self.retry_after))
 
 
 class InvalidArgumentError(ContentCardsError):
@@ -119,22 +124,14 @@ class RefusedError(ContentCardsError):
     default_code = -6
 
 
-_RETRY_AFTER = re.compile(
-    r"(?:retry[- ]after|next token in)\D{0,3}?(\d+(?:\.\d+)?)", re.IGNORECASE)
-
-
 class RateLimitedError(ContentCardsError):
     """A refresh refused by the rate limit, the local one or the server's (HTTP 429).
 
-    ``retry_after`` is the number of seconds the message names, or None.
+    ``retry_after`` is the number of seconds to wait (float; the library's value, not read
+    from the message), or None when the library gave none.
     """
 
     default_code = -7
-
-    def __init__(self, message: str = "", code: int | None = None) -> None:
-        super().__init__(message, code)
-        match = _RETRY_AFTER.search(message)
-        self.retry_after: float | None = float(match.group(1)) if match else None
 
 
 class NetworkError(ContentCardsError):
@@ -159,7 +156,11 @@ _HTTP_STATUS = re.compile(r"HTTP (\d{3})")
 
 
 class ServerError(ContentCardsError):
-    """The server answered with an HTTP error status (``http_status`` when the message has it)."""
+    """The server answered with an HTTP error status (``http_status`` when the message has it).
+
+    ``retry_after``: seconds from the server's Retry-After (e.g. with a 503), bounded as the
+    library enforces it, or None.
+    """
 
     default_code = -10
 
@@ -226,8 +227,12 @@ _CLASSES: dict[int, type[ContentCardsError]] = {
 }
 
 
-def error_for(code: int, message: str) -> ContentCardsError:
+def error_for(code: int, message: str, retry_after: float | None = None) -> ContentCardsError:
     """The exception for a status ``code`` with ``message`` (a plain ContentCardsError for a
-    code this binding does not know)."""
+    code this binding does not know) and ``retry_after`` (seconds, or None; a negative or
+    non-finite value is None)."""
     cls = _CLASSES.get(code, ContentCardsError)
-    return cls(message, code)
+    error = cls(message, code)
+    if retry_after is not None and math.isfinite(retry_after) and retry_after >= 0:
+        error.retry_after = float(retry_after)
+    return error

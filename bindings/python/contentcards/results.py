@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from .errors import ContentCardsError, ParseError, RateLimitedError, error_for
+from .errors import ContentCardsError, ParseError, error_for
 
 __all__ = ["Counts", "FlushResult", "LeftOut", "LogResult", "SyncSummary", "Update"]
 
@@ -114,10 +114,9 @@ class Update:
         error_data = data.get("error")
         error = None
         if error_data is not None:
-            error = error_for(int(error_data.get("code", -99)), str(error_data.get("message", "")))
             retry_after = error_data.get("retryAfter")
-            if isinstance(error, RateLimitedError) and isinstance(retry_after, (int, float)):
-                error.retry_after = float(retry_after)
+            error = error_for(int(error_data.get("code", -99)), str(error_data.get("message", "")),
+                              float(retry_after) if isinstance(retry_after, (int, float)) else None)
         sync_data = data.get("sync")
         return cls(
             reason=str(data["reason"]),

@@ -282,8 +282,11 @@ def test_exception_classes() -> None:
     unknown = cc.errors.error_for(-1234, "?")
     assert type(unknown) is cc.ContentCardsError and unknown.name == "CC_E_UNKNOWN"
     assert isinstance(cc.RequestTimeoutError("t"), TimeoutError)
-    assert cc.RateLimitedError("x (Retry-After: 7 s)").retry_after == 7.0
-    assert cc.RateLimitedError("no number").retry_after is None
+    # retry_after is the library's value (cc_last_error_retry_after), never read from the text.
+    assert cc.errors.error_for(-7, "x (Retry-After: 7 s)", 7.0).retry_after == 7.0
+    assert cc.RateLimitedError("x (Retry-After: 7 s)").retry_after is None
+    assert cc.errors.error_for(-10, "HTTP 503", -1.0).retry_after is None
+    assert pickle.loads(pickle.dumps(cc.errors.error_for(-10, "s", 3.0))).retry_after == 3.0
     assert cc.ServerError("sync failed with HTTP 503: ...").http_status == 503
 
 
