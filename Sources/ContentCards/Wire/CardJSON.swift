@@ -70,8 +70,8 @@ public enum CardJSON {
         w.key(K.openURLInWebView); w.bool(card.openURLInWebView)
         w.key(K.extras)
         w.beginObject()
-        for key in card.extras.keys.sorted() {
-            w.key(key); w.string(card.extras[key] ?? "")
+        for (key, value) in card.extras.sorted(by: { $0.key < $1.key }) {
+            w.key(key); w.string(value)
         }
         w.endObject()
         w.key(K.classType); w.string(card.classType)

@@ -57,8 +57,14 @@ public struct JSONWriter {
     /// Writes a pre-encoded member name; the next value written is its value.
     public mutating func key(_ key: Key) {
         beforeValue()
-        bytes.append(contentsOf: key.bytes)
+        key.bytes.withUnsafeBufferPointer { bytes.append(contentsOf: $0) }
         afterKey = true
+    }
+
+    /// Appends a literal's bytes (`null`, `true`, `false`) without building an array for them.
+    @inline(__always)
+    private mutating func literal(_ text: StaticString) {
+        bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
     /// Writes a member name; the next value written is its value.
@@ -69,10 +75,10 @@ public struct JSONWriter {
         afterKey = true
     }
 
-    public mutating func null() { beforeValue(); bytes.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C]) }
+    public mutating func null() { beforeValue(); literal("null") }
     public mutating func bool(_ v: Bool) {
         beforeValue()
-        if v { bytes.append(contentsOf: [0x74, 0x72, 0x75, 0x65]) } else { bytes.append(contentsOf: [0x66, 0x61, 0x6C, 0x73, 0x65]) }
+        if v { literal("true") } else { literal("false") }
     }
     public mutating func int(_ v: Int64) { beforeValue(); writeDigits(v) }
 
