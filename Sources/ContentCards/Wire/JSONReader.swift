@@ -142,11 +142,28 @@ struct Parser {
 
     /// The next member's name, with the parser at its value; nil at the end of the object.
     mutating func nextKey(_ cursor: inout Cursor) throws(JSONError) -> (name: String, known: KnownKey?)? {
+        guard try toNextMember(&cursor) else { return nil }
+        let key = try parseKey()
+        try afterMemberName()
+        return key
+    }
+
+    /// `nextKey` for objects whose member names are data, not card fields (extras): the name
+    /// as it is, with no look-up among the known keys.
+    mutating func nextName(_ cursor: inout Cursor) throws(JSONError) -> String? {
+        guard try toNextMember(&cursor) else { return nil }
+        let name = try parseString()
+        try afterMemberName()
+        return name
+    }
+
+    /// Moves to the next member's name (true) or past the closing brace (false).
+    private mutating func toNextMember(_ cursor: inout Cursor) throws(JSONError) -> Bool {
         skipSpace()
         guard pos < bytes.count else { throw error("unexpected end of input in an object (the JSON is truncated)") }
-        if bytes[pos] == 0x7D && cursor.first { pos += 1; depth -= 1; return nil }
+        if bytes[pos] == 0x7D && cursor.first { pos += 1; depth -= 1; return false }
         if !cursor.first {
-            if bytes[pos] == 0x7D { pos += 1; depth -= 1; return nil }
+            if bytes[pos] == 0x7D { pos += 1; depth -= 1; return false }
             guard bytes[pos] == 0x2C else { throw error("unexpected \(describe(bytes[pos])): expected ',' or '}' in an object") }
             pos += 1
             skipSpace()
@@ -154,13 +171,15 @@ struct Parser {
         }
         cursor.first = false
         guard bytes[pos] == 0x22 else { throw error("unexpected \(describe(bytes[pos])): expected a member name in double quotes") }
-        let key = try parseKey()
+        return true
+    }
+
+    private mutating func afterMemberName() throws(JSONError) {
         skipSpace()
         guard pos < bytes.count else { throw error("unexpected end of input in an object (the JSON is truncated)") }
         guard bytes[pos] == 0x3A else { throw error("unexpected \(describe(bytes[pos])): expected ':' after a member name") }
         pos += 1
         skipSpace()
-        return key
     }
 
     /// At '[': enters the array.

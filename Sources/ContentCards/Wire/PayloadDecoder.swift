@@ -164,13 +164,13 @@ public struct PayloadDecoder: Sendable {
         while let key = try parser.nextKey(&cursor) {
             if key.known == .e && parser.peek() == 0x7B {
                 // Extras: strings as they are, any other value as its JSON text.
-                var extras: [String: String] = [:]
+                var extras = [String: String](minimumCapacity: 6)
                 var inner = try parser.beginObject()
-                while let name = try parser.nextKey(&inner) {
+                while let name = try parser.nextName(&inner) {
                     if parser.peek() == 0x22 {
-                        extras[name.name] = try parser.parseString()
+                        extras[name] = try parser.parseString()
                     } else {
-                        extras[name.name] = try parser.parseValue().jsonText
+                        extras[name] = try parser.parseValue().jsonText
                     }
                 }
                 fields.extras = .object(extras)
