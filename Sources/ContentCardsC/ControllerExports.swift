@@ -22,7 +22,8 @@ public func cc_controller_open(_ out: UnsafeMutablePointer<OpaquePointer?>?, _ c
 @_cdecl("cc_controller_close")
 public func cc_controller_close(_ controller: OpaquePointer?) -> Int32 {
     entry { () throws(ContentCardsError) in
-        try Handles.controllers.remove(controller).close()
+        // nil: inherited across fork(); the handle is gone, its store untouched (leaked).
+        try Handles.controllers.remove(controller)?.close()
     }
 }
 
