@@ -75,14 +75,16 @@ final class SQLiteDatabase {
     /// Runs `body` in one IMMEDIATE transaction (the write lock is taken up front, so two
     /// processes never deadlock upgrading a read to a write), rolling back on error.
     func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
-        try execute("BEGIN IMMEDIATE")
-        do {
-            let value = try body()
-            try execute("COMMIT")
-            return value
-        } catch {
-            try? execute("ROLLBACK")
-            throw error
+        try ForkSafety.sqlite { () throws(StoreError) -> T in   // never open across a fork()
+            try execute("BEGIN IMMEDIATE")
+            do throws(StoreError) {
+                let value = try body()
+                try execute("COMMIT")
+                return value
+            } catch {
+                try? execute("ROLLBACK")
+                throw error
+            }
         }
     }
 

@@ -11,8 +11,9 @@ import Musl
 /// stays held forever in the child. SQLite's global mutexes (its allocator's, the unix VFS's)
 /// were the ones children hung in. So:
 ///
-/// - every SQLite call holds `guardLock` shared (`ForkSafety.sqlite { }`), and the prepare
-///   handler takes it exclusively: no SQLite call is in progress at the fork;
+/// - every SQLite call, and every write transaction as a whole, holds `guardLock` shared
+///   (`ForkSafety.sqlite { }`), and the prepare handler takes it exclusively: no SQLite call
+///   and no write transaction is in progress at the fork;
 /// - the prepare handler also takes the library's process-wide locks registered with
 ///   `holdAcrossFork` (the handle tables, the scheduler), released in parent and child;
 /// - the child handler bumps `generation`: a connection (and a C handle) from an earlier
@@ -29,7 +30,7 @@ public enum ForkSafety {
         var attr = pthread_rwlockattr_t()
         pthread_rwlockattr_init(&attr)
         // Writer preference: a fork is not starved by threads that keep the store busy
-        // (readers never nest, so this cannot deadlock).
+        // (a thread takes it once however its sections nest, so this cannot deadlock).
         pthread_rwlockattr_setkind_np(&attr, Int32(PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP))
         pthread_rwlock_init(p, &attr)
         pthread_rwlockattr_destroy(&attr)
@@ -63,12 +64,27 @@ public enum ForkSafety {
         }
     }
 
-    /// Runs one SQLite call; the fork handlers wait for it to end.
+    /// This thread's nesting of `sqlite` sections (only the outermost takes the guard).
+    private static let depthKey: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
+    /// Runs SQLite calls (one, or a whole write transaction: a transaction open at the fork
+    /// would leave the store's write lock taken, as far as the child's SQLite knows, and a
+    /// child's new connection to the same store would find it "locked"); the fork handlers
+    /// wait for it to end. Sections nest on a thread.
     @inline(__always)
-    static func sqlite<T>(_ body: () -> T) -> T {
-        pthread_rwlock_rdlock(guardLock)
-        defer { pthread_rwlock_unlock(guardLock) }
-        return body()
+    static func sqlite<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        let depth = Int(bitPattern: pthread_getspecific(depthKey))
+        if depth == 0 { pthread_rwlock_rdlock(guardLock) }
+        pthread_setspecific(depthKey, UnsafeRawPointer(bitPattern: depth + 1))
+        defer {
+            pthread_setspecific(depthKey, UnsafeRawPointer(bitPattern: depth))
+            if depth == 0 { pthread_rwlock_unlock(guardLock) }
+        }
+        return try body()
     }
 
     private static func prepare() {
