@@ -42,9 +42,23 @@
  *   Callbacks.   A callback comes with a void *userdata and a free_userdata function (may be
  *                NULL) that the library calls exactly once when it no longer needs userdata,
  *                also when the registration fails. No callback is ever called while the library
- *                holds a lock, so a callback may call any cc_ function.
+ *                holds a lock, so a callback may call any cc_ function. No call made from inside
+ *                a callback waits for another callback (see cc_controller_unsubscribe), and no
+ *                callback pattern makes the library recurse: an update caused from inside a
+ *                callback is delivered after that callback returns (see Subscriptions).
  *   Threads.     Every function may be called from any thread at any time, on the same or on
- *                different handles.
+ *                different handles. Each controller does its background work (async refresh,
+ *                event delivery) on threads of its own, started when there is work and ending
+ *                when there is none: one controller's blocked callback or slow server never
+ *                delays another controller.
+ *   Timeouts.    A function with a timeout returns by it, whatever the source or a host
+ *                callback does (a FIFO, a stalled mount, a transport that never returns).
+ *   fork().      A child process may use the library: new controllers work as in any process.
+ *                A controller opened before the fork is unusable in the child: every call on it
+ *                returns CC_E_STORAGE ("inherited across fork()"), except cc_controller_close,
+ *                which releases the handle without touching its store (the parent keeps using
+ *                it). The library holds its locks across fork() (pthread_atfork), so a child
+ *                never hangs on a lock another thread held, including SQLite's.
  *   Never trap.  No input makes the library abort the host process.
  */
 #ifndef CONTENTCARDS_H
@@ -118,7 +132,9 @@ CC_API int cc_abi_version(void);
                                        the key); the stored cards are untouched                  */
 #define CC_E_NOT_FOUND (-5)         /* no card with that id for the current user                 */
 #define CC_E_REFUSED (-6)           /* a logging call that recorded nothing: no valid url for a
-                                       click, not dismissible, already dismissed                 */
+                                       click, not dismissible, already dismissed; a refresh or
+                                       flush called from inside the same controller's transport
+                                       callback (the call waiting for that callback)             */
 #define CC_E_RATE_LIMITED (-7)      /* refresh refused by the rate limit (local or the server's) */
 #define CC_E_NETWORK (-8)           /* connection failed, reset, truncated; a response header
                                        over 64 KiB (or one curl refuses); source file unreadable */
@@ -130,13 +146,16 @@ CC_API int cc_abi_version(void);
                                        read-only, another application's database, a symbolic
                                        link, or unsafe ownership/modes (the message says which
                                        and how to fix it, and the file is left as it was); or a
-                                       write failed, also the event file's (cut back, retried)   */
+                                       write failed, also the event file's (cut back, retried); a
+                                       controller inherited across fork()                        */
 #define CC_E_NO_SOURCE (-12)        /* no source (refresh) or no event sink (flush) configured   */
 #define CC_E_UNAVAILABLE (-13)      /* libcurl is not installed; the message names the fix       */
 #define CC_E_WRONG_USER (-14)       /* a response or payload for another user: discarded         */
 #define CC_E_TRANSPORT (-15)        /* the host transport callback is missing or failed          */
 #define CC_E_NO_MEMORY (-16)
-#define CC_E_CLOSED (-17)           /* reserved: an operation raced with the handle's close      */
+#define CC_E_CLOSED (-17)           /* the controller was closed while this call was running (by
+                                       another thread, or from inside a callback this call ran,
+                                       e.g. its transport callback): the call had no effect      */
 #define CC_E_INTERNAL (-99)         /* a bug in the library; please report it                    */
 
 /* The message of the last failing cc_ call on this thread, or "" when it succeeded. Owned by the
@@ -202,7 +221,11 @@ CC_API int cc_controller_open(cc_controller **out, const char *config_json);
 
 /* Closes the controller: the store is closed and every subscriber is removed (their
  * free_userdata runs). A refresh or delivery running on another thread finishes without
- * effect. The handle is invalid afterwards.
+ * effect. The handle is invalid afterwards. It may be called from inside any callback,
+ * including this controller's transport callback: it returns CC_OK, and the call that is
+ * running the callback (the refresh, the flush) returns CC_E_CLOSED. Like unsubscribe, it
+ * waits for subscriber calls running on other threads, unless it is called from inside a
+ * callback. On a controller inherited across fork() it only releases the handle (CC_OK).
  * Errors: CC_E_INVALID_HANDLE (also for a second close, which is otherwise harmless). */
 CC_API int cc_controller_close(cc_controller *controller);
 
@@ -212,15 +235,23 @@ CC_API int cc_controller_close(cc_controller *controller);
  *   {"added":N,"updated":N,"removed":N,"keptNewer":N,"fullSync":B,
  *    "leftOut":[{"index":N,"id":S|null,"reason":S}],"counts":{"total":N,"unviewed":N}}
  * On failure the cached cards stay as they were and *out_summary_json is set to NULL.
- * Subscribers are told of the outcome either way. The network request runs on the calling
- * thread (or in the host transport callback, on the calling thread).
+ * Subscribers are told of the outcome either way, on the calling thread.
+ * It returns by its timeout whatever the source does: the source is read (the request sent,
+ * the host transport callback called) on a library thread of its own while the calling
+ * thread waits; at min(timeout_seconds, timeoutSeconds) the refresh ends with CC_E_TIMEOUT and
+ * the fetch is abandoned: its late answer is discarded. While 4 abandoned fetches of this
+ * controller are still blocked, a refresh fails at once with CC_E_TIMEOUT (no thread pile-up).
+ * A file source must be a regular file: a FIFO, device, socket or directory is CC_E_NETWORK
+ * at once. Called from inside this controller's own transport callback it fails at once with
+ * CC_E_REFUSED (the running refresh is waiting for that callback); closed meanwhile (e.g. from
+ * inside the transport callback), CC_E_CLOSED.
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (NaN timeout), CC_E_NO_SOURCE,
  * CC_E_RATE_LIMITED, CC_E_NETWORK, CC_E_TIMEOUT, CC_E_SERVER, CC_E_PARSE, CC_E_WRONG_USER,
- * CC_E_UNAVAILABLE, CC_E_TRANSPORT, CC_E_STORAGE. */
+ * CC_E_UNAVAILABLE, CC_E_TRANSPORT, CC_E_STORAGE, CC_E_REFUSED, CC_E_CLOSED. */
 CC_API int cc_controller_refresh(char **out_summary_json, cc_controller *controller, double timeout_seconds);
 
-/* Starts a refresh on a library thread and returns at once; the outcome reaches the
- * subscribers (on that library thread). Returns CC_OK also when a refresh was already running.
+/* Starts a refresh on a library thread (this controller's own) and returns at once; the
+ * outcome reaches the subscribers (on that library thread), by timeoutSeconds at the latest. Returns CC_OK also when a refresh was already running.
  * Refusals known at once are returned (and told to subscribers): CC_E_NO_SOURCE,
  * CC_E_RATE_LIMITED. Errors: CC_E_INVALID_HANDLE. */
 CC_API int cc_controller_refresh_async(cc_controller *controller);
@@ -293,9 +324,11 @@ CC_API int cc_controller_user(char **out_user_id, cc_controller *controller);
  * "events": {"file": PATH}, a batch is appended whole or not at all: a failed or short write
  * (disk full, file size limit) cuts the file back to its length before (CC_E_STORAGE), so a
  * retry never writes an event twice nor leaves half a line. A server's Retry-After (seconds
- * or an HTTP-date) is obeyed up to 3600 s; see cc_last_error_retry_after.
+ * or an HTTP-date) is obeyed up to 3600 s; see cc_last_error_retry_after. Called from
+ * inside this controller's own events transport callback it fails at once with CC_E_REFUSED.
  * Errors: CC_E_INVALID_HANDLE, CC_E_NO_SOURCE (no event sink), CC_E_NETWORK, CC_E_TIMEOUT,
- * CC_E_SERVER, CC_E_RATE_LIMITED, CC_E_UNAVAILABLE, CC_E_TRANSPORT, CC_E_STORAGE. */
+ * CC_E_SERVER, CC_E_RATE_LIMITED, CC_E_UNAVAILABLE, CC_E_TRANSPORT, CC_E_STORAGE,
+ * CC_E_REFUSED, CC_E_CLOSED. */
 CC_API int cc_controller_flush_events(char **out_result_json, cc_controller *controller, double timeout_seconds);
 
 /* The number of events waiting in the store's outbox (every user's).
@@ -318,7 +351,13 @@ CC_API int cc_controller_diagnostics(char **out_json, cc_controller *controller)
  *    "ok":B, "error":null|{"code":N,"name":S,"message":S}, "cardId":S|null,
  *    "counts":{"total":N,"unviewed":N}, "sync":null|{...as cc_controller_refresh's summary}}
  * It runs on the thread that made the change: the caller's, or a library thread for
- * cc_controller_refresh_async and background work. */
+ * cc_controller_refresh_async and background work.
+ * An update caused from inside a callback (fn refreshes, logs, applies; a transport callback
+ * applies) is not delivered on that callback's stack: it is queued, and delivered on the same
+ * thread as soon as the outermost callback running there returns, before the call that ran
+ * it returns. After 100 such updates in a chain (a subscriber that refreshes or logs on every
+ * update), the rest are delivered on a library thread of the controller, one after another,
+ * until the chain ends or the controller is closed: never an unbounded recursion. */
 typedef void (*cc_update_fn)(void *userdata, const char *update_json);
 
 /* Subscribes. *out_subscription receives an id for cc_controller_unsubscribe (never 0).
@@ -327,10 +366,18 @@ typedef void (*cc_update_fn)(void *userdata, const char *update_json);
 CC_API int cc_controller_subscribe(uint64_t *out_subscription, cc_controller *controller, cc_update_fn fn,
                                    void *userdata, void (*free_userdata)(void *userdata));
 
-/* Unsubscribes at once: when this returns, fn is not called again, and free_userdata has run.
- * If fn is running on another thread, this waits for it to return; called from inside fn
- * itself, it does not wait. Errors: CC_E_INVALID_HANDLE, CC_E_NOT_FOUND (no such subscription,
- * e.g. already unsubscribed). */
+/* Unsubscribes at once: when this returns, fn is not called again.
+ * Called outside any callback: if fn is running on another thread, this waits for it to
+ * return, and free_userdata has run when this returns.
+ * Called from inside any callback of the library (any subscriber, a transport callback, of
+ * any controller): it never waits, so callbacks unsubscribing each other from two threads
+ * cannot deadlock; free_userdata runs as soon as the last call of fn running anywhere
+ * (including the one this is called from) returns.
+ * Lock order and waits: the library never holds a lock while a callback runs, and this is
+ * the only call that waits for a callback; see docs/RELIABILITY.md. Do not call it (or close)
+ * outside a callback while holding a lock your fn takes.
+ * Errors: CC_E_INVALID_HANDLE, CC_E_NOT_FOUND (no such subscription, e.g. already
+ * unsubscribed). */
 CC_API int cc_controller_unsubscribe(cc_controller *controller, uint64_t subscription);
 
 /* ---------------------------------------------------------------------------------------------
@@ -360,8 +407,11 @@ CC_API int cc_transport_response_set(cc_transport_response *response, int status
 /* The transport. Return CC_OK after cc_transport_response_set; return anything else for a
  * failure to reach the server (the library treats it as a network error and keeps the cached
  * cards / the pending events), optionally with a message from cc_transport_response_fail.
- * Runs on the thread doing the request: the caller of cc_controller_refresh or
- * cc_controller_flush_events, or a library thread for background work. */
+ * Runs on the thread doing the request: for a sync, a library thread of its own (so the
+ * refresh can return by its timeout even when the callback does not); for events, the caller
+ * of cc_controller_flush_events, or a library thread for background delivery. A sync callback
+ * that has not returned by request->timeout_seconds is abandoned: its answer is discarded.
+ * An events callback is waited for: it should honour request->timeout_seconds. */
 typedef int (*cc_transport_fn)(void *userdata, const cc_transport_request *request,
                                cc_transport_response *response);
 

@@ -97,6 +97,30 @@ static struct cc_cell *cc_cell_at(uint32_t index, int create) {
  * reads take no lock. */
 static pthread_mutex_t cc_cells_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* fork(): both locks are leaves, held across the fork so that no thread of the parent holds
+ * them in the child; and the child serves no count from a cell, since its handles are the
+ * parent's (inherited controllers are refused, which the full path says). */
+static _Atomic int cc_cells_forked;
+static pthread_once_t cc_fork_once = PTHREAD_ONCE_INIT;
+
+static void cc_fork_prepare(void) {
+    pthread_mutex_lock(&cc_chunks_lock);
+    pthread_mutex_lock(&cc_cells_lock);
+}
+
+static void cc_fork_parent(void) {
+    pthread_mutex_unlock(&cc_cells_lock);
+    pthread_mutex_unlock(&cc_chunks_lock);
+}
+
+static void cc_fork_child(void) {
+    atomic_store(&cc_cells_forked, 1);
+    pthread_mutex_unlock(&cc_cells_lock);
+    pthread_mutex_unlock(&cc_chunks_lock);
+}
+
+static void cc_fork_install(void) { pthread_atfork(cc_fork_prepare, cc_fork_parent, cc_fork_child); }
+
 static void cc_cell_write(struct cc_cell *cell, uint64_t owner, int64_t total, int64_t unviewed,
                           double valid_before) {
     uint64_t seq = atomic_load_explicit(&cell->seq, memory_order_relaxed);
@@ -110,6 +134,7 @@ static void cc_cell_write(struct cc_cell *cell, uint64_t owner, int64_t total, i
 }
 
 void ccint_cell_attach(uint32_t index, uint32_t generation) {
+    pthread_once(&cc_fork_once, cc_fork_install);
     struct cc_cell *cell = cc_cell_at(index, 1);
     if (!cell) return;
     pthread_mutex_lock(&cc_cells_lock);
@@ -150,6 +175,7 @@ static int cc_counts_from_cell(int64_t *out_total, int64_t *out_unviewed, cc_con
     uint64_t h = (uint64_t)(uintptr_t)controller;
     uint32_t slot = (uint32_t)(h & 0xFFFFFF);
     if (h >> 56 != CC_CONTROLLER_TAG || slot == 0) return 0;
+    if (atomic_load_explicit(&cc_cells_forked, memory_order_relaxed)) return 0;
     struct cc_cell *cell = cc_cell_at(slot - 1, 0);
     if (!cell) return 0;
     uint64_t seq = atomic_load_explicit(&cell->seq, memory_order_acquire);

@@ -8,3 +8,9 @@
 static inline int cc_sqlite_no_checkpoint_on_close(sqlite3 *db, int on) {
     return sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, on, (int *)0);
 }
+
+// sqlite3_config is variadic, which Swift cannot call: the one setting the library makes.
+// Allocation statistics take a global mutex on every SQLite allocation; they are off.
+static inline int cc_sqlite_disable_memstatus(void) {
+    return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}

@@ -32,9 +32,10 @@ public func cc_controller_open(_ out: UnsafeMutablePointer<OpaquePointer?>?, _ c
 @_cdecl("cc_controller_close")
 public func cc_controller_close(_ controller: OpaquePointer?) -> Int32 {
     entry { () throws(ContentCardsError) in
+        // nil: inherited across fork(); the handle is gone, its store untouched (leaked).
         let c = try Handles.controllers.remove(controller)
         ccint_cell_detach(Handles.slot(of: controller).index)
-        c.close()
+        c?.close()
     }
 }
 

@@ -2,7 +2,7 @@ import ContentCards
 
 /// The live controllers and snapshots of the process.
 enum Handles {
-    static let controllers = HandleTable<ContentCardsController>(tag: 0xC1, kind: "controller")
+    static let controllers = HandleTable<ContentCardsController>(tag: 0xC1, kind: "controller", refuseInherited: true)
     static let snapshots = HandleTable<Snapshot>(tag: 0xC2, kind: "snapshot")
 
     static func controller(_ handle: OpaquePointer?) throws(ContentCardsError) -> ContentCardsController {

@@ -8,6 +8,8 @@ final class HandleTable<Object: AnyObject>: @unchecked Sendable {
     private struct Slot {
         var generation: UInt32 = 0
         var object: Object?
+        /// The fork generation (ForkSafety) the object was made in.
+        var forkGeneration: UInt64 = 0
     }
 
     private let tag: UInt64
@@ -15,13 +17,25 @@ final class HandleTable<Object: AnyObject>: @unchecked Sendable {
     private let lock = Lock()
     private var slots: [Slot] = []
     private var free: [Int] = []
+    /// Objects of handles inherited across fork() and closed in the child: kept, never
+    /// released, since releasing one would touch its inherited SQLite connection.
+    private var inheritedClosed: [Object] = []
+    /// Whether an object inherited across fork() is refused (controllers: their store is the
+    /// parent's; snapshots are plain memory and stay usable).
+    private let refuseInherited: Bool
 
     private static var indexBits: UInt64 { 24 }
     private static var generationBits: UInt64 { 32 }
 
-    init(tag: UInt8, kind: String) {
+    init(tag: UInt8, kind: String, refuseInherited: Bool = false) {
         self.tag = UInt64(tag)
         self.kind = kind
+        self.refuseInherited = refuseInherited
+        ForkSafety.holdAcrossFork(lock)
+    }
+
+    private var inheritedError: ContentCardsError {
+        ContentCardsError(.storage, "the \(kind) was opened before fork() and is inherited by this child process: it cannot be used here (open a new \(kind) in the child; closing this handle is allowed)")
     }
 
     func insert(_ object: Object) throws(ContentCardsError) -> OpaquePointer? {
@@ -37,6 +51,7 @@ final class HandleTable<Object: AnyObject>: @unchecked Sendable {
                 index = slots.count - 1
             }
             slots[index].object = object
+            slots[index].forkGeneration = ForkSafety.generation
             let value = tag << 56 | UInt64(slots[index].generation) << 24 | UInt64(index + 1)
             return OpaquePointer(bitPattern: UInt(value))
         }
@@ -64,14 +79,16 @@ final class HandleTable<Object: AnyObject>: @unchecked Sendable {
                 throw ContentCardsError(.invalidHandle, generation < slot.generation || slot.object == nil
                                         ? "the \(kind) handle was closed" : "not a \(kind) handle (never issued)")
             }
+            if refuseInherited && slot.forkGeneration != ForkSafety.generation { throw inheritedError }
             return object
         }
     }
 
-    /// Removes a live handle and returns its object; the handle is invalid from then on.
-    func remove(_ handle: OpaquePointer?) throws(ContentCardsError) -> Object {
+    /// Removes a live handle and returns its object; the handle is invalid from then on. An
+    /// object inherited across fork() is kept forever instead, and nil returned.
+    func remove(_ handle: OpaquePointer?) throws(ContentCardsError) -> Object? {
         let (index, generation) = try decode(handle)
-        return try lock.withLock { () throws(ContentCardsError) -> Object in
+        return try lock.withLock { () throws(ContentCardsError) -> Object? in
             guard index < slots.count else { throw ContentCardsError(.invalidHandle, "not a \(kind) handle (never issued)") }
             guard let object = slots[index].object, slots[index].generation == generation else {
                 throw ContentCardsError(.invalidHandle, "the \(kind) handle was already closed (closing twice is harmless)")
@@ -79,6 +96,10 @@ final class HandleTable<Object: AnyObject>: @unchecked Sendable {
             slots[index].object = nil
             slots[index].generation &+= 1
             free.append(index)
+            if refuseInherited && slots[index].forkGeneration != ForkSafety.generation {
+                inheritedClosed.append(object)
+                return nil
+            }
             return object
         }
     }

@@ -12,7 +12,11 @@ final class TransportResponseBox {
     var response: TransportResponse?
     var failure: String?
 
-    private static let lock = Lock()
+    private static let lock: Lock = {
+        let lock = Lock()
+        ForkSafety.holdAcrossFork(lock)
+        return lock
+    }()
     nonisolated(unsafe) private static var active: [UInt: TransportResponseBox] = [:]
 
     var handle: OpaquePointer? { OpaquePointer(Unmanaged.passUnretained(self).toOpaque()) }

@@ -4,6 +4,7 @@
 #include "cc_test.h"
 
 #include <pthread.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef struct {
@@ -270,11 +271,109 @@ static void test_async_refresh(void) {
     CHECK_OK(cc_controller_close(c));
 }
 
+/* --- callbacks that call back on every update (issue 10, item 4) --- */
+
+typedef struct {
+    cc_controller *c;
+    int calls; /* written by one thread at a time: the caller's, then the notifier queue's */
+    int frees;
+} looper;
+
+static void refresh_on_every_update(void *userdata, const char *update_json) {
+    (void)update_json;
+    looper *l = userdata;
+    __atomic_add_fetch(&l->calls, 1, __ATOMIC_SEQ_CST);
+    cc_controller_refresh(NULL, l->c, 2);
+}
+
+static void log_on_every_update(void *userdata, const char *update_json) {
+    (void)update_json;
+    looper *l = userdata;
+    __atomic_add_fetch(&l->calls, 1, __ATOMIC_SEQ_CST);
+    cc_controller_log_impression(l->c, "tile-1");
+}
+
+static void looper_free(void *userdata) { __atomic_add_fetch(&((looper *)userdata)->frees, 1, __ATOMIC_SEQ_CST); }
+
+/* A subscriber that refreshes on every update: the refusals (rate limit) it causes were told to
+ * it on its own stack, again and again, until the stack overflowed (SIGSEGV). Updates caused
+ * inside a callback now wait until it returns; a long chain continues on a library thread. */
+static void run_looper(cc_update_fn fn, const char *config) {
+    cc_controller *c = NULL;
+    CHECK_OK(cc_controller_open(&c, config));
+    looper l = {.c = c};
+    uint64_t sub = 0;
+    CHECK_OK(cc_controller_subscribe(&sub, c, fn, &l, looper_free));
+    cc_controller_refresh(NULL, c, 2); /* returns: the chain does not run on this stack for ever */
+    usleep(100 * 1000);
+    CHECK(__atomic_load_n(&l.calls, __ATOMIC_SEQ_CST) > 100);
+    CHECK_OK(cc_controller_close(c)); /* stops the chain, waiting for a call in progress */
+    CHECK(l.frees == 1);
+}
+
+static void test_callbacks_that_call_back_on_every_update(void) {
+    run_looper(refresh_on_every_update,
+               "{\"userId\":\"u-1\",\"source\":{\"file\":\"" CC_SAMPLE_FEED "\"}}");
+    run_looper(log_on_every_update,
+               "{\"userId\":\"u-1\",\"refreshTokens\":0,\"source\":{\"file\":\"" CC_SAMPLE_FEED "\"}}");
+}
+
+/* --- refresh and close from inside the transport callback (issue 11) --- */
+
+typedef struct {
+    cc_controller *c;
+    int inner_rc;
+    double inner_seconds;
+    int close_inside;
+} calling_transport;
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int transport_calling_back(void *userdata, const cc_transport_request *req, cc_transport_response *resp) {
+    (void)req;
+    calling_transport *t = userdata;
+    if (t->close_inside) {
+        t->inner_rc = cc_controller_close(t->c);
+    } else {
+        double start = now_seconds();
+        t->inner_rc = cc_controller_refresh(NULL, t->c, 5);
+        t->inner_seconds = now_seconds() - start;
+    }
+    const char *body = "{\"cards\":[],\"full_sync\":true}";
+    return cc_transport_response_set(resp, 200, body, strlen(body), -1);
+}
+
+static void test_calls_from_inside_the_transport(void) {
+    const char *config = "{\"userId\":\"u\",\"refreshTokens\":0,\"source\":{\"callback\":true}}";
+    cc_controller *c = NULL;
+    CHECK_OK(cc_controller_open(&c, config));
+    calling_transport t = {.c = c};
+    CHECK_OK(cc_controller_set_transport(c, transport_calling_back, &t, NULL));
+    CHECK_OK(cc_controller_refresh(NULL, c, 10));
+    CHECK(t.inner_rc == CC_E_REFUSED); /* at once, not after its 5 s timeout */
+    CHECK(t.inner_seconds < 1);
+    CHECK_OK(cc_controller_close(c));
+
+    CHECK_OK(cc_controller_open(&c, config));
+    calling_transport closing = {.c = c, .close_inside = 1};
+    CHECK_OK(cc_controller_set_transport(c, transport_calling_back, &closing, NULL));
+    CHECK_RC(CC_E_CLOSED, cc_controller_refresh(NULL, c, 10));
+    CHECK_MESSAGE("closed");
+    CHECK(closing.inner_rc == CC_OK);
+    CHECK_RC(CC_E_INVALID_HANDLE, cc_controller_close(c));
+}
+
 int main(void) {
     test_subscriber_data_and_free();
     test_reentrancy();
     test_host_transport();
     test_unsubscribe_waits();
     test_async_refresh();
+    test_callbacks_that_call_back_on_every_update();
+    test_calls_from_inside_the_transport();
     return cc_test_finish("test_callbacks");
 }

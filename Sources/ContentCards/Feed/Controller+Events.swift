@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// Event delivery (docs/BEHAVIOUR.md, "Events and delivery"): batches from the durable outbox to the sink, at least once;
 /// retried with capped exponential backoff on network errors, timeouts, 408, 429 and 5xx
 /// (honouring Retry-After); a batch the sink refuses for good (another 4xx) is dropped and the
@@ -25,7 +31,11 @@ extension ContentCardsController {
             throw ContentCardsError(.noSource, "no event sink is configured (\"events\"): events are kept in the outbox")
         }
         // One delivery at a time per controller, so a batch is never sent twice by this process.
+        let me = pthread_self()
         try lock.withLock { () throws(ContentCardsError) in
+            if deliveryInFlight, let thread = background.deliveryThread, pthread_equal(thread, me) != 0 {
+                throw ContentCardsError(.refused, "flush called from inside this controller's events transport callback, which the running delivery is waiting for: return from the callback first")
+            }
             while deliveryInFlight {
                 if store == nil { throw Self.closedError }
                 if !changed.wait(lock, until: deadline) && monotonicSeconds() >= deadline {
@@ -34,6 +44,7 @@ extension ContentCardsController {
             }
             try checkOpen()
             deliveryInFlight = true
+            background.deliveryThread = me
         }
         var result = FlushResult()
         var failure: ContentCardsError?
@@ -55,7 +66,7 @@ extension ContentCardsController {
                 break
             }
             if batch.isEmpty { break }
-            let outcome = sink.deliver(batch.map(\.event), timeout: min(remaining, configuration.timeoutSeconds))
+            let outcome = CallbackContext.run { sink.deliver(batch.map(\.event), timeout: min(remaining, configuration.timeoutSeconds)) }
             lock.withLock {
                 switch outcome {
                 case .delivered, .drop:
@@ -79,6 +90,7 @@ extension ContentCardsController {
         }
         lock.withLock {
             deliveryInFlight = false
+            background.deliveryThread = nil
             if let store { result.pending = (try? store.pendingEventCount()) ?? 0 }
             record.lastDelivery = .init(time: clock.now(), error: failure, delivered: result.delivered, dropped: result.dropped)
             if let failure { record.lastError = failure }
@@ -129,7 +141,7 @@ extension ContentCardsController {
     }
 
     private func runDelivery(after delay: Double) {
-        Scheduler.shared.schedule(after: delay) { [weak self] in
+        Scheduler.shared.schedule(after: delay, on: background.deliveryQueue) { [weak self] in
             guard let self else { return }
             let open: Bool = self.lock.withLock {
                 self.deliveryScheduled = false

@@ -1,7 +1,36 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// One refresh in flight; callers that ask for a refresh meanwhile wait for this one instead of
 /// starting another (and taking another token).
 final class RefreshTicket {
     var result: Result<SyncSummary, ContentCardsError>?
+    /// What the fetch thread got (set under the controller's lock); ignored once the refresh
+    /// was abandoned at its deadline.
+    var fetched: Result<Payload, ContentCardsError>?
+}
+
+/// A controller's background machinery (issue 10, items 1 and 2): its own work queues, so one
+/// controller's blocked work never delays another's, and its fetches in flight. Guarded by the
+/// controller's lock.
+final class Background: @unchecked Sendable {
+    /// Waits for background refreshes.
+    let refreshQueue = WorkQueue()
+    /// Runs background event delivery.
+    let deliveryQueue = WorkQueue()
+    /// Fetch threads still running, including those abandoned at their deadline (a source
+    /// that never answers): at most `maxFetches`, so a stuck source cannot pile up threads.
+    var fetches = 0
+    /// The threads inside this controller's source (its transport callback) right now.
+    var fetchThreads: [pthread_t] = []
+    /// The thread delivering events (inside the events transport) while a delivery runs.
+    var deliveryThread: pthread_t?
+    static let maxFetches = 4
+
+    func isFetching(_ thread: pthread_t) -> Bool { fetchThreads.contains { pthread_equal($0, thread) != 0 } }
 }
 
 extension ContentCardsController {
@@ -21,10 +50,20 @@ extension ContentCardsController {
     /// also bounded by the configuration's `timeoutSeconds`). When a refresh is already running,
     /// waits for that one. Subscribers are told of the outcome too. On failure the cached cards
     /// stay as they were.
+    ///
+    /// The source is asked on a thread of its own while this thread waits, so the call returns
+    /// by its timeout whatever the source does (a FIFO, a stalled mount, a host transport that
+    /// never returns): at the deadline the fetch is abandoned and its late answer discarded.
+    /// Called from inside this controller's own transport callback, it fails at once
+    /// (`.refused`): that refresh is the one waiting for the callback.
     @discardableResult
     public func refresh(timeout: Double? = nil) throws(ContentCardsError) -> SyncSummary {
         let timeout = Self.clampTimeout(timeout ?? configuration.timeoutSeconds)
         let deadline = monotonicSeconds() + timeout
+        let me = pthread_self()
+        if lock.withLock({ background.isFetching(me) }) {
+            throw ContentCardsError(.refused, "refresh called from inside this controller's transport callback, which the running refresh is waiting for: return from the callback first (refresh_async does not wait)")
+        }
         switch try beginRefresh() {
         case .started(let start):
             return try perform(start, timeout: min(timeout, configuration.timeoutSeconds)).get()
@@ -52,7 +91,7 @@ extension ContentCardsController {
             return false
         case .started(let start):
             let timeout = configuration.timeoutSeconds
-            Scheduler.shared.schedule { [self] in _ = perform(start, timeout: timeout) }
+            background.refreshQueue.async { [self] in _ = perform(start, timeout: timeout) }
             return true
         }
     }
@@ -68,6 +107,11 @@ extension ContentCardsController {
             if let ticket = refreshInFlight { return .success(.joined(ticket)) }
             guard let source else {
                 let e = ContentCardsError(.noSource, "no source is configured: set \"source\" to a file, a url or a callback, or hand cards in with apply")
+                noteRefreshFailure(e)
+                return .failure(e)
+            }
+            if background.fetches >= Background.maxFetches {
+                let e = ContentCardsError(.timeout, "refresh not started: \(background.fetches) earlier fetches from the source are still blocked (abandoned at their timeout); the cached feed stays readable")
                 noteRefreshFailure(e)
                 return .failure(e)
             }
@@ -101,13 +145,47 @@ extension ContentCardsController {
         record.lastError = e
     }
 
+    /// Fetches on a thread of its own and waits for it until `timeout` seconds have passed, then
+    /// merges (on this thread) and tells the subscribers.
     private func perform(_ start: RefreshStart, timeout: Double) -> Result<SyncSummary, ContentCardsError> {
-        let fetched = start.source.fetch(userID: start.userID, deviceID: configuration.deviceID,
-                                         cursors: start.cursors, timeout: timeout)
-        // Decoding happens outside the lock: it is pure, and can take a while on a big payload.
-        let decoded: Result<Payload, ContentCardsError> = fetched.flatMap { bytes in
-            do throws(PayloadError) { return .success(try decoder.decode(bytes)) } catch {
-                return .failure(ContentCardsError(.parse, "the sync response was refused: \(error.message)"))
+        let deadline = monotonicSeconds() + timeout
+        let ticket = start.ticket
+        lock.withLock { background.fetches += 1 }
+        let launched = spawnThread { [self, configuration, decoder] in
+            let me = pthread_self()
+            lock.withLock { background.fetchThreads.append(me) }
+            let fetched = CallbackContext.run {
+                start.source.fetch(userID: start.userID, deviceID: configuration.deviceID,
+                                   cursors: start.cursors, timeout: timeout)
+            }
+            lock.withLock {
+                if let i = background.fetchThreads.firstIndex(where: { pthread_equal($0, me) != 0 }) {
+                    background.fetchThreads.remove(at: i)
+                }
+            }
+            // Decoding happens outside the lock: it is pure, and can take a while on a big payload.
+            let decoded: Result<Payload, ContentCardsError> = fetched.flatMap { bytes in
+                do throws(PayloadError) { return .success(try decoder.decode(bytes)) } catch {
+                    return .failure(ContentCardsError(.parse, "the sync response was refused: \(error.message)"))
+                }
+            }
+            lock.withLock {
+                background.fetches -= 1
+                ticket.fetched = decoded
+                changed.broadcast()
+            }
+        }
+        let decoded: Result<Payload, ContentCardsError> = lock.withLock {
+            guard launched else {
+                background.fetches -= 1
+                return .failure(ContentCardsError(.noMemory, "cannot start a thread for the refresh"))
+            }
+            while true {
+                if let fetched = ticket.fetched { return fetched }
+                if store == nil { return .failure(Self.closedError) }
+                if !changed.wait(lock, until: deadline) && monotonicSeconds() >= deadline && ticket.fetched == nil {
+                    return .failure(ContentCardsError(.timeout, "the source did not answer within \(timeout) s: the refresh was abandoned (a late answer is discarded); the cached feed stays readable"))
+                }
             }
         }
         let result: Result<SyncSummary, ContentCardsError> = lock.withLock {

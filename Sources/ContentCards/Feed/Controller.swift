@@ -46,6 +46,8 @@ public final class ContentCardsController: @unchecked Sendable {
     /// time (wall clock), so a client does not hammer a server that asked it to wait.
     var serverRetryAt: Double = 0
     var refreshInFlight: RefreshTicket?
+    /// The controller's own background threads and fetches (issue 10, items 1 and 2).
+    let background = Background()
     var deliveryInFlight = false
     var deliveryScheduled = false
     var deliveryAttempt = 0

@@ -5,20 +5,27 @@ import CSQLite
 final class SQLiteDatabase {
     private(set) var handle: OpaquePointer?
     let path: String
+    /// The fork generation that opened it: in a child of fork() the connection is inherited,
+    /// and is neither used nor closed there (ForkSafety).
+    let generation: UInt64
+    var isInherited: Bool { generation != ForkSafety.generation }
+    static let inheritedError = StoreError("the store was opened before fork() and is inherited by this child process: it cannot be used here (open a new controller in the child)")
 
     /// SQLITE_TRANSIENT: SQLite copies bound text before the call returns.
     private static let transient = unsafeBitCast(Int(-1), to: sqlite3_destructor_type.self)
 
     init(path: String) throws(StoreError) {
         self.path = path
+        ForkSafety.install()
+        generation = ForkSafety.generation
         var db: OpaquePointer?
         // NOFOLLOW: a symbolic link at the store's path is refused, never followed (the
         // CardStore checks it first, with a message that says how to fix it).
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW
-        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        let rc = ForkSafety.sqlite { sqlite3_open_v2(path, &db, flags, nil) }
         guard rc == SQLITE_OK, let db else {
             let message = db.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) } ?? "error \(rc)"
-            sqlite3_close_v2(db)
+            ForkSafety.sqlite { _ = sqlite3_close_v2(db) }
             throw StoreError("cannot open the store at \(path): \(message)", code: rc)
         }
         handle = db
@@ -31,8 +38,9 @@ final class SQLiteDatabase {
 
     func close() {
         if let handle {
-            sqlite3_close_v2(handle)
             self.handle = nil
+            if isInherited { return }   // leaked in a child of fork(): never touched
+            ForkSafety.sqlite { _ = sqlite3_close_v2(handle) }
         }
     }
 
@@ -46,8 +54,9 @@ final class SQLiteDatabase {
     /// Runs SQL that takes no parameters (schema, pragmas, transaction control).
     func execute(_ sql: String) throws(StoreError) {
         guard let handle else { throw StoreError("the store is closed") }
+        if isInherited { throw Self.inheritedError }
         var message: UnsafeMutablePointer<CChar>?
-        let rc = sqlite3_exec(handle, sql, nil, nil, &message)
+        let rc = ForkSafety.sqlite { sqlite3_exec(handle, sql, nil, nil, &message) }
         if rc != SQLITE_OK {
             let text = message.map { String(cString: $0) } ?? "error \(rc)"
             sqlite3_free(message)
@@ -57,8 +66,9 @@ final class SQLiteDatabase {
 
     func prepare(_ sql: String) throws(StoreError) -> SQLiteStatement {
         guard let handle else { throw StoreError("the store is closed") }
+        if isInherited { throw Self.inheritedError }
         var stmt: OpaquePointer?
-        guard sqlite3_prepare_v2(handle, sql, -1, &stmt, nil) == SQLITE_OK, let stmt else {
+        guard ForkSafety.sqlite({ sqlite3_prepare_v2(handle, sql, -1, &stmt, nil) }) == SQLITE_OK, let stmt else {
             throw fail("cannot prepare a statement")
         }
         return SQLiteStatement(stmt, db: self)
@@ -67,14 +77,16 @@ final class SQLiteDatabase {
     /// Runs `body` in one IMMEDIATE transaction (the write lock is taken up front, so two
     /// processes never deadlock upgrading a read to a write), rolling back on error.
     func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
-        try execute("BEGIN IMMEDIATE")
-        do {
-            let value = try body()
-            try execute("COMMIT")
-            return value
-        } catch {
-            try? execute("ROLLBACK")
-            throw error
+        try ForkSafety.sqlite { () throws(StoreError) -> T in   // never open across a fork()
+            try execute("BEGIN IMMEDIATE")
+            do throws(StoreError) {
+                let value = try body()
+                try execute("COMMIT")
+                return value
+            } catch {
+                try? execute("ROLLBACK")
+                throw error
+            }
         }
     }
 
@@ -85,25 +97,33 @@ final class SQLiteStatement {
     private let stmt: OpaquePointer
     private unowned let db: SQLiteDatabase
 
+    private let generation: UInt64
+
     fileprivate init(_ stmt: OpaquePointer, db: SQLiteDatabase) {
-        self.stmt = stmt; self.db = db
+        self.stmt = stmt; self.db = db; generation = db.generation
     }
 
-    deinit { sqlite3_finalize(stmt) }
+    deinit {
+        // Leaked in a child of fork(): an inherited statement is never touched.
+        if generation == ForkSafety.generation { ForkSafety.sqlite { _ = sqlite3_finalize(stmt) } }
+    }
 
     private static let transient = unsafeBitCast(Int(-1), to: sqlite3_destructor_type.self)
 
     @discardableResult
     func reset() -> SQLiteStatement {
-        sqlite3_reset(stmt)
-        sqlite3_clear_bindings(stmt)
+        if generation != ForkSafety.generation { return self }
+        ForkSafety.sqlite {
+            sqlite3_reset(stmt)
+            sqlite3_clear_bindings(stmt)
+        }
         return self
     }
 
     func bind(_ index: Int32, _ value: String?) throws(StoreError) {
         let rc: Int32
         if let value {
-            rc = sqlite3_bind_text(stmt, index, value, -1, SQLiteStatement.transient)
+            rc = ForkSafety.sqlite { sqlite3_bind_text(stmt, index, value, -1, SQLiteStatement.transient) }
         } else {
             rc = sqlite3_bind_null(stmt, index)
         }
@@ -113,8 +133,8 @@ final class SQLiteStatement {
     /// UTF-8 bytes as TEXT, without making a String of them first.
     func bindText(_ index: Int32, _ bytes: [UInt8]) throws(StoreError) {
         let rc = bytes.withUnsafeBufferPointer { buf in
-            buf.withMemoryRebound(to: CChar.self) {
-                sqlite3_bind_text(stmt, index, $0.baseAddress, Int32(clamping: $0.count), SQLiteStatement.transient)
+            buf.withMemoryRebound(to: CChar.self) { chars in
+                ForkSafety.sqlite { sqlite3_bind_text(stmt, index, chars.baseAddress, Int32(clamping: chars.count), SQLiteStatement.transient) }
             }
         }
         if rc != SQLITE_OK { throw db.fail("cannot bind a value") }
@@ -146,7 +166,8 @@ final class SQLiteStatement {
 
     /// Steps once: true when a row is ready, false when done.
     func step() throws(StoreError) -> Bool {
-        let rc = sqlite3_step(stmt)
+        if generation != ForkSafety.generation { throw SQLiteDatabase.inheritedError }
+        let rc = ForkSafety.sqlite { sqlite3_step(stmt) }
         if rc == SQLITE_ROW { return true }
         if rc == SQLITE_DONE { return false }
         throw StoreError(db.lastMessage, code: rc)

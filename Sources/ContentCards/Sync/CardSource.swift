@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// Where a refresh gets its payload from. Sources only fetch bytes; decoding and merging belong
 /// to the controller, so every source gets the same rules.
 protocol CardSource: Sendable {
@@ -10,6 +16,21 @@ struct FileSource: CardSource {
     let maxBytes: Int
 
     func fetch(userID: String, deviceID: String, cursors: SyncCursors, timeout: Double) -> Result<[UInt8], ContentCardsError> {
+        // Only a regular file: reading a FIFO with no writer, or a device, would block (or
+        // never end). stat does not open it, so it cannot block on a FIFO; a stalled mount
+        // is bounded by the refresh's own wait.
+        var st = stat()
+        if stat(path, &st) == 0 && (st.st_mode & S_IFMT) != S_IFREG {
+            let kind: String
+            switch st.st_mode & S_IFMT {
+            case S_IFIFO: kind = "a FIFO (named pipe)"
+            case S_IFDIR: kind = "a directory"
+            case S_IFCHR, S_IFBLK: kind = "a device"
+            case S_IFSOCK: kind = "a socket"
+            default: kind = "not a regular file"
+            }
+            return .failure(ContentCardsError(.network, "cannot read the source file: \(path) is \(kind), not a regular file"))
+        }
         do { return .success(try Files.read(path, limit: maxBytes)) } catch {
             if error.tooLarge {
                 return .failure(ContentCardsError(.parse, "the source file \(path) is too large: over the limit of \(maxBytes) bytes (raise \"maxPayloadBytes\" in the configuration to read it)"))

@@ -158,7 +158,42 @@ def _report_unraisable(exc: BaseException, message: str, obj: object) -> None:
         pass
 
 
-_transport_local = threading.local()
+#: How long the main thread waits at a time for a blocking call running in a worker thread:
+#: between two waits, signal handlers run (Ctrl-C raises KeyboardInterrupt at once).
+_WAIT_SLICE = 0.05
+
+
+def _interruptible(call: Callable[[], T]) -> T:
+    """Runs a blocking library call so that Ctrl-C interrupts the wait for it.
+
+    Python runs signal handlers only on the main thread, between bytecodes; a ctypes call that
+    blocks (a refresh waiting up to its timeout) would delay KeyboardInterrupt until it
+    returned. On the main thread the call runs in a worker thread and the main thread waits
+    for it in short slices; a KeyboardInterrupt (or any exception from a signal handler)
+    propagates at once, and the abandoned call finishes on its own by its timeout (its outcome
+    still reaches the subscribers). On any other thread the call runs directly.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return call()
+    outcome: list[Any] = []
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome.append((True, call()))
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            outcome.append((False, exc))
+        finally:
+            done.set()
+
+    worker = threading.Thread(target=run, name="contentcards-call", daemon=True)
+    worker.start()
+    while not done.wait(_WAIT_SLICE):
+        pass
+    ok, value = outcome[0]
+    if ok:
+        return value  # type: ignore[no-any-return]
+    raise value
 
 
 def _update_entry(controller: weakref.ref[ContentCards], fn: Subscriber) -> Callable[[bytes | None], None]:
@@ -181,9 +216,11 @@ def _update_entry(controller: weakref.ref[ContentCards], fn: Subscriber) -> Call
     return entry
 
 
-def _transport_entry(fn: TransportFunction) -> Callable[[Any, int | None], int]:
-    """The callable the transport trampoline calls: runs ``fn`` and answers the library."""
-    local = _transport_local
+def _transport_entry(fn: TransportFunction,
+                     controller: weakref.ref[ContentCards]) -> Callable[[Any, int | None], int]:
+    """The callable the transport trampoline calls: runs ``fn`` and answers the library. A
+    failure is kept on the controller, to become the TransportError's ``__cause__`` (the
+    callback runs on a library thread for a refresh, so a thread-local would not do)."""
     response_set = _ffi.transport_response_set
     response_fail = _ffi.transport_response_fail
 
@@ -197,7 +234,9 @@ def _transport_entry(fn: TransportFunction) -> Callable[[Any, int | None], int]:
             response_set(response, status, body, retry_after)
             return 0
         except BaseException as exc:  # noqa: BLE001 - a transport failure for the library
-            local.error = exc
+            owner = controller()
+            if owner is not None:
+                owner._transport_error = exc
             text = f"{type(exc).__name__}: {exc}".replace("\0", " ")
             try:
                 response_fail(response, text.encode("utf-8", "replace"))
@@ -304,6 +343,8 @@ class ContentCards:
         self._handle: int | None = None
         self._lock = threading.RLock()
         self._errors_lock = threading.Lock()
+        #: The exception of the host transport's last failure (see _with_transport_cause).
+        self._transport_error: BaseException | None = None
         #: Exceptions raised by subscribers of this controller, oldest first (latest 100).
         self.subscriber_errors: list[BaseException] = []
         config_json = _config_json(config, options)
@@ -370,20 +411,21 @@ class ContentCards:
 
     def _with_transport_cause(self, function: Callable[Concatenate[int, P], T], *args: P.args,
                               **kwargs: P.kwargs) -> T:
-        _transport_local.error = None
+        self._transport_error = None
         try:
-            return self._call(function, *args, **kwargs)
+            return _interruptible(lambda: self._call(function, *args, **kwargs))
         except TransportError as exc:
-            cause = getattr(_transport_local, "error", None)
+            cause = self._transport_error
             if cause is not None and exc.__cause__ is None:
                 exc.__cause__ = cause
             raise
         finally:
-            _transport_local.error = None
+            self._transport_error = None
 
     def refresh(self, timeout: float | None = None) -> SyncSummary:
         """Refreshes from the configured source, waiting at most ``timeout`` seconds (None: the
-        configuration's timeoutSeconds). Raises on failure (the cached cards stay)."""
+        configuration's timeoutSeconds). Raises on failure (the cached cards stay). Ctrl-C
+        interrupts the wait at once (KeyboardInterrupt); the refresh then ends on its own."""
         text = self._with_transport_cause(_ffi.controller_refresh, _timeout(timeout))
         return SyncSummary.from_text(text)
 
@@ -516,7 +558,9 @@ class ContentCards:
     def subscribe(self, fn: Subscriber) -> Subscription:
         """Calls ``fn(update)`` after every refresh, apply, user change and logged impression,
         click or dismissal, on the thread that made the change (a library thread for
-        :meth:`refresh_in_background`). See the class docstring for exceptions."""
+        :meth:`refresh_in_background`; a helper thread for :meth:`refresh` called on the main
+        thread). An update caused from inside a subscriber is delivered after it returns.
+        See the class docstring for exceptions."""
         if not callable(fn):
             raise TypeError(f"subscriber must be callable, not {type(fn).__name__}")
         key = _ffi.callbacks.add(_update_entry(weakref.ref(self), fn))
@@ -536,7 +580,7 @@ class ContentCards:
             return
         if not callable(fn):
             raise TypeError(f"transport must be callable, not {type(fn).__name__}")
-        key = _ffi.callbacks.add(_transport_entry(fn))
+        key = _ffi.callbacks.add(_transport_entry(fn, weakref.ref(self)))
         if self._handle is None:
             _ffi.callbacks.release(key)
             raise ClosedError("the controller is closed")

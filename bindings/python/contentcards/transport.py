@@ -3,8 +3,9 @@
 The transport function receives a :class:`TransportRequest` and returns a
 :class:`TransportResponse`, or raises: an exception means the server could not be reached, and
 the library keeps the cached cards / the pending events (the call that needed the request fails
-with :class:`~contentcards.errors.TransportError`, whose ``__cause__`` is the exception when the
-request ran on the caller's thread).
+with :class:`~contentcards.errors.TransportError`, whose ``__cause__`` is the exception). A
+refresh calls the transport on a library thread of its own (so the refresh returns by its
+timeout whatever the transport does); a flush calls it on the calling thread.
 """
 
 from __future__ import annotations

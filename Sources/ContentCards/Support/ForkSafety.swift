@@ -1,0 +1,110 @@
+import CSQLite
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// fork() while other threads use the library (issue 10, item 5).
+///
+/// A child of fork() has only the forking thread; a lock another thread held at that moment
+/// stays held forever in the child. SQLite's global mutexes (its allocator's, the unix VFS's)
+/// were the ones children hung in. So:
+///
+/// - every SQLite call, and every write transaction as a whole, holds `guardLock` shared
+///   (`ForkSafety.sqlite { }`), and the prepare handler takes it exclusively: no SQLite call
+///   and no write transaction is in progress at the fork;
+/// - the prepare handler also takes the library's process-wide locks registered with
+///   `holdAcrossFork` (the handle tables, the scheduler), released in parent and child;
+/// - the child handler bumps `generation`: a connection (and a C handle) from an earlier
+///   generation was inherited, is never used again (calls fail with a clear error), and is
+///   never even closed in the child (it is leaked), since its state may be mid-operation.
+public enum ForkSafety {
+    nonisolated(unsafe) private static let guardLock: UnsafeMutablePointer<pthread_rwlock_t> = {
+        let p = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
+        initGuard(p)
+        return p
+    }()
+
+    private static func initGuard(_ p: UnsafeMutablePointer<pthread_rwlock_t>) {
+        var attr = pthread_rwlockattr_t()
+        pthread_rwlockattr_init(&attr)
+        // Writer preference: a fork is not starved by threads that keep the store busy
+        // (a thread takes it once however its sections nest, so this cannot deadlock).
+        pthread_rwlockattr_setkind_np(&attr, Int32(PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP))
+        pthread_rwlock_init(p, &attr)
+        pthread_rwlockattr_destroy(&attr)
+    }
+
+    /// The process's fork generation: 0 in the process that loaded the library, +1 in each
+    /// child. Written only by the child handler (the child then has one thread).
+    nonisolated(unsafe) public private(set) static var generation: UInt64 = 0
+
+    private static let registryLock = Lock()
+    nonisolated(unsafe) private static var locks: [Lock] = []
+    nonisolated(unsafe) private static var childHooks: [() -> Void] = []
+
+    private static let installed: Void = {
+        // SQLite's allocator statistics take a global mutex on every allocation; the library
+        // does not use them. (Refused, harmlessly, when the process initialized SQLite already.)
+        _ = cc_sqlite_disable_memstatus()
+        pthread_atfork({ ForkSafety.prepare() }, { ForkSafety.parent() }, { ForkSafety.child() })
+    }()
+
+    /// Installs the fork handlers (once; called before the first SQLite use).
+    public static func install() { _ = installed }
+
+    /// Holds `lock` across fork() (taken before, released after, in parent and child); `child`
+    /// runs in the child with the lock held.
+    public static func holdAcrossFork(_ lock: Lock, child: (() -> Void)? = nil) {
+        install()
+        registryLock.withLock {
+            locks.append(lock)
+            if let child { childHooks.append(child) }
+        }
+    }
+
+    /// This thread's nesting of `sqlite` sections (only the outermost takes the guard).
+    private static let depthKey: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
+    /// Runs SQLite calls (one, or a whole write transaction: a transaction open at the fork
+    /// would leave the store's write lock taken, as far as the child's SQLite knows, and a
+    /// child's new connection to the same store would find it "locked"); the fork handlers
+    /// wait for it to end. Sections nest on a thread.
+    @inline(__always)
+    static func sqlite<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+        let depth = Int(bitPattern: pthread_getspecific(depthKey))
+        if depth == 0 { pthread_rwlock_rdlock(guardLock) }
+        pthread_setspecific(depthKey, UnsafeRawPointer(bitPattern: depth + 1))
+        defer {
+            pthread_setspecific(depthKey, UnsafeRawPointer(bitPattern: depth))
+            if depth == 0 { pthread_rwlock_unlock(guardLock) }
+        }
+        return try body()
+    }
+
+    private static func prepare() {
+        registryLock.lock()
+        pthread_rwlock_wrlock(guardLock)
+        for lock in locks { lock.lock() }
+    }
+
+    private static func parent() {
+        for lock in locks.reversed() { lock.unlock() }
+        pthread_rwlock_unlock(guardLock)
+        registryLock.unlock()
+    }
+
+    private static func child() {
+        generation &+= 1
+        for hook in childHooks { hook() }
+        for lock in locks.reversed() { lock.unlock() }
+        // The rwlock is write-held by the parent's thread id; start it afresh (one thread here).
+        initGuard(guardLock)
+        registryLock.unlock()
+    }
+}

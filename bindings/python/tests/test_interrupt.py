@@ -1,0 +1,58 @@
+"""Ctrl-C during a blocking call (issue 10, item 6): KeyboardInterrupt arrives at once, not when
+the call times out. A child process refreshes against the reference server, which hangs the
+request; the test sends SIGINT and times the KeyboardInterrupt."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+from conftest import IMPORT_PRELUDE
+from reference_server import ReferenceServer
+
+CHILD = """
+import sys, time
+import contentcards as cc
+c = cc.ContentCards(user_id="u-int", refresh_tokens=0, timeout_seconds=30,
+                    source={{"url": {url!r}, "apiKey": "k"}}, events={{"url": {url!r}}},
+                    event_flush_interval_seconds=0)
+print("ready", flush=True)
+try:
+    {call}
+    print("returned", flush=True)
+except KeyboardInterrupt:
+    print("interrupted", time.monotonic(), flush=True)
+    c.close()
+"""
+
+
+def _interrupt(server: ReferenceServer, call: str, path: str) -> None:
+    server.fault(hang=True, path=path, times=5)
+    code = IMPORT_PRELUDE + textwrap.dedent(CHILD.format(url=server.url, call=call))
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "ready"
+        time.sleep(0.7)  # the request is out and hanging
+        sent = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=20)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert out.startswith("interrupted"), (out, err)
+    arrived = float(out.split()[1])
+    assert arrived - sent < 2, f"KeyboardInterrupt {arrived - sent:.1f} s after SIGINT"
+
+
+def test_ctrl_c_interrupts_a_blocking_refresh(server: ReferenceServer) -> None:
+    _interrupt(server, "c.refresh(30)", "/content_cards/sync")
+
+
+def test_ctrl_c_interrupts_a_blocking_flush(server: ReferenceServer) -> None:
+    _interrupt(server, "c.log_feed_displayed(); c.flush_events(30)", "/events")

@@ -1,0 +1,156 @@
+/* fork() while other threads use the library (issue 10, item 5): children hung in SQLite's
+ * allocator lock, taken by another thread at the moment of the fork. Now a child works with new
+ * controllers and gets a clear error (CC_E_STORAGE, "fork()") from the inherited ones; it never
+ * hangs. The parent forks again and again while four threads hammer the library (refreshes,
+ * reads, logging, opening and closing controllers on a file store and in memory), and fails
+ * the test if a child has not exited within its time. */
+#include "cc_test.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHILDREN 30
+#define CHILD_SECONDS 20
+
+static cc_controller *shared;
+static cc_controller *memory;   /* an in-memory store's: its counts are served lock-free */
+static char store_config[512];
+static volatile int stop;
+
+static void *hammer(void *arg) {
+    long which = (long)arg;
+    while (!__atomic_load_n(&stop, __ATOMIC_SEQ_CST)) {
+        char *json = NULL;
+        switch (which) {
+        case 0:
+            cc_controller_refresh(NULL, shared, 2);
+            break;
+        case 1:
+            if (cc_controller_feed(&json, shared, NULL) == CC_OK) cc_string_free(json);
+            cc_controller_counts(NULL, NULL, shared, "[\"home_tile\"]");
+            break;
+        case 2:
+            cc_controller_log_impression(shared, "tile-1");
+            break;
+        default: {
+            cc_controller *c = NULL;
+            if (cc_controller_open(&c, which == 3 ? store_config : NULL) == CC_OK) {
+                cc_controller_log_feed_displayed(c);
+                cc_controller_close(c);
+            }
+        }
+        }
+    }
+    return NULL;
+}
+
+/* In the child: a failed expectation is printed and counted. */
+#define EXPECT(expected, call)                                                                 \
+    do {                                                                                       \
+        int rc_ = (call);                                                                      \
+        if (rc_ != (expected)) {                                                               \
+            fprintf(stderr, "child: %s gave %s: %s\n", #call, cc_status_name(rc_),             \
+                    cc_last_error_message());                                                  \
+            failed++;                                                                          \
+        }                                                                                      \
+    } while (0)
+
+/* In the child: returns the number of failed checks (the exit status). */
+static int child_work(void) {
+    int failed = 0;
+    char *json = NULL;
+    int rc = cc_controller_feed(&json, shared, NULL);
+    if (rc != CC_E_STORAGE || strstr(cc_last_error_message(), "fork()") == NULL) {
+        fprintf(stderr, "child: inherited controller gave %s: %s\n", cc_status_name(rc), cc_last_error_message());
+        failed++;
+    }
+    EXPECT(CC_E_STORAGE, cc_controller_log_impression(shared, "tile-1"));
+    EXPECT(CC_E_STORAGE, cc_controller_refresh(NULL, shared, 1));
+    /* An inherited in-memory controller is refused too, also by the badge's lock-free path. */
+    EXPECT(CC_E_STORAGE, cc_controller_counts(NULL, NULL, memory, NULL));
+    EXPECT(CC_E_STORAGE, (int)cc_controller_unviewed_count(memory, NULL));
+    EXPECT(CC_E_STORAGE, (int)cc_controller_total_count(memory, NULL));
+
+    cc_controller *c = NULL;
+    rc = cc_controller_open(&c, "{\"userId\":\"child\",\"refreshTokens\":0,\"source\":{\"file\":\"" CC_SAMPLE_FEED "\"}}");
+    if (rc != CC_OK) {
+        fprintf(stderr, "child: open: %s\n", cc_last_error_message());
+        return failed + 1;
+    }
+    EXPECT(CC_OK, cc_controller_refresh(NULL, c, 5));
+    EXPECT(CC_OK, cc_controller_feed(&json, c, NULL));
+    cc_string_free(json);
+    EXPECT(CC_OK, cc_controller_log_impression(c, "tile-1"));
+    EXPECT(CC_OK, cc_controller_close(c));
+
+    /* A new controller on the parent's store works too (its own connection). */
+    if (cc_controller_open(&c, store_config) == CC_OK) {
+        EXPECT(CC_OK, cc_controller_log_feed_displayed(c));
+        cc_controller_close(c);
+    } else {
+        fprintf(stderr, "child: open the store: %s\n", cc_last_error_message());
+        failed++;
+    }
+    /* Closing the inherited handle releases it without touching its store. */
+    EXPECT(CC_OK, cc_controller_close(shared));
+    EXPECT(CC_E_INVALID_HANDLE, cc_controller_close(shared));
+    return failed;
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int main(void) {
+    char dir[] = "/tmp/cc-fork-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(store_config, sizeof store_config,
+             "{\"userId\":\"u-1\",\"refreshTokens\":0,\"storagePath\":\"%s\",\"source\":{\"file\":\"" CC_SAMPLE_FEED "\"}}", dir);
+    CHECK_OK(cc_controller_open(&shared, store_config));
+    memory = cc_test_open_sample();
+    CHECK_OK(cc_controller_refresh(NULL, memory, 5));
+    CHECK(cc_controller_total_count(memory, NULL) == 10);
+    CHECK_OK(cc_controller_refresh(NULL, shared, 5));
+
+    pthread_t threads[5];
+    for (long i = 0; i < 5; i++) pthread_create(&threads[i], NULL, hammer, (void *)i);
+    usleep(50 * 1000);
+
+    int hung = 0, failed_children = 0;
+    for (int i = 0; i < CHILDREN; i++) {
+        usleep((i % 5) * 3000);
+        pid_t pid = fork();
+        if (pid == 0) _exit(child_work() == 0 ? 0 : 1);
+        CHECK(pid > 0);
+        if (pid < 0) continue;
+        double deadline = now_seconds() + CHILD_SECONDS;
+        int status = 0;
+        pid_t done = 0;
+        while ((done = waitpid(pid, &status, WNOHANG)) == 0 && now_seconds() < deadline) usleep(5000);
+        if (done == 0) {
+            fprintf(stderr, "child %d hung (killed after %d s)\n", i, CHILD_SECONDS);
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            hung++;
+        } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            fprintf(stderr, "child %d failed (status %d)\n", i, status);
+            failed_children++;
+        }
+    }
+    CHECK(hung == 0);
+    CHECK(failed_children == 0);
+
+    __atomic_store_n(&stop, 1, __ATOMIC_SEQ_CST);
+    for (int i = 0; i < 5; i++) pthread_join(threads[i], NULL);
+    CHECK_OK(cc_controller_close(shared));
+    CHECK_OK(cc_controller_close(memory));
+    char command[600];
+    snprintf(command, sizeof command, "rm -rf '%s'", dir);
+    CHECK(system(command) == 0);
+    return cc_test_finish("test_fork");
+}
