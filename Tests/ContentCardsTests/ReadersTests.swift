@@ -42,6 +42,39 @@ import Testing
         #expect(try c.counts() == FeedCounts(total: 4, unviewed: 4))
     }
 
+    /// Readers on three threads while a writer alternates big changes (built beside the
+    /// published state and swapped in) with small ones (made in place): every read sees one
+    /// whole state, never a mix (run under ThreadSanitizer by `make tsan`).
+    @Test func readersDuringBigAndSmallChangesSeeWholeStates() throws {
+        let c = try makeController()
+        let a = Fixtures.payload((0..<2000).map { Fixtures.wire("a\($0)", created: Int64($0)) }, full: true)
+        let b = Fixtures.payload((0..<1000).map { Fixtures.wire("b\($0)", created: Int64($0)) }, full: true)
+        try c.apply(a)
+        let stop = Lock()
+        nonisolated(unsafe) var done = false
+        nonisolated(unsafe) var bad = 0
+        let readers = (0..<3).map { _ in
+            Thread {
+                while !stop.withLock({ done }) {
+                    let counts = (try? c.counts()) ?? FeedCounts(total: -1)
+                    let feed = (try? c.cards()) ?? []
+                    if ![2000, 1000].contains(counts.total) || ![2000, 1000].contains(feed.count)
+                        || Set(feed.map { $0.id.first! }).count != 1 {
+                        stop.withLock { bad += 1 }
+                    }
+                }
+            }
+        }
+        readers.forEach { $0.start() }
+        for round in 0..<6 {
+            try c.apply(round % 2 == 0 ? b : a)
+            try c.logImpression(cardID: round % 2 == 0 ? "b1" : "a1")       // a small change
+        }
+        stop.withLock { done = true }
+        Thread.sleep(forTimeInterval: 0.2)
+        #expect(stop.withLock { bad } == 0)
+    }
+
     /// A big change is built beside the published state and swapped in; small ones change it
     /// in place. Both give the same feed as a fresh controller reading the store.
     @Test func bigAndSmallChangesPublishTheSameFeedAsAReload() throws {

@@ -26,15 +26,18 @@ extension ContentCardsController {
     /// Makes persisted changes visible to readers. Called with the writer's lock held, after
     /// the store committed `changes`.
     func publish(_ changes: StoreChanges) {
-        let n = index.entries.count
+        // Readers update the index's counts memo under the readers' lock, so even reading the
+        // index takes it here (the decision costs O(changes · log n)).
         let few = changes.upserts.count + changes.deletes.count <= 4096
-        if few && stored.moves(changes, in: index) <= Self.inPlaceBudget / max(n, 1) {
-            readLock.withLock {
-                for t in stored.apply(changes) { index.update(old: t.old, new: t.new) }
-                publishBadge()
+        let inPlace: Bool = readLock.withLock {
+            guard few && stored.moves(changes, in: index) <= Self.inPlaceBudget / max(index.entries.count, 1) else {
+                return false
             }
-            return
+            for t in stored.apply(changes) { index.update(old: t.old, new: t.new) }
+            publishBadge()
+            return true
         }
+        if inPlace { return }
         // Too many to change in place: build the next state while readers keep reading this
         // one (only writers, who hold `lock`, change `stored`, and readers only read its
         // storage), then swap. The old state is freed after the lock is let go.
