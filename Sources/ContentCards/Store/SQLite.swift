@@ -131,10 +131,12 @@ final class SQLiteStatement {
     }
 
     /// UTF-8 bytes as TEXT, without making a String of them first.
-    func bindText(_ index: Int32, _ bytes: [UInt8]) throws(StoreError) {
+    func bindText(_ index: Int32, _ bytes: ArraySlice<UInt8>) throws(StoreError) {
         let rc = bytes.withUnsafeBufferPointer { buf in
             buf.withMemoryRebound(to: CChar.self) { chars in
-                ForkSafety.sqlite { sqlite3_bind_text(stmt, index, chars.baseAddress, Int32(clamping: chars.count), SQLiteStatement.transient) }
+                // A NULL pointer would bind NULL, not an empty text.
+                guard let base = chars.baseAddress else { return sqlite3_bind_text(stmt, index, "", 0, nil) }
+                return ForkSafety.sqlite { sqlite3_bind_text(stmt, index, base, Int32(clamping: chars.count), SQLiteStatement.transient) }
             }
         }
         if rc != SQLITE_OK { throw db.fail("cannot bind a value") }
@@ -200,7 +202,8 @@ final class SQLiteStatement {
 
 enum SQLiteValue {
     case text(String?)
-    case bytes([UInt8])
+    /// UTF-8 text as bytes (a slice: a card's bytes inside its payload are bound where they are).
+    case bytes(ArraySlice<UInt8>)
     case int(Int64)
     case real(Double)
     case null

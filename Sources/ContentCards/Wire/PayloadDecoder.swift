@@ -33,6 +33,8 @@ public struct PayloadDecoder: Sendable {
         }
         var parser = Parser(bytes: bytes, maxDepth: limits.maxDepth)
         var payload = Payload()
+        // One copy of the input that the cards' stored bodies are slices of (see ServerCard.body).
+        let source = Array(bytes)
         // A wrong shape is reported after the whole document parsed, so that a syntax error
         // anywhere wins (it says more about what went wrong).
         var shapeError: String?
@@ -41,7 +43,7 @@ public struct PayloadDecoder: Sendable {
             try parser.beginDocument()
             switch parser.peek() {
             case 0x5B:
-                try readCards(&parser, into: &payload)
+                try readCards(&parser, into: &payload, source: source)
             case 0x7B:
                 var cursor = try parser.beginObject()
                 var sawCards = false
@@ -50,7 +52,7 @@ public struct PayloadDecoder: Sendable {
                         if parser.peek() == 0x5B {
                             payload.cards = []
                             payload.leftOut = []
-                            try readCards(&parser, into: &payload)
+                            try readCards(&parser, into: &payload, source: source)
                             sawCards = true
                             shapeError = nil
                         } else {
@@ -136,7 +138,7 @@ public struct PayloadDecoder: Sendable {
 
     // MARK: Reading from the token stream
 
-    private func readCards(_ parser: inout Parser, into payload: inout Payload) throws(JSONError) {
+    private func readCards(_ parser: inout Parser, into payload: inout Payload, source: [UInt8]) throws(JSONError) {
         var cursor = try parser.beginArray()
         var seen = Set<CardKey>()
         var index = 0
@@ -149,7 +151,7 @@ public struct PayloadDecoder: Sendable {
                 let before = payload.cards.count
                 add(fields, index: index, seen: &seen, to: &payload)
                 if payload.cards.count > before && end - start <= Self.maxStoredBody {
-                    payload.cards[payload.cards.count - 1].body = Array(UnsafeBufferPointer(rebasing: parser.bytes[start..<end]))
+                    payload.cards[payload.cards.count - 1].body = source[start..<end]
                 }
             } else {
                 let value = try parser.parseValue()
