@@ -236,6 +236,25 @@ final class UpdateLog: @unchecked Sendable {
         #expect(try again.pendingEvents() == 1)
     }
 
+    /// An in-memory store keeps only events in SQLite; the other users' cards, dismissals and
+    /// cursors are kept by the controller, and come back as they were.
+    @Test func changingUserKeepsBothInMemory() throws {
+        let c = try makeController(user: "alice")
+        try c.refresh()
+        try c.logImpression(cardID: "tile-1")
+        try c.logDismissal(cardID: "tile-2")
+        try c.changeUser("bob")
+        #expect(try c.counts().total == 0)
+        try c.apply(Fixtures.payload([Fixtures.wire("bob-card")], lastFull: 42))
+        try c.changeUser("alice")
+        #expect(try c.counts() == FeedCounts(total: 9, unviewed: 7))
+        #expect(try c.card(id: "tile-1").viewed && c.card(id: "tile-2").dismissed)
+        try c.changeUser("bob")
+        #expect(try c.cards().map(\.id) == ["bob-card"])
+        #expect(c.diagnostics().unreadableStoredCards == 0)
+        #expect(try c.pendingEvents() == 2)
+    }
+
     @Test func stateSurvivesReopening() throws {
         let dir = Fixtures.temporaryDirectory()
         defer { Fixtures.removeTree(dir) }

@@ -7,8 +7,16 @@ extension ContentCardsController {
             guard let store else { throw Self.closedError }
             if newUserID == userID { return nil }
             do throws(StoreError) {
-                let loaded = try store.load(user: newUserID, decoder: decoder)
-                storeVersion = try store.dataVersion()
+                let loaded: StoredUser
+                if store.isInMemory {
+                    // The other users of an in-memory store are kept here (the store keeps
+                    // only events, see CardStore.apply).
+                    loaded = otherUsers.removeValue(forKey: newUserID) ?? StoredUser()
+                    otherUsers[userID] = stored
+                } else {
+                    loaded = try store.load(user: newUserID, decoder: decoder)
+                    storeVersion = try store.dataVersion()
+                }
                 publish(replacing: loaded)
                 userID = newUserID
             } catch {

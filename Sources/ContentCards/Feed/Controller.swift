@@ -39,6 +39,8 @@ public final class ContentCardsController: @unchecked Sendable {
     var lastBadge: FeedIndex.Badge?
     /// An in-memory store has no other connection to hear from: reads skip the version check.
     let storeIsInMemory: Bool
+    /// An in-memory store's users other than the current one (its SQLite keeps only events).
+    var otherUsers: [String: StoredUser] = [:]
     /// The store's data_version when `state` was loaded: another process's commit changes it.
     var storeVersion: Int64 = 0
     var limiter: RateLimiter
