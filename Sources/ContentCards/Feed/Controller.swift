@@ -41,7 +41,7 @@ public final class ContentCardsController: @unchecked Sendable {
     let storeIsInMemory: Bool
     /// An in-memory store's users other than the current one (its SQLite keeps only events).
     var otherUsers: [String: StoredUser] = [:]
-    /// The store's data_version when `state` was loaded: another process's commit changes it.
+    /// The store's data_version when `stored` was loaded: another process's commit changes it.
     var storeVersion: Int64 = 0
     var limiter: RateLimiter
     /// When the server answered 429 or 503 with Retry-After: no refresh goes out before this
