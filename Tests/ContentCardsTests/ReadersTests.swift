@@ -95,9 +95,8 @@ import Testing
     }
 }
 
-/// A card the merge leaves as the server sent it is stored as the server's own bytes; one it
-/// changes (local flags) is stored re-encoded. Either way a reopened store gives back exactly
-/// the cards the controller had.
+/// Cards of every shape (white space, unknown fields, non-string extras, escapes, local flags,
+/// a long text) stored in the compact form read back as exactly the cards the controller had.
 @Suite struct StoredBodyTests {
     @Test func theServersBytesReadBackAsTheSameCards() throws {
         let dir = Fixtures.temporaryDirectory("bodies")

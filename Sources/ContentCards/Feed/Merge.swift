@@ -86,9 +86,6 @@ struct Merge {
             if stored != next {
                 if overlay { cards[key] = .some(next) }
                 merge.changes.upserts.append(next)
-                // Flags are all a merge changes: when they are the server's, so are the bytes.
-                let asSent = next.viewed == s.viewed && next.clicked == s.clicked && next.dismissed == s.dismissed
-                merge.changes.upsertBodies.append(asSent ? server.body : nil)
             }
         }
 

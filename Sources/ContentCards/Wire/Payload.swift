@@ -5,15 +5,7 @@ public struct Payload: Sendable, Equatable {
         public var card: Card
         /// The server removed this card (wire `r`); it is a tombstone, not shown.
         public var removed: Bool
-        /// The card's JSON object exactly as the payload held it, when it was read from bytes:
-        /// the store keeps these bytes as they are when the merge leaves the card as the server
-        /// sent it (re-encoding 10,000 cards cost a tenth of a full sync). Not part of equality.
-        /// A slice of one copy of the whole payload that all its cards share (10,000 small
-        /// arrays would each stay in the allocator's arenas after the payload is gone).
-        var body: ArraySlice<UInt8>?
         public init(card: Card, removed: Bool = false) { self.card = card; self.removed = removed }
-
-        public static func == (a: ServerCard, b: ServerCard) -> Bool { a.card == b.card && a.removed == b.removed }
     }
 
     /// A card that was left out of the payload, and why.

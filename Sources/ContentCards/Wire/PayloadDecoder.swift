@@ -33,8 +33,6 @@ public struct PayloadDecoder: Sendable {
         }
         var parser = Parser(bytes: bytes, maxDepth: limits.maxDepth)
         var payload = Payload()
-        // One copy of the input that the cards' stored bodies are slices of (see ServerCard.body).
-        let source = Array(bytes)
         // A wrong shape is reported after the whole document parsed, so that a syntax error
         // anywhere wins (it says more about what went wrong).
         var shapeError: String?
@@ -43,7 +41,7 @@ public struct PayloadDecoder: Sendable {
             try parser.beginDocument()
             switch parser.peek() {
             case 0x5B:
-                try readCards(&parser, into: &payload, source: source)
+                try readCards(&parser, into: &payload)
             case 0x7B:
                 var cursor = try parser.beginObject()
                 var sawCards = false
@@ -52,7 +50,7 @@ public struct PayloadDecoder: Sendable {
                         if parser.peek() == 0x5B {
                             payload.cards = []
                             payload.leftOut = []
-                            try readCards(&parser, into: &payload, source: source)
+                            try readCards(&parser, into: &payload)
                             sawCards = true
                             shapeError = nil
                         } else {
@@ -138,21 +136,15 @@ public struct PayloadDecoder: Sendable {
 
     // MARK: Reading from the token stream
 
-    private func readCards(_ parser: inout Parser, into payload: inout Payload, source: [UInt8]) throws(JSONError) {
+    private func readCards(_ parser: inout Parser, into payload: inout Payload) throws(JSONError) {
         var cursor = try parser.beginArray()
         var seen = Set<CardKey>()
         var index = 0
         while try parser.nextElement(&cursor) {
             if parser.peek() == 0x7B {
                 var fields = CardFields()
-                let start = parser.pos
                 try readCard(&parser, into: &fields)
-                let end = parser.pos
-                let before = payload.cards.count
                 add(fields, index: index, seen: &seen, to: &payload)
-                if payload.cards.count > before && end - start <= Self.maxStoredBody {
-                    payload.cards[payload.cards.count - 1].body = source[start..<end]
-                }
             } else {
                 let value = try parser.parseValue()
                 payload.leftOut.append(Payload.LeftOut(index: index, id: nil, reason: "not an object but \(value.typeName)"))
@@ -183,9 +175,6 @@ public struct PayloadDecoder: Sendable {
             }
         }
     }
-
-    /// Cards larger than this (unknown fields, say) are stored re-encoded in the compact form.
-    static let maxStoredBody = 4096
 
     private func add(_ fields: CardFields, index: Int, seen: inout Set<CardKey>, to payload: inout Payload) {
         do throws(CardProblem) {
