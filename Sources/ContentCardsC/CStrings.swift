@@ -31,12 +31,14 @@ enum CStrings {
 
     /// A malloc'ed, NUL-terminated copy of UTF-8 bytes (the library's own JSON: valid UTF-8).
     static func copy(bytes: [UInt8]) throws(ContentCardsError) -> UnsafeMutablePointer<CChar> {
+        try bytes.withUnsafeBufferPointer { buffer throws(ContentCardsError) in try copy(buffer) }
+    }
+
+    static func copy(_ bytes: UnsafeBufferPointer<UInt8>) throws(ContentCardsError) -> UnsafeMutablePointer<CChar> {
         guard let p = malloc(bytes.count + 1)?.assumingMemoryBound(to: CChar.self) else {
             throw ContentCardsError(.noMemory, "out of memory copying a result")
         }
-        bytes.withUnsafeBytes { raw in
-            if let base = raw.baseAddress { memcpy(p, base, raw.count) }
-        }
+        if let base = bytes.baseAddress { memcpy(p, base, bytes.count) }
         p[bytes.count] = 0
         return p
     }

@@ -60,4 +60,15 @@ import Testing
         w.endArray()
         #expect(w.string == #"[{"a":1,"b":[2,3]},{},[],"x"]"#)
     }
+
+    /// The writer keeps its output in a buffer of its own; a copy is still a value.
+    @Test func aCopiedWriterWritesItsOwnOutput() {
+        var a = JSONWriter(reservingCapacity: 4)
+        a.beginArray(); a.int(1)
+        var b = a
+        b.int(2); b.endArray()
+        a.string(String(repeating: "x", count: 100)); a.endArray()
+        #expect(b.string == "[1,2]")
+        #expect(a.string == "[1,\"" + String(repeating: "x", count: 100) + "\"]")
+    }
 }

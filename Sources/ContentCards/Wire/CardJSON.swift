@@ -44,13 +44,20 @@ public enum CardJSON {
         String(decoding: encodeBytes(cards), as: UTF8.self)
     }
 
-    /// The same JSON as UTF-8 bytes: what the C boundary copies out, with no String between.
+    /// The same JSON as UTF-8 bytes, with no String between.
     public static func encodeBytes<C: Collection>(_ cards: C) -> [UInt8] where C.Element == Card {
+        withEncoded(cards) { Array($0) }
+    }
+
+    /// Calls `body` with the JSON of `cards`, in the writer's own buffer (what the C boundary
+    /// copies out: one copy instead of two).
+    public static func withEncoded<C: Collection, R>(_ cards: C, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R
+    where C.Element == Card {
         var writer = JSONWriter(reservingCapacity: 720 * max(cards.count, 1))
         writer.beginArray()
         for card in cards { write(card, to: &writer) }
         writer.endArray()
-        return writer.bytes
+        return try writer.withBytes(body)
     }
 
     public static func write(_ card: Card, to w: inout JSONWriter) {

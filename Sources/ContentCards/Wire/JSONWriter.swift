@@ -2,41 +2,56 @@
 /// they are written, `/` is not escaped, non-ASCII text is written as UTF-8, and control
 /// characters are escaped. The library's only JSON writer.
 public struct JSONWriter {
-    public private(set) var bytes: [UInt8] = []
+    /// The output. A buffer of its own rather than an `[UInt8]`: an array's append checks
+    /// uniqueness and capacity and goes through the Sequence protocol, about a hundred
+    /// instructions a call, and a card is some sixty appends.
+    private var out: ByteBuffer
+    /// The JSON written so far.
+    public var bytes: [UInt8] { out.array }
     /// Whether the current object or array has a value already (then the next one needs a
     /// comma); the enclosing levels' flags wait in `outer`.
     private var needsComma = false
     private var outer: [Bool] = []
 
     public init(reservingCapacity capacity: Int = 256) {
-        bytes.reserveCapacity(capacity)
+        out = ByteBuffer(capacity: capacity)
     }
 
-    public var string: String { String(decoding: bytes, as: UTF8.self) }
+    public var string: String { out.withBytes { String(decoding: $0, as: UTF8.self) } }
+
+    /// Calls `body` with the bytes written so far, without copying them.
+    public func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R { try out.withBytes(body) }
+
+    /// A writer copied and then written to gets a buffer of its own (value semantics); the
+    /// check is a load and a compare, made once per value written.
+    @inline(__always)
+    private mutating func unique() { out.makeUnique() }
 
     private var afterKey = false
 
     /// Puts the comma that separates this value from the previous one, unless it follows a key.
     @inline(__always)
     private mutating func beforeValue() {
+        unique()
         if afterKey {
             afterKey = false
         } else if needsComma {
-            bytes.append(0x2C)
+            out.append(0x2C)
         }
         needsComma = true
     }
 
     private mutating func open(_ bracket: UInt8) {
         beforeValue()
-        bytes.append(bracket)
+        out.append(bracket)
         outer.append(needsComma)
         needsComma = false
     }
 
     private mutating func close(_ bracket: UInt8) {
+        unique()
         needsComma = outer.popLast() ?? true
-        bytes.append(bracket)
+        out.append(bracket)
     }
 
     public mutating func beginObject() { open(0x7B) }
@@ -57,21 +72,21 @@ public struct JSONWriter {
     /// Writes a pre-encoded member name; the next value written is its value.
     public mutating func key(_ key: Key) {
         beforeValue()
-        key.bytes.withUnsafeBufferPointer { bytes.append(contentsOf: $0) }
+        key.bytes.withUnsafeBufferPointer { out.append($0) }
         afterKey = true
     }
 
     /// Appends a literal's bytes (`null`, `true`, `false`) without building an array for them.
     @inline(__always)
     private mutating func literal(_ text: StaticString) {
-        bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+        out.append(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
     /// Writes a member name; the next value written is its value.
     public mutating func key(_ name: String) {
         beforeValue()
         writeString(name)
-        bytes.append(0x3A)
+        out.append(0x3A)
         afterKey = true
     }
 
@@ -84,7 +99,7 @@ public struct JSONWriter {
 
     /// Decimal digits without making a String (numbers are in every card).
     private mutating func writeDigits(_ v: Int64) {
-        if v >= 0 && v < 10 { bytes.append(0x30 &+ UInt8(v)); return }
+        if v >= 0 && v < 10 { out.append(0x30 &+ UInt8(v)); return }
         var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)     // 24 bytes: Int64.min has 20 characters
         var magnitude = v.magnitude
         let count: Int = withUnsafeMutableBytes(of: &digits) { buffer in
@@ -95,7 +110,7 @@ public struct JSONWriter {
                 magnitude /= 10
             } while magnitude > 0
             if v < 0 { i -= 1; buffer[i] = 0x2D }
-            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[i...]))
+            out.append(UnsafeRawBufferPointer(rebasing: buffer[i...]))
             return buffer.count - i
         }
         _ = count
@@ -108,13 +123,13 @@ public struct JSONWriter {
         if v == v.rounded(.towardZero), abs(v) < 1e15 {
             writeDigits(Int64(v))
         } else {
-            bytes.append(contentsOf: v.description.utf8)
+            out.append(string: v.description)
         }
     }
     public mutating func string(_ v: String) { beforeValue(); writeString(v) }
     public mutating func string(_ v: String?) { if let v { string(v) } else { null() } }
     /// Writes a number kept as source text (see `JSONValue.number`).
-    public mutating func rawNumber(_ text: String) { beforeValue(); bytes.append(contentsOf: text.utf8) }
+    public mutating func rawNumber(_ text: String) { beforeValue(); out.append(string: text) }
 
     public mutating func value(_ v: JSONValue) {
         switch v {
@@ -150,7 +165,7 @@ public struct JSONWriter {
     }
 
     fileprivate mutating func writeString(_ s: String) {
-        bytes.append(0x22)
+        out.append(0x22)
         var s = s
         s.withUTF8 { utf8 in
             // Most strings need no escape: find the runs eight bytes at a time, copy them whole.
@@ -165,30 +180,106 @@ public struct JSONWriter {
                 }
                 let b = utf8[i]
                 if JSONWriter.needsEscape(b) {
-                    if i > start { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<i])) }
+                    if i > start { out.append(UnsafeBufferPointer(rebasing: utf8[start..<i])) }
                     writeEscape(b)
                     start = i + 1
                 }
                 i += 1
             }
-            if start < n { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...])) }
+            if start < n { out.append(UnsafeBufferPointer(rebasing: utf8[start...])) }
         }
-        bytes.append(0x22)
+        out.append(0x22)
     }
 
     private mutating func writeEscape(_ b: UInt8) {
         switch b {
-        case 0x22: bytes.append(0x5C); bytes.append(0x22)
-        case 0x5C: bytes.append(0x5C); bytes.append(0x5C)
-        case 0x0A: bytes.append(0x5C); bytes.append(0x6E)
-        case 0x0D: bytes.append(0x5C); bytes.append(0x72)
-        case 0x09: bytes.append(0x5C); bytes.append(0x74)
-        case 0x08: bytes.append(0x5C); bytes.append(0x62)
-        case 0x0C: bytes.append(0x5C); bytes.append(0x66)
+        case 0x22: out.append(0x5C); out.append(0x22)
+        case 0x5C: out.append(0x5C); out.append(0x5C)
+        case 0x0A: out.append(0x5C); out.append(0x6E)
+        case 0x0D: out.append(0x5C); out.append(0x72)
+        case 0x09: out.append(0x5C); out.append(0x74)
+        case 0x08: out.append(0x5C); out.append(0x62)
+        case 0x0C: out.append(0x5C); out.append(0x66)
         default:
-            bytes.append(contentsOf: [0x5C, 0x75, 0x30, 0x30])
-            bytes.append(JSONWriter.hex[Int(b >> 4)])
-            bytes.append(JSONWriter.hex[Int(b & 0xF)])
+            out.append(0x5C); out.append(0x75); out.append(0x30); out.append(0x30)
+            out.append(JSONWriter.hex[Int(b >> 4)])
+            out.append(JSONWriter.hex[Int(b & 0xF)])
         }
+    }
+}
+
+/// The writer's output: a growable byte buffer. Its pointer, count and capacity are fields of a
+/// struct (a class's stored properties would be checked for exclusive access on every append);
+/// the class `Storage` only owns the memory, so it is freed once, and tells a copied writer that
+/// its buffer is shared.
+struct ByteBuffer {
+    final class Storage {
+        var pointer: UnsafeMutablePointer<UInt8>
+        init(_ pointer: UnsafeMutablePointer<UInt8>) { self.pointer = pointer }
+        deinit { pointer.deallocate() }
+    }
+
+    private(set) var base: UnsafeMutablePointer<UInt8>
+    private(set) var count = 0
+    private var capacity: Int
+    private var storage: Storage
+
+    init(capacity: Int) {
+        self.capacity = max(capacity, 16)
+        base = .allocate(capacity: self.capacity)
+        storage = Storage(base)
+    }
+
+    var array: [UInt8] { Array(UnsafeBufferPointer(start: base, count: count)) }
+
+    func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        try withExtendedLifetime(storage) { try body(UnsafeBufferPointer(start: base, count: count)) }
+    }
+
+    /// Gives this copy a buffer of its own when another copy shares it.
+    @inline(__always)
+    mutating func makeUnique() {
+        if !isKnownUniquelyReferenced(&storage) { reallocate(capacity) }
+    }
+
+    private mutating func reallocate(_ size: Int) {
+        let next = UnsafeMutablePointer<UInt8>.allocate(capacity: size)
+        next.update(from: base, count: count)
+        base = next
+        capacity = size
+        storage = Storage(next)
+    }
+
+    @inline(__always)
+    private mutating func reserve(_ n: Int) {
+        if count + n > capacity { reallocate(max(count + n, capacity * 2)) }
+    }
+
+    @inline(__always)
+    mutating func append(_ byte: UInt8) {
+        reserve(1)
+        base[count] = byte
+        count += 1
+    }
+
+    @inline(__always)
+    mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let source = bytes.baseAddress, bytes.count > 0 else { return }
+        reserve(bytes.count)
+        (base + count).update(from: source, count: bytes.count)
+        count += bytes.count
+    }
+
+    @inline(__always)
+    mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        guard let source = bytes.baseAddress, bytes.count > 0 else { return }
+        reserve(bytes.count)
+        UnsafeMutableRawPointer(base + count).copyMemory(from: source, byteCount: bytes.count)
+        count += bytes.count
+    }
+
+    mutating func append(string: String) {
+        var text = string
+        text.withUTF8 { append($0) }
     }
 }
