@@ -276,7 +276,15 @@ struct Parser {
         pos += 1
         let start = pos
         var hasEscapes = false
+        let words = UnsafeRawPointer(bytes.baseAddress)
         while true {
+            // Eight plain ASCII characters at a time (no quote, backslash, control character or
+            // non-ASCII byte among them): most of a payload's text.
+            if let words {
+                while pos + 8 <= bytes.count && !Parser.anySpecial(words.loadUnaligned(fromByteOffset: pos, as: UInt64.self)) {
+                    pos += 8
+                }
+            }
             guard pos < bytes.count else { throw error("unterminated string (the JSON is truncated)", at: open) }
             let b = bytes[pos]
             if b == 0x22 { break }
@@ -294,6 +302,17 @@ struct Parser {
         let raw = UnsafeBufferPointer(rebasing: bytes[start..<end])
         if !hasEscapes { return String(decoding: raw, as: UTF8.self) }
         return try unescape(from: start, to: end)
+    }
+
+    /// Whether any of eight bytes ends a run of plain string text: a quote, a backslash, a
+    /// control character, or a byte of a multi-byte character (the SWAR tests for a zero byte
+    /// and for a byte below n answer "is there one" exactly).
+    @inline(__always)
+    static func anySpecial(_ x: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        @inline(__always) func hasZero(_ v: UInt64) -> UInt64 { (v &- ones) & ~v & highs }
+        let below20 = (x &- ones &* 0x20) & ~x & highs
+        return (x & highs) | below20 | hasZero(x ^ (ones &* 0x22)) | hasZero(x ^ (ones &* 0x5C)) != 0
     }
 
     /// The length of the valid UTF-8 sequence at `i`, or an error (overlong forms, surrogates,
