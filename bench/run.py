@@ -20,6 +20,8 @@ Rows:
   8. per-card operations on a file store of 10 and of 100,000 cards (10,000 with --quick): a
      logged impression, click and dismissal, a card by id, a filtered count, and an incremental
      sync changing 10 cards; each beside its cost at 10 cards.
+  9. reads while another thread applies 1,000,000 cards (100,000 with --quick): the latency of
+     a count that takes the readers' lock, beside the apply's own time.
 """
 from __future__ import annotations
 
@@ -328,6 +330,12 @@ class Bench:
             print(f"   {name:24s} {big[key]:9.1f} us   at 10 cards {small[key]:9.1f} us   "
                   f"{big[key] / max(small[key], 1e-9):5.2f}x")
         print()
+
+        n = 100_000 if self.quick else 1_000_000
+        rd = self.c("readers", str(n))
+        self.results["readers"] = rd
+        print(f"9. Reads during an apply of {n:,} cards on another thread ({rd['apply_ms'] / 1000:.1f} s): "
+              f"{rd['reads']} counts, p50 {rd['p50_us']} us, p99 {rd['p99_us']} us, max {rd['max_us']} us\n")
 
         print("6. Scaling (C ABI from C vs pure Python)")
         sizes = [100, 1_000, 10_000] if self.quick else [100, 1_000, 10_000, 100_000]
