@@ -12,9 +12,9 @@
  *                                                 cards: median microseconds of a logged
  *                                                 impression, click and dismissal, a card by id,
  *                                                 a count, and an incremental sync changing 10
- *   bench_c readers N                             the latency of reads (a filtered count, which
- *                                                 takes the readers' lock, and the first card of
- *                                                 the feed) while another thread applies N cards
+ *   bench_c readers N [FILTER]                    the latency of a count (with FILTER, "[]" by
+ *                                                 default: every card, through the readers' lock)
+ *                                                 while another thread applies N cards
  *   bench_c cold DIR                              open a controller on a store with cards already
  *                                                 in it, to the first feed read (run in a new
  *                                                 process: load time is measured by the caller) */
@@ -288,7 +288,7 @@ static void *apply_thread(void *arg) {
     return NULL;
 }
 
-static int readers(int n) {
+static int readers(int n, const char *filter) {
     cc_controller *c = NULL;
     check(cc_controller_open(&c, "{\"maxPayloadBytes\":1073741824}"), "open");
     check(cc_controller_apply(NULL, c, "[{\"id\":\"first\",\"tp\":\"short_news\",\"ca\":1,\"ds\":\"x\"}]"), "apply");
@@ -302,7 +302,7 @@ static int readers(int n) {
     int64_t total = 0;
     while (!job.done && k < MAX) {
         double a = now_ms();
-        check(cc_controller_counts(&total, NULL, c, "[]"), "count");
+        check(cc_controller_counts(&total, NULL, c, filter), "count");
         lat[k++] = (now_ms() - a) * 1000;
         usleep(200);
     }
@@ -341,7 +341,7 @@ int main(int argc, char **argv) {
     if (argc >= 3 && strcmp(argv[1], "memory") == 0) return memory(argv[2]);
     if (argc >= 3 && strcmp(argv[1], "controllers") == 0) return controllers(atoi(argv[2]));
     if (argc >= 3 && strcmp(argv[1], "cold") == 0) return cold(argv[2]);
-    if (argc >= 3 && strcmp(argv[1], "readers") == 0) return readers(atoi(argv[2]));
+    if (argc >= 3 && strcmp(argv[1], "readers") == 0) return readers(atoi(argv[2]), argc >= 4 ? argv[3] : "[]");
     if (argc >= 4 && strcmp(argv[1], "percard") == 0) return percard(argv[2], atoi(argv[3]));
     fprintf(stderr, "usage: see the comment at the top of bench/bench_c.c\n");
     return 2;
