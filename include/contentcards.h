@@ -335,11 +335,55 @@ CC_API int cc_controller_flush_events(char **out_result_json, cc_controller *con
  * Errors: CC_E_INVALID_HANDLE, CC_E_STORAGE. */
 CC_API int cc_controller_pending_events(int64_t *out_count, cc_controller *controller);
 
+/* The events waiting in the store's outbox (every user's), oldest first, at most `limit` of
+ * them (0: all), so the outbox can be inspected without opening the SQLite file:
+ *   {"pending":N,"failedAttempts":N,
+ *    "events":[{"id":S,"type":S,"cardId":S|null,"classType":S|null,"userId":S,"time":F}]}
+ * "pending" counts every event of the outbox, also those a limit left out. "type" is
+ * "impression", "control_impression", "click", "dismissal" or "feed_displayed"; "time" is unix
+ * seconds. The outbox keeps no per-event attempt count: "failedAttempts" is the number of
+ * delivery attempts of this controller that failed in a row since it last delivered (0 in a
+ * new process); they concern the oldest events, which are always sent first. Free *out_json
+ * with cc_string_free; on failure *out_json is set to NULL. Any thread.
+ * Errors: CC_E_INVALID_ARGUMENT (out_json NULL), CC_E_INVALID_HANDLE, CC_E_STORAGE,
+ * CC_E_CLOSED, CC_E_NO_MEMORY. */
+CC_API int cc_controller_pending_events_json(char **out_json, cc_controller *controller, size_t limit);
+
 /* Diagnostics as JSON: user, last refresh (time, error, summary), last delivery, last error,
  * rate-limit state, cards left out of the last payload, counts, pending/delivered/dropped
  * events, subscriber count, and "unreadableStoredCards": rows of the user's cards in the store
  * that do not decode (left out of the feed, counted here). Errors: CC_E_INVALID_HANDLE. */
 CC_API int cc_controller_diagnostics(char **out_json, cc_controller *controller);
+
+/* ---------------------------------------------------------------------------------------------
+ * Logging: what the library does, told to a handler of the application
+ * ------------------------------------------------------------------------------------------- */
+
+/* Levels of a log message (the numbers of Python's logging module). */
+#define CC_LOG_DEBUG 10     /* each step: a refresh starting, the bytes fetched, a batch sent   */
+#define CC_LOG_INFO 20      /* outcomes: a merge (added/updated/removed), events delivered, a
+                               retry scheduled (with its wait), a logging call refused           */
+#define CC_LOG_WARNING 30   /* a refresh refused (rate limit, no source) or failed, a card left
+                               out of a payload (with the reason), a delivery that failed        */
+#define CC_LOG_ERROR 40     /* events dropped for good (the sink refused them)                  */
+
+/* A log handler: level is one of CC_LOG_*, message is UTF-8 text for people (no trailing
+ * newline), valid only during the call. Messages never show credentials (URLs are redacted as
+ * in error messages) and may change between versions. */
+typedef void (*cc_log_fn)(void *userdata, int level, const char *message);
+
+/* Sets the log handler of the process (one for every controller; the library is silent until
+ * one is set): fn receives every message whose level is >= min_level. fn NULL removes the
+ * handler (silence again). Replaces an earlier handler, whose free_userdata runs once no call
+ * of it is running; free_userdata of this call (may be NULL) runs exactly once: when the
+ * handler is replaced or removed, or right away when fn is NULL.
+ * fn is never called while the library holds a lock. It runs on the thread that did the work:
+ * the caller's, or a library thread for background refreshes, deliveries and retries, so it
+ * may run on several threads at once. It may call any cc_ function (including this one):
+ * what the library would log on that thread while fn runs is not delivered, so a handler
+ * never recurses. It should return promptly: the work that logged waits for it.
+ * Any thread. Returns CC_OK. */
+CC_API int cc_set_log_handler(cc_log_fn fn, int min_level, void *userdata, void (*free_userdata)(void *userdata));
 
 /* ---------------------------------------------------------------------------------------------
  * Subscriptions

@@ -17,6 +17,19 @@ extension ContentCardsController {
         }
     }
 
+    /// The events waiting in the outbox (every user's), oldest first, at most `limit` of them
+    /// (0: all), with the number pending and the delivery attempts that failed in a row since
+    /// the last delivery by this controller (the outbox keeps no per-event count).
+    public func pendingEventList(limit: Int = 0) throws(ContentCardsError) -> PendingEvents {
+        try lock.withLock { () throws(ContentCardsError) in
+            guard let store else { throw Self.closedError }
+            do throws(StoreError) {
+                let events = try store.pendingEvents(limit: limit > 0 ? limit : Int.max, maxBytes: Int.max).map(\.event)
+                return PendingEvents(pending: try store.pendingEventCount(), failedAttempts: deliveryAttempt, events: events)
+            } catch { throw ContentCardsError(.storage, error.message) }
+        }
+    }
+
     /// Delivers every pending event now, waiting at most `timeout` seconds. Throws the error
     /// that stopped delivery (the undelivered events stay pending and are retried in the
     /// background with backoff); `.noSource` when no event sink is configured.
@@ -66,6 +79,7 @@ extension ContentCardsController {
                 break
             }
             if batch.isEmpty { break }
+            ContentCardsLog.emit(.debug, "delivering \(batch.count) events to \(Self.describe(configuration.events))")
             let outcome = CallbackContext.run { sink.deliver(batch.map(\.event), timeout: min(remaining, configuration.timeoutSeconds)) }
             lock.withLock {
                 switch outcome {
@@ -87,6 +101,13 @@ extension ContentCardsController {
                     failure = e
                 }
             }
+            // Outside the lock: the log handler may call back into the library.
+            switch outcome {
+            case .delivered where failure == nil: ContentCardsLog.emit(.info, "delivered \(batch.count) events")
+            case .drop(let e) where failure == nil:
+                ContentCardsLog.emit(.error, "dropped \(batch.count) events the sink refused for good (\(e.code.statusName)): \(e.message)")
+            default: break
+            }
         }
         lock.withLock {
             deliveryInFlight = false
@@ -97,7 +118,10 @@ extension ContentCardsController {
             changed.broadcast()
         }
         if let failure {
-            if failure.code != .closed { scheduleRetry(after: failure) }
+            if failure.code != .closed {
+                ContentCardsLog.emit(.warning, "event delivery failed (\(failure.code.statusName)): \(failure.message); \(result.pending) events stay pending")
+                scheduleRetry(after: failure)
+            }
             throw failure
         }
         return result
@@ -130,14 +154,17 @@ extension ContentCardsController {
 
     private func scheduleRetry(after error: ContentCardsError) {
         guard sink != nil else { return }
-        let delay: Double? = lock.withLock {
+        let retry: (delay: Double, attempt: Int)? = lock.withLock {
             guard store != nil else { return nil }
             deliveryAttempt += 1
             if deliveryScheduled { return nil }   // one retry pending is enough
             deliveryScheduled = true
-            return Backoff().delay(attempt: deliveryAttempt, retryAfter: error.retryAfter, random: Double.random(in: 0...1))
+            return (Backoff().delay(attempt: deliveryAttempt, retryAfter: error.retryAfter, random: Double.random(in: 0...1)), deliveryAttempt)
         }
-        if let delay { runDelivery(after: delay) }
+        if let retry {
+            ContentCardsLog.emit(.info, "event delivery retry in \((retry.delay * 1000).rounded() / 1000) s (failed attempt \(retry.attempt))")
+            runDelivery(after: retry.delay)
+        }
     }
 
     private func runDelivery(after delay: Double) {

@@ -134,7 +134,10 @@ extension ContentCardsController {
         switch outcome {
         case .success(let begin): return begin
         case .failure(let e):
-            if e.code != .closed { notifyRefresh(.failure(e)) }
+            if e.code != .closed {
+                ContentCardsLog.emit(.warning, "refresh refused (\(e.code.statusName)): \(e.message)")
+                notifyRefresh(.failure(e))
+            }
             throw e
         }
     }
@@ -150,6 +153,7 @@ extension ContentCardsController {
     private func perform(_ start: RefreshStart, timeout: Double) -> Result<SyncSummary, ContentCardsError> {
         let deadline = monotonicSeconds() + timeout
         let ticket = start.ticket
+        ContentCardsLog.emit(.debug, "refresh started for user \(Self.quoted(start.userID)) (\(Self.describe(configuration.source)))")
         lock.withLock { background.fetches += 1 }
         let launched = spawnThread { [self, configuration, decoder] in
             let me = pthread_self()
@@ -162,6 +166,10 @@ extension ContentCardsController {
                 if let i = background.fetchThreads.firstIndex(where: { pthread_equal($0, me) != 0 }) {
                     background.fetchThreads.remove(at: i)
                 }
+            }
+            switch fetched {
+            case .success(let bytes): ContentCardsLog.emit(.debug, "refresh fetched \(bytes.count) bytes from the source")
+            case .failure(let e): ContentCardsLog.emit(.debug, "refresh fetch failed (\(e.code.statusName)): \(e.message)")
             }
             // Decoding happens outside the lock: it is pure, and can take a while on a big payload.
             let decoded: Result<Payload, ContentCardsError> = fetched.flatMap { bytes in
@@ -220,8 +228,30 @@ extension ContentCardsController {
             return result
         }
         if case .failure(let e) = result, e.code == .closed { return result }
+        switch result {
+        case .success(let summary): Self.logMerge("refresh for user \(Self.quoted(start.userID))", summary)
+        case .failure(let e): ContentCardsLog.emit(.warning, "refresh failed (\(e.code.statusName)): \(e.message); the cached feed stays readable")
+        }
         notifyRefresh(result)
         return result
+    }
+
+    /// An endpoint for a log message: a URL without its credentials.
+    static func describe(_ endpoint: Configuration.Endpoint?) -> String {
+        switch endpoint {
+        case nil: return "none"
+        case .file(let path)?: return "file \(Redact.escape(path, limit: 300))"
+        case .url(let base, _)?: return "url \(Redact.url(base))"
+        case .callback?: return "the host transport"
+        }
+    }
+
+    /// Logs what a merge did, and each card left out of the payload. Called without a lock.
+    static func logMerge(_ what: String, _ s: SyncSummary) {
+        ContentCardsLog.emit(.info, "\(what): added \(s.added), updated \(s.updated), removed \(s.removed), kept newer \(s.keptNewer)\(s.fullSync ? " (full sync)" : ""), \(s.leftOut.count) left out; feed: \(s.counts.total) cards, \(s.counts.unviewed) unviewed")
+        for item in s.leftOut {
+            ContentCardsLog.emit(.warning, "card left out of the payload (index \(item.index), id \(item.id.map { quoted($0) } ?? "none")): \(item.reason)")
+        }
     }
 
     private func notifyRefresh(_ result: Result<SyncSummary, ContentCardsError>) {
@@ -290,9 +320,11 @@ extension ContentCardsController {
         let counts = lock.withLock { store == nil ? FeedCounts() : currentCounts() }
         switch result {
         case .success(let summary):
+            Self.logMerge("cards applied", summary)
             subscribers.notify(FeedUpdate(reason: .cardsApplied, error: nil, cardID: nil, counts: counts, sync: summary))
             return summary
         case .failure(let e):
+            ContentCardsLog.emit(.warning, "cards refused (\(e.code.statusName)): \(e.message)")
             subscribers.notify(FeedUpdate(reason: .cardsApplied, error: e, cardID: nil, counts: counts, sync: nil))
             throw e
         }
