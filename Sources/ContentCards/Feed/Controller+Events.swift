@@ -61,6 +61,9 @@ extension ContentCardsController {
         }
         var result = FlushResult()
         var failure: ContentCardsError?
+        // Logged once this delivery is over: a log handler that flushes must not wait for the
+        // very delivery that is calling it.
+        var notes: [(LogLevel, String)] = []
         while failure == nil {
             let remaining = deadline - monotonicSeconds()
             if remaining <= 0 {
@@ -79,7 +82,7 @@ extension ContentCardsController {
                 break
             }
             if batch.isEmpty { break }
-            ContentCardsLog.emit(.debug, "delivering \(batch.count) events to \(Self.describe(configuration.events))")
+            notes.append((.debug, "delivering \(batch.count) events to \(Self.describe(configuration.events))"))
             let outcome = CallbackContext.run { sink.deliver(batch.map(\.event), timeout: min(remaining, configuration.timeoutSeconds)) }
             lock.withLock {
                 switch outcome {
@@ -101,11 +104,10 @@ extension ContentCardsController {
                     failure = e
                 }
             }
-            // Outside the lock: the log handler may call back into the library.
             switch outcome {
-            case .delivered where failure == nil: ContentCardsLog.emit(.info, "delivered \(batch.count) events")
+            case .delivered where failure == nil: notes.append((.info, "delivered \(batch.count) events"))
             case .drop(let e) where failure == nil:
-                ContentCardsLog.emit(.error, "dropped \(batch.count) events the sink refused for good (\(e.code.statusName)): \(e.message)")
+                notes.append((.error, "dropped \(batch.count) events the sink refused for good (\(e.code.statusName)): \(e.message)"))
             default: break
             }
         }
@@ -117,6 +119,8 @@ extension ContentCardsController {
             if let failure { record.lastError = failure }
             changed.broadcast()
         }
+        // Outside the lock, delivery over: the log handler may call back into the library.
+        for (level, text) in notes { ContentCardsLog.emit(level, text) }
         if let failure {
             if failure.code != .closed {
                 ContentCardsLog.emit(.warning, "event delivery failed (\(failure.code.statusName)): \(failure.message); \(result.pending) events stay pending")

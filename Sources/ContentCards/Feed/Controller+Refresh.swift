@@ -11,6 +11,8 @@ final class RefreshTicket {
     /// What the fetch thread got (set under the controller's lock); ignored once the refresh
     /// was abandoned at its deadline.
     var fetched: Result<Payload, ContentCardsError>?
+    /// What the fetch did, for the log (emitted once the refresh is over).
+    var fetchNote: String?
 }
 
 /// A controller's background machinery (issue 10, items 1 and 2): its own work queues, so one
@@ -153,7 +155,6 @@ extension ContentCardsController {
     private func perform(_ start: RefreshStart, timeout: Double) -> Result<SyncSummary, ContentCardsError> {
         let deadline = monotonicSeconds() + timeout
         let ticket = start.ticket
-        ContentCardsLog.emit(.debug, "refresh started for user \(Self.quoted(start.userID)) (\(Self.describe(configuration.source)))")
         lock.withLock { background.fetches += 1 }
         let launched = spawnThread { [self, configuration, decoder] in
             let me = pthread_self()
@@ -167,9 +168,10 @@ extension ContentCardsController {
                     background.fetchThreads.remove(at: i)
                 }
             }
+            let note: String
             switch fetched {
-            case .success(let bytes): ContentCardsLog.emit(.debug, "refresh fetched \(bytes.count) bytes from the source")
-            case .failure(let e): ContentCardsLog.emit(.debug, "refresh fetch failed (\(e.code.statusName)): \(e.message)")
+            case .success(let bytes): note = "refresh fetched \(bytes.count) bytes from the source"
+            case .failure(let e): note = "refresh fetch failed (\(e.code.statusName)): \(e.message)"
             }
             // Decoding happens outside the lock: it is pure, and can take a while on a big payload.
             let decoded: Result<Payload, ContentCardsError> = fetched.flatMap { bytes in
@@ -180,6 +182,7 @@ extension ContentCardsController {
             lock.withLock {
                 background.fetches -= 1
                 ticket.fetched = decoded
+                ticket.fetchNote = note
                 changed.broadcast()
             }
         }
@@ -228,6 +231,10 @@ extension ContentCardsController {
             return result
         }
         if case .failure(let e) = result, e.code == .closed { return result }
+        // Logged only now that the refresh is over: a log handler that refreshes (joining a
+        // refresh in flight) must not wait for the very refresh that is calling it.
+        ContentCardsLog.emit(.debug, "refresh started for user \(Self.quoted(start.userID)) (\(Self.describe(configuration.source)))")
+        if let note = lock.withLock({ ticket.fetchNote }) { ContentCardsLog.emit(.debug, note) }
         switch result {
         case .success(let summary): Self.logMerge("refresh for user \(Self.quoted(start.userID))", summary)
         case .failure(let e): ContentCardsLog.emit(.warning, "refresh failed (\(e.code.statusName)): \(e.message); the cached feed stays readable")
