@@ -4,7 +4,7 @@
  * contentcards: the command-line tool of libcontentcards (docs/CLI.md). It uses the library
  * through its public header only. The Python package has the same tool
  * (bindings/python/contentcards/cli.py, `python -m contentcards`): same commands, options,
- * output and exit codes, and tests/cli/test_cli.py runs both against the same expectations.
+ * output and exit codes, and bindings/python/tests/test_cli.py runs both against the same expectations.
  *
  * Exit codes: 0 done; 1 the operation failed (the status name and message on stderr, and with
  * --json an {"error":...} object on stdout); 2 a usage error. */
