@@ -47,16 +47,16 @@ static void reentrant(void *userdata, int level, const char *message) {
     if (depth > max_depth) max_depth = depth;
     collect(userdata, level, message);
     int64_t total = 0;
-    (void)cc_controller_counts(&total, NULL, reentrant_target, NULL);
-    (void)cc_controller_log_click(reentrant_target, "msg-2");          /* refused: would log */
-    (void)cc_controller_refresh(NULL, reentrant_target, 5);            /* would log */
+    (void)CC_TEST_IGNORE(cc_controller_counts(&total, NULL, reentrant_target, NULL));
+    (void)CC_TEST_IGNORE(cc_controller_log_click(reentrant_target, "msg-2"));          /* refused: would log */
+    (void)CC_TEST_IGNORE(cc_controller_refresh(NULL, reentrant_target, 5));            /* would log */
     (void)cc_set_log_handler(reentrant, CC_LOG_DEBUG, NULL, NULL);
     depth--;
 }
 
 static int failing_transport(void *userdata, const cc_transport_request *request, cc_transport_response *response) {
     (void)userdata; (void)request;
-    (void)cc_transport_response_fail(response, "connection refused (test)");
+    (void)CC_TEST_IGNORE(cc_transport_response_fail(response, "connection refused (test)"));
     return -1;
 }
 
