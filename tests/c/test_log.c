@@ -41,6 +41,15 @@ static void count_free(void *userdata) {
     frees++;
 }
 
+/* A free_userdata that calls back into the library, as the handler's replacement runs it. */
+static int reentrant_frees;
+static void free_and_call_back(void *userdata) {
+    (void)userdata;
+    reentrant_frees++;
+    (void)cc_set_log_handler(NULL, CC_LOG_DEBUG, NULL, NULL);
+    CC_TEST_IGNORE(cc_controller_pending_events_json(NULL, NULL, 0));
+}
+
 /* Calls back into the library: reads, a refused click, a refresh, and sets the handler again. */
 static void reentrant(void *userdata, int level, const char *message) {
     depth++;
@@ -138,6 +147,11 @@ int main(void) {
     CHECK(!saw("click refused"));
     CHECK(max_depth == 1);
     CHECK_OK(cc_controller_close(reentrant_target));
+
+    /* A free_userdata that calls the library, run by a replacement: no deadlock. */
+    CHECK_OK(cc_set_log_handler(collect, CC_LOG_DEBUG, NULL, free_and_call_back));
+    CHECK_OK(cc_set_log_handler(collect, CC_LOG_DEBUG, NULL, NULL));
+    CHECK(reentrant_frees == 1);
 
     /* NULL: silence again; this call's free_userdata runs at once. */
     CHECK_OK(cc_set_log_handler(NULL, CC_LOG_DEBUG, NULL, count_free));

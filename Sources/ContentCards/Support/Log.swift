@@ -54,10 +54,15 @@ public enum ContentCardsLog {
     /// `minLevel` may be any number: messages whose level is at least it are delivered.
     public static func setHandler(minLevel: Int32, _ handler: Handler?) {
         _ = insideKey
-        lock.withLock {
+        let old: Handler? = lock.withLock {
+            let old = current
             current = handler
             threshold = handler == nil ? Int32.max : minLevel
+            return old
         }
+        // The replaced handler is released here, outside the lock: releasing it may run the
+        // C caller's free_userdata, which may call back into the library.
+        withExtendedLifetime(old) {}
     }
 
     public static func setHandler(minLevel: LogLevel = .info, _ handler: Handler?) {
@@ -68,11 +73,14 @@ public enum ContentCardsLog {
     public static var handler: Handler? {
         get { lock.withLock { current } }
         set {
-            lock.withLock {
+            let old: Handler? = lock.withLock {
+                let old = current
                 if current == nil && newValue != nil && threshold == Int32.max { threshold = LogLevel.info.rawValue }
                 current = newValue
                 if newValue == nil { threshold = Int32.max }
+                return old
             }
+            withExtendedLifetime(old) {}   // released outside the lock (see setHandler)
         }
     }
 
