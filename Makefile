@@ -102,11 +102,14 @@ memcheck: cmake
 	    --suppressions=$(ROOT)/share/contentcards/contentcards.supp $(BUILD)/bin/$$t > /dev/null || exit 1; \
 	  echo "valgrind: example $$t clean with contentcards.supp"; \
 	done
-	@for t in test_api test_misuse test_callbacks test_threads test_badge; do \
+	@for t in test_api test_misuse test_callbacks test_threads test_badge test_log; do \
 	  valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite \
 	    --show-leak-kinds=definite $(BUILD)/bin/$$t > /dev/null || exit 1; \
 	  echo "valgrind: $$t clean"; \
 	done
+	@valgrind -q --error-exitcode=1 --leak-check=full --suppressions=$(ROOT)/share/contentcards/contentcards.supp \
+	  $(BUILD)/bin/contentcards --json validate $(ROOT)/examples/data/sample_feed.json > /dev/null
+	@echo "valgrind: the contentcards tool clean with contentcards.supp"
 	@$(PYTHON) tests/c/with_server.py valgrind -q --error-exitcode=1 --leak-check=full \
 	  --errors-for-leak-kinds=definite --show-leak-kinds=definite $(BUILD)/bin/test_http > /dev/null
 	@echo "valgrind: test_http clean"
