@@ -91,7 +91,7 @@ test-install: cmake
 # Every test that runs threads (concurrency, subscribers, background refresh and delivery, host
 # callbacks, child processes) under ThreadSanitizer, in a separate build folder.
 tsan: deps
-	swift test --sanitize=thread --scratch-path .build-tsan --filter 'ReadersTests|FeedIndexTests|ConcurrencyTests|SubscriptionTests|ControllerStateTests|HTTPTests|LoggingTests|DurabilityTests|HangTests'
+	swift test --sanitize=thread --scratch-path .build-tsan --filter 'ReadersTests|FeedIndexTests|ConcurrencyTests|SubscriptionTests|ControllerStateTests|HTTPTests|LoggingTests|LogHandlerTests|DurabilityTests|HangTests'
 
 # The C tests under valgrind: no invalid access, no "definitely lost" memory. Then the C
 # examples as a user runs them (README, "Checking a program with valgrind"): with the shipped
@@ -102,11 +102,14 @@ memcheck: cmake
 	    --suppressions=$(ROOT)/share/contentcards/contentcards.supp $(BUILD)/bin/$$t > /dev/null || exit 1; \
 	  echo "valgrind: example $$t clean with contentcards.supp"; \
 	done
-	@for t in test_api test_misuse test_callbacks test_threads test_badge; do \
+	@for t in test_api test_misuse test_callbacks test_threads test_badge test_log; do \
 	  valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite \
 	    --show-leak-kinds=definite $(BUILD)/bin/$$t > /dev/null || exit 1; \
 	  echo "valgrind: $$t clean"; \
 	done
+	@valgrind -q --error-exitcode=1 --leak-check=full --suppressions=$(ROOT)/share/contentcards/contentcards.supp \
+	  $(BUILD)/bin/contentcards --json validate $(ROOT)/examples/data/sample_feed.json > /dev/null
+	@echo "valgrind: the contentcards tool clean with contentcards.supp"
 	@$(PYTHON) tests/c/with_server.py valgrind -q --error-exitcode=1 --leak-check=full \
 	  --errors-for-leak-kinds=definite --show-leak-kinds=definite $(BUILD)/bin/test_http > /dev/null
 	@echo "valgrind: test_http clean"

@@ -79,6 +79,22 @@
 #  endif
 #endif
 
+/* CC_WARN_UNUSED_RESULT marks the functions whose result must be looked at: a status that says
+ * whether the call did anything (open, refresh, apply, log_*, flush, snapshot, the getters...),
+ * or a count. On GCC and Clang it is __attribute__((warn_unused_result)): a call that ignores
+ * the result is warned about (-Wunused-result, on by default). Clang accepts a (void) cast as
+ * "ignored on purpose"; GCC warns even then, so use the value (if (cc_...(...) != CC_OK) ...).
+ * The closing functions (cc_controller_close, cc_snapshot_close, cc_controller_unsubscribe) and
+ * cc_set_log_handler are not marked: ignoring them is normal. A program may define
+ * CC_WARN_UNUSED_RESULT itself before including this header (empty: no warnings). */
+#ifndef CC_WARN_UNUSED_RESULT
+#  if defined(__GNUC__) || defined(__clang__)
+#    define CC_WARN_UNUSED_RESULT __attribute__((warn_unused_result))
+#  else
+#    define CC_WARN_UNUSED_RESULT
+#  endif
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -217,7 +233,7 @@ typedef struct cc_controller cc_controller;
  * are delivered in the background when an event sink is configured.
  * On success *out is the new handle; on failure *out is set to NULL.
  * Errors: CC_E_INVALID_ARGUMENT (out NULL, invalid UTF-8), CC_E_CONFIG, CC_E_STORAGE. */
-CC_API int cc_controller_open(cc_controller **out, const char *config_json);
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_open(cc_controller **out, const char *config_json);
 
 /* Closes the controller: the store is closed and every subscriber is removed (their
  * free_userdata runs). A refresh or delivery running on another thread finishes without
@@ -248,34 +264,34 @@ CC_API int cc_controller_close(cc_controller *controller);
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (NaN timeout), CC_E_NO_SOURCE,
  * CC_E_RATE_LIMITED, CC_E_NETWORK, CC_E_TIMEOUT, CC_E_SERVER, CC_E_PARSE, CC_E_WRONG_USER,
  * CC_E_UNAVAILABLE, CC_E_TRANSPORT, CC_E_STORAGE, CC_E_REFUSED, CC_E_CLOSED. */
-CC_API int cc_controller_refresh(char **out_summary_json, cc_controller *controller, double timeout_seconds);
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_refresh(char **out_summary_json, cc_controller *controller, double timeout_seconds);
 
 /* Starts a refresh on a library thread (this controller's own) and returns at once; the
  * outcome reaches the subscribers (on that library thread), by timeoutSeconds at the latest. Returns CC_OK also when a refresh was already running.
  * Refusals known at once are returned (and told to subscribers): CC_E_NO_SOURCE,
  * CC_E_RATE_LIMITED. Errors: CC_E_INVALID_HANDLE. */
-CC_API int cc_controller_refresh_async(cc_controller *controller);
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_refresh_async(cc_controller *controller);
 
 /* Hands in cards the application got itself (a push message, its own networking): a sync
  * response object or a bare JSON array of server cards, merged exactly as a refresh. No rate
  * limit. Output as cc_controller_refresh. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT,
  * CC_E_PARSE, CC_E_WRONG_USER, CC_E_STORAGE. */
-CC_API int cc_controller_apply(char **out_summary_json, cc_controller *controller, const char *payload_json);
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_apply(char **out_summary_json, cc_controller *controller, const char *payload_json);
 
 /* The visible feed (not dismissed, not expired now), in feed order (pinned first, then newest,
  * then id descending), as a JSON array of cards, filtered by class types (see Filters).
  * Control cards are included: log their impression, do not draw them. No network I/O.
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_PARSE (filter), CC_E_STORAGE. */
-CC_API int cc_controller_feed(char **out_json, cc_controller *controller, const char *filter_json);
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_feed(char **out_json, cc_controller *controller, const char *filter_json);
 
 /* One stored card by id as JSON, visible or not (dismissed and expired cards come back with
  * their flags). Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_NOT_FOUND. */
-CC_API int cc_controller_card(char **out_json, cc_controller *controller, const char *card_id);
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_card(char **out_json, cc_controller *controller, const char *card_id);
 
 /* The badge counts of the visible feed, optionally for a filter: total counts control cards,
  * unviewed does not. Either output may be NULL. No network I/O.
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_PARSE (filter). */
-CC_API int cc_controller_counts(int64_t *out_total, int64_t *out_unviewed, cc_controller *controller,
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_counts(int64_t *out_total, int64_t *out_unviewed, cc_controller *controller,
                                 const char *filter_json);
 
 /* The same counts, one number returned directly, for callers that poll a badge (a binding's
@@ -286,36 +302,36 @@ CC_API int cc_controller_counts(int64_t *out_total, int64_t *out_unviewed, cc_co
  * cc_controller_counts answer from counts the library republishes on every change, without a
  * lock or an allocation (tens of nanoseconds). A file store is asked for changes made by other
  * processes first (a few microseconds). */
-CC_API int64_t cc_controller_total_count(cc_controller *controller, const char *filter_json);
-CC_API int64_t cc_controller_unviewed_count(cc_controller *controller, const char *filter_json);
+CC_API CC_WARN_UNUSED_RESULT int64_t cc_controller_total_count(cc_controller *controller, const char *filter_json);
+CC_API CC_WARN_UNUSED_RESULT int64_t cc_controller_unviewed_count(cc_controller *controller, const char *filter_json);
 
 /* Logs an impression: marks the card viewed (once) and records an event, a control impression
  * for a control card. Logging again records another event. The state change and the event are
  * on disk before the call returns. Subscribers are told.
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_NOT_FOUND, CC_E_STORAGE. */
-CC_API int cc_controller_log_impression(cc_controller *controller, const char *card_id);
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_log_impression(cc_controller *controller, const char *card_id);
 
 /* Logs a click: records an event and marks the card clicked, only when the card has a valid
  * url (a scheme and more; javascript: and data: are refused). Otherwise records nothing and
  * returns CC_E_REFUSED. Errors as cc_controller_log_impression, plus CC_E_REFUSED. */
-CC_API int cc_controller_log_click(cc_controller *controller, const char *card_id);
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_log_click(cc_controller *controller, const char *card_id);
 
 /* Dismisses a dismissible card that is not dismissed yet: it leaves the feed at once and stays
  * out after later refreshes until the server removes it. Otherwise records nothing and returns
  * CC_E_REFUSED. Errors as cc_controller_log_click. */
-CC_API int cc_controller_log_dismissal(cc_controller *controller, const char *card_id);
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_log_dismissal(cc_controller *controller, const char *card_id);
 
 /* Records that the application showed a feed. Errors: CC_E_INVALID_HANDLE, CC_E_STORAGE. */
-CC_API int cc_controller_log_feed_displayed(cc_controller *controller);
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_log_feed_displayed(cc_controller *controller);
 
 /* Switches to another user's cards, state and cursors at once; nothing of the previous user's
  * state is reset, and events logged before keep their user. A refresh still running for the
  * previous user is discarded. Subscribers are told (unless the user is the same).
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_STORAGE. */
-CC_API int cc_controller_change_user(cc_controller *controller, const char *user_id);
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_change_user(cc_controller *controller, const char *user_id);
 
 /* The current user id. Free *out_user_id with cc_string_free. Errors: CC_E_INVALID_HANDLE. */
-CC_API int cc_controller_user(char **out_user_id, cc_controller *controller);
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_user(char **out_user_id, cc_controller *controller);
 
 /* Delivers every pending event now, waiting at most timeout_seconds (<= 0: the configuration's
  * timeoutSeconds). If out_result_json is not NULL it receives
@@ -329,17 +345,61 @@ CC_API int cc_controller_user(char **out_user_id, cc_controller *controller);
  * Errors: CC_E_INVALID_HANDLE, CC_E_NO_SOURCE (no event sink), CC_E_NETWORK, CC_E_TIMEOUT,
  * CC_E_SERVER, CC_E_RATE_LIMITED, CC_E_UNAVAILABLE, CC_E_TRANSPORT, CC_E_STORAGE,
  * CC_E_REFUSED, CC_E_CLOSED. */
-CC_API int cc_controller_flush_events(char **out_result_json, cc_controller *controller, double timeout_seconds);
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_flush_events(char **out_result_json, cc_controller *controller, double timeout_seconds);
 
 /* The number of events waiting in the store's outbox (every user's).
  * Errors: CC_E_INVALID_HANDLE, CC_E_STORAGE. */
-CC_API int cc_controller_pending_events(int64_t *out_count, cc_controller *controller);
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_pending_events(int64_t *out_count, cc_controller *controller);
+
+/* The events waiting in the store's outbox (every user's), oldest first, at most `limit` of
+ * them (0: all), so the outbox can be inspected without opening the SQLite file:
+ *   {"pending":N,"failedAttempts":N,
+ *    "events":[{"id":S,"type":S,"cardId":S|null,"classType":S|null,"userId":S,"time":F}]}
+ * "pending" counts every event of the outbox, also those a limit left out. "type" is
+ * "impression", "control_impression", "click", "dismissal" or "feed_displayed"; "time" is unix
+ * seconds. The outbox keeps no per-event attempt count: "failedAttempts" is the number of
+ * delivery attempts of this controller that failed in a row since it last delivered (0 in a
+ * new process); they concern the oldest events, which are always sent first. Free *out_json
+ * with cc_string_free; on failure *out_json is set to NULL. Any thread.
+ * Errors: CC_E_INVALID_ARGUMENT (out_json NULL), CC_E_INVALID_HANDLE, CC_E_STORAGE,
+ * CC_E_CLOSED, CC_E_NO_MEMORY. */
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_pending_events_json(char **out_json, cc_controller *controller, size_t limit);
 
 /* Diagnostics as JSON: user, last refresh (time, error, summary), last delivery, last error,
  * rate-limit state, cards left out of the last payload, counts, pending/delivered/dropped
  * events, subscriber count, and "unreadableStoredCards": rows of the user's cards in the store
  * that do not decode (left out of the feed, counted here). Errors: CC_E_INVALID_HANDLE. */
-CC_API int cc_controller_diagnostics(char **out_json, cc_controller *controller);
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_diagnostics(char **out_json, cc_controller *controller);
+
+/* ---------------------------------------------------------------------------------------------
+ * Logging: what the library does, told to a handler of the application
+ * ------------------------------------------------------------------------------------------- */
+
+/* Levels of a log message (the numbers of Python's logging module). */
+#define CC_LOG_DEBUG 10     /* each step: a refresh starting, the bytes fetched, a batch sent   */
+#define CC_LOG_INFO 20      /* outcomes: a merge (added/updated/removed), events delivered, a
+                               retry scheduled (with its wait), a logging call refused           */
+#define CC_LOG_WARNING 30   /* a refresh refused (rate limit, no source) or failed, a card left
+                               out of a payload (with the reason), a delivery that failed        */
+#define CC_LOG_ERROR 40     /* events dropped for good (the sink refused them)                  */
+
+/* A log handler: level is one of CC_LOG_*, message is UTF-8 text for people (no trailing
+ * newline), valid only during the call. Messages never show credentials (URLs are redacted as
+ * in error messages) and may change between versions. */
+typedef void (*cc_log_fn)(void *userdata, int level, const char *message);
+
+/* Sets the log handler of the process (one for every controller; the library is silent until
+ * one is set): fn receives every message whose level is >= min_level. fn NULL removes the
+ * handler (silence again). Replaces an earlier handler, whose free_userdata runs once no call
+ * of it is running; free_userdata of this call (may be NULL) runs exactly once: when the
+ * handler is replaced or removed, or right away when fn is NULL.
+ * fn is never called while the library holds a lock. It runs on the thread that did the work:
+ * the caller's, or a library thread for background refreshes, deliveries and retries, so it
+ * may run on several threads at once. It may call any cc_ function (including this one):
+ * what the library would log on that thread while fn runs is not delivered, so a handler
+ * never recurses. It should return promptly: the work that logged waits for it.
+ * Any thread. Returns CC_OK. */
+CC_API int cc_set_log_handler(cc_log_fn fn, int min_level, void *userdata, void (*free_userdata)(void *userdata));
 
 /* ---------------------------------------------------------------------------------------------
  * Subscriptions
@@ -363,7 +423,7 @@ typedef void (*cc_update_fn)(void *userdata, const char *update_json);
 /* Subscribes. *out_subscription receives an id for cc_controller_unsubscribe (never 0).
  * free_userdata (may be NULL) runs exactly once: at unsubscribe, at close, or right away when
  * this call fails. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (fn NULL). */
-CC_API int cc_controller_subscribe(uint64_t *out_subscription, cc_controller *controller, cc_update_fn fn,
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_subscribe(uint64_t *out_subscription, cc_controller *controller, cc_update_fn fn,
                                    void *userdata, void (*free_userdata)(void *userdata));
 
 /* Unsubscribes at once: when this returns, fn is not called again.
@@ -401,7 +461,7 @@ typedef struct cc_transport_response cc_transport_response;
 /* Sets the answer: the HTTP status, the body (copied; may be NULL when body_len is 0) and
  * Retry-After seconds (< 0 for none). Errors: CC_E_INVALID_ARGUMENT (response NULL or not the
  * one being answered, body NULL with body_len > 0). */
-CC_API int cc_transport_response_set(cc_transport_response *response, int status, const char *body,
+CC_API CC_WARN_UNUSED_RESULT int cc_transport_response_set(cc_transport_response *response, int status, const char *body,
                                      size_t body_len, double retry_after_seconds);
 
 /* The transport. Return CC_OK after cc_transport_response_set; return anything else for a
@@ -416,13 +476,13 @@ typedef int (*cc_transport_fn)(void *userdata, const cc_transport_request *reque
                                cc_transport_response *response);
 
 /* Records why the transport failed (copied). Errors: CC_E_INVALID_ARGUMENT. */
-CC_API int cc_transport_response_fail(cc_transport_response *response, const char *message);
+CC_API CC_WARN_UNUSED_RESULT int cc_transport_response_fail(cc_transport_response *response, const char *message);
 
 /* Sets the host transport, used where the configuration says {"callback": true}; fn NULL
  * removes it. Replaces an earlier one (whose free_userdata runs once no request uses it).
  * free_userdata runs exactly once: when replaced, at close, or right away when this call fails.
  * Errors: CC_E_INVALID_HANDLE. */
-CC_API int cc_controller_set_transport(cc_controller *controller, cc_transport_fn fn, void *userdata,
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_set_transport(cc_controller *controller, cc_transport_fn fn, void *userdata,
                                        void (*free_userdata)(void *userdata));
 
 /* ---------------------------------------------------------------------------------------------
@@ -430,42 +490,43 @@ CC_API int cc_controller_set_transport(cc_controller *controller, cc_transport_f
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct cc_snapshot cc_snapshot;
+/* A snapshot never changes once taken: the functions that read it take const cc_snapshot *. */
 
 /* Takes a snapshot of the visible feed (as cc_controller_feed, same order and filter). It does
  * not change when the controller does. Close it with cc_snapshot_close.
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_PARSE (filter). */
-CC_API int cc_controller_snapshot(cc_snapshot **out, cc_controller *controller, const char *filter_json);
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_snapshot(cc_snapshot **out, cc_controller *controller, const char *filter_json);
 
 /* The number of cards. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT. */
-CC_API int cc_snapshot_count(size_t *out_count, cc_snapshot *snapshot);
+CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_count(size_t *out_count, const cc_snapshot *snapshot);
 
 /* A string field of card `index` by its name: "id", "type", "url", "classType", "image",
  * "imageAltText", "title", "cardDescription", "domain". *out is NULL where the card has no
  * such value (JSON null). The string is owned by the snapshot and lives until it is closed.
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (index out of range, unknown field, a
  * field that is not a string). */
-CC_API int cc_snapshot_string(const char **out, cc_snapshot *snapshot, size_t index, const char *field);
+CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_string(const char **out, const cc_snapshot *snapshot, size_t index, const char *field);
 
 /* An integer field: "created", "expiresAt" (unix seconds; -1 = never). Errors as above. */
-CC_API int cc_snapshot_int(int64_t *out, cc_snapshot *snapshot, size_t index, const char *field);
+CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_int(int64_t *out, const cc_snapshot *snapshot, size_t index, const char *field);
 
 /* A boolean field (1 or 0): "viewed", "clicked", "dismissed", "dismissible", "pinned",
  * "isTest", "isControl", "openURLInWebView". Errors as above. */
-CC_API int cc_snapshot_bool(int *out, cc_snapshot *snapshot, size_t index, const char *field);
+CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_bool(int *out, const cc_snapshot *snapshot, size_t index, const char *field);
 
 /* "imageAspectRatio": *out_present is 0 when the card has none (then *out is 0).
  * Errors as above. */
-CC_API int cc_snapshot_double(double *out, int *out_present, cc_snapshot *snapshot, size_t index,
+CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_double(double *out, int *out_present, const cc_snapshot *snapshot, size_t index,
                               const char *field);
 
 /* An extras value by key; *out is NULL when the card has no such key. Owned by the snapshot.
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT. */
-CC_API int cc_snapshot_extra(const char **out, cc_snapshot *snapshot, size_t index, const char *key);
+CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_extra(const char **out, const cc_snapshot *snapshot, size_t index, const char *key);
 
 /* The number of extras of card `index`, and the key and value of extra `extra_index` (keys in
  * sorted order). Owned by the snapshot. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT. */
-CC_API int cc_snapshot_extras_count(size_t *out_count, cc_snapshot *snapshot, size_t index);
-CC_API int cc_snapshot_extra_at(const char **out_key, const char **out_value, cc_snapshot *snapshot,
+CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_extras_count(size_t *out_count, const cc_snapshot *snapshot, size_t index);
+CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_extra_at(const char **out_key, const char **out_value, const cc_snapshot *snapshot,
                                 size_t index, size_t extra_index);
 
 /* Frees the snapshot and every string it owns. Errors: CC_E_INVALID_HANDLE (also a second

@@ -1,3 +1,4 @@
+import CContentCardsABI
 import ContentCards
 
 // Logging by card id, and the event outbox.
@@ -50,5 +51,37 @@ public func cc_controller_pending_events(_ outCount: UnsafeMutablePointer<Int64>
         guard let outCount else { throw ContentCardsError(.invalidArgument, "out_count is NULL") }
         let c = try Handles.controller(controller)
         outCount.pointee = Int64(try c.pendingEvents())
+    }
+}
+
+@_cdecl("cc_controller_pending_events_json")
+public func cc_controller_pending_events_json(_ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                                              _ controller: OpaquePointer?, _ limit: Int) -> Int32 {
+    entry { () throws(ContentCardsError) in
+        let out = try CStrings.requireOutput(outJSON, "out_json")
+        let c = try Handles.controller(controller)
+        // size_t in: a value past Int.max arrives negative, and means "all" as 0 does.
+        let list = try c.pendingEventList(limit: max(limit, 0))
+        out.pointee = try CStrings.copy(ResultJSON.pendingEvents(list))
+    }
+}
+
+// The process's log handler (docs/BEHAVIOUR.md, "Logging to the application").
+
+@_cdecl("cc_set_log_handler")
+public func cc_set_log_handler(_ fn: cc_log_fn?, _ minLevel: Int32, _ userdata: UnsafeMutableRawPointer?,
+                               _ freeUserdata: (@convention(c) (UnsafeMutableRawPointer?) -> Void)?) -> Int32 {
+    let data = UserData(userdata, free: freeUserdata)
+    return entry { () throws(ContentCardsError) in
+        guard let fn else {
+            data.release()
+            ContentCardsLog.setHandler(minLevel: minLevel, nil)
+            return
+        }
+        // The closure holds `data`: free_userdata runs when the handler is replaced and the
+        // last call of it has returned (UserData releases on deinit).
+        ContentCardsLog.setHandler(minLevel: minLevel) { level, message in
+            message.withCString { fn(data.pointer, level.rawValue, $0) }
+        }
     }
 }

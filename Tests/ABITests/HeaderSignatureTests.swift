@@ -28,6 +28,8 @@ import Testing
         "cc_controller_log_impression",
         "cc_controller_open",
         "cc_controller_pending_events",
+        "cc_controller_pending_events_json",
+        "cc_set_log_handler",
         "cc_controller_refresh",
         "cc_controller_refresh_async",
         "cc_controller_set_transport",
@@ -75,6 +77,8 @@ import Testing
         do { var h = CContentCardsABI.cc_controller_log_impression; h = ContentCardsC.cc_controller_log_impression; var i = ContentCardsC.cc_controller_log_impression; i = CContentCardsABI.cc_controller_log_impression; _ = (h, i) }
         do { var h = CContentCardsABI.cc_controller_open; h = ContentCardsC.cc_controller_open; var i = ContentCardsC.cc_controller_open; i = CContentCardsABI.cc_controller_open; _ = (h, i) }
         do { var h = CContentCardsABI.cc_controller_pending_events; h = ContentCardsC.cc_controller_pending_events; var i = ContentCardsC.cc_controller_pending_events; i = CContentCardsABI.cc_controller_pending_events; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_controller_pending_events_json; h = ContentCardsC.cc_controller_pending_events_json; var i = ContentCardsC.cc_controller_pending_events_json; i = CContentCardsABI.cc_controller_pending_events_json; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_set_log_handler; h = ContentCardsC.cc_set_log_handler; var i = ContentCardsC.cc_set_log_handler; i = CContentCardsABI.cc_set_log_handler; _ = (h, i) }
         do { var h = CContentCardsABI.cc_controller_refresh; h = ContentCardsC.cc_controller_refresh; var i = ContentCardsC.cc_controller_refresh; i = CContentCardsABI.cc_controller_refresh; _ = (h, i) }
         do { var h = CContentCardsABI.cc_controller_refresh_async; h = ContentCardsC.cc_controller_refresh_async; var i = ContentCardsC.cc_controller_refresh_async; i = CContentCardsABI.cc_controller_refresh_async; _ = (h, i) }
         do { var h = CContentCardsABI.cc_controller_set_transport; h = ContentCardsC.cc_controller_set_transport; var i = ContentCardsC.cc_controller_set_transport; i = CContentCardsABI.cc_controller_set_transport; _ = (h, i) }

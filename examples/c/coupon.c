@@ -6,6 +6,15 @@
 
 #include "contentcards.h"
 
+/* Stops the example with the library's message when a call fails (the header marks the calls
+ * whose status must be looked at: CC_WARN_UNUSED_RESULT). */
+static void check(int status) {
+    if (status != CC_OK) {
+        fprintf(stderr, "%s: %s\n", cc_status_name(status), cc_last_error_message());
+        exit(1);
+    }
+}
+
 #ifndef CC_SAMPLE_FEED
 #define CC_SAMPLE_FEED "examples/data/sample_feed.json"
 #endif
@@ -18,33 +27,33 @@ int main(void) {
         return 1;
     }
     cc_snapshot *snap = NULL;
-    cc_controller_snapshot(&snap, c, "[\"coupon_code\"]");
+    check(cc_controller_snapshot(&snap, c, "[\"coupon_code\"]"));
     size_t n = 0;
-    cc_snapshot_count(&n, snap);
+    check(cc_snapshot_count(&n, snap));
     double price = 80.0;
     printf("Checkout: cart total %.2f\n", price);
     for (size_t i = 0; i < n; i++) {
         const char *id = NULL, *discount = NULL, *code = NULL;
         int control = 0;
-        cc_snapshot_string(&id, snap, i, "id");
-        cc_snapshot_bool(&control, snap, i, "isControl");
-        cc_controller_log_impression(c, id); /* shown, or would have been: both are logged */
+        check(cc_snapshot_string(&id, snap, i, "id"));
+        check(cc_snapshot_bool(&control, snap, i, "isControl"));
+        check(cc_controller_log_impression(c, id)); /* shown, or would have been: both are logged */
         if (control) {
             printf("  (control variant %s: nothing shown, impression logged)\n", id);
             continue;
         }
-        cc_snapshot_extra(&discount, snap, i, "discount_percentage");
-        cc_snapshot_extra(&code, snap, i, "coupon_code");
+        check(cc_snapshot_extra(&discount, snap, i, "discount_percentage"));
+        check(cc_snapshot_extra(&code, snap, i, "coupon_code"));
         double pct = discount ? atof(discount) : 0;
         printf("  coupon %s: %s%% off with code %s -> %.2f\n", id, discount ? discount : "0", code ? code : "-",
                price * (1 - pct / 100));
-        cc_controller_log_click(c, id); /* the shopper applied it */
+        check(cc_controller_log_click(c, id)); /* the shopper applied it */
     }
     cc_snapshot_close(snap);
     char *diag = NULL;
-    cc_controller_diagnostics(&diag, c);
+    check(cc_controller_diagnostics(&diag, c));
     int64_t pending = 0;
-    cc_controller_pending_events(&pending, c);
+    check(cc_controller_pending_events(&pending, c));
     printf("  events recorded: %lld\n", (long long)pending);
     cc_string_free(diag);
     cc_controller_close(c);

@@ -4,9 +4,19 @@
  *
  * Reads cards through a snapshot, so no JSON parser is needed. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "contentcards.h"
+
+/* Stops the example with the library's message when a call fails (the header marks the calls
+ * whose status must be looked at: CC_WARN_UNUSED_RESULT). */
+static void check(int status) {
+    if (status != CC_OK) {
+        fprintf(stderr, "%s: %s\n", cc_status_name(status), cc_last_error_message());
+        exit(1);
+    }
+}
 
 #ifndef CC_SAMPLE_FEED
 #define CC_SAMPLE_FEED "examples/data/sample_feed.json"
@@ -21,19 +31,19 @@ static void print_class(cc_controller *c, const char *title, const char *filter)
     cc_snapshot *snap = NULL;
     size_t n = 0;
     if (cc_controller_snapshot(&snap, c, filter) != CC_OK) return;
-    cc_snapshot_count(&n, snap);
+    check(cc_snapshot_count(&n, snap));
     int64_t total = 0, unviewed = 0;
-    cc_controller_counts(&total, &unviewed, c, filter);
+    check(cc_controller_counts(&total, &unviewed, c, filter));
     printf("%s (%lld cards, %lld unread)\n", title, (long long)total, (long long)unviewed);
     for (size_t i = 0; i < n; i++) {
         const char *id = NULL, *type = NULL, *text = NULL;
         int pinned = 0, control = 0;
-        cc_snapshot_string(&id, snap, i, "id");
-        cc_snapshot_string(&type, snap, i, "type");
-        cc_snapshot_string(&text, snap, i, "title");
-        if (!text) cc_snapshot_string(&text, snap, i, "cardDescription");
-        cc_snapshot_bool(&pinned, snap, i, "pinned");
-        cc_snapshot_bool(&control, snap, i, "isControl");
+        check(cc_snapshot_string(&id, snap, i, "id"));
+        check(cc_snapshot_string(&type, snap, i, "type"));
+        check(cc_snapshot_string(&text, snap, i, "title"));
+        if (!text) check(cc_snapshot_string(&text, snap, i, "cardDescription"));
+        check(cc_snapshot_bool(&pinned, snap, i, "pinned"));
+        check(cc_snapshot_bool(&control, snap, i, "isControl"));
         printf("  %-16s %-16s %s%s\n", id, type, control ? "(control: not shown)" : text ? text : "",
                pinned ? "  [pinned]" : "");
     }
@@ -59,7 +69,7 @@ int main(int argc, char **argv) {
     print_class(c, "Without a class type", "[\"\"]");
 
     int64_t total = 0, unviewed = 0;
-    cc_controller_counts(&total, &unviewed, c, NULL);
+    check(cc_controller_counts(&total, &unviewed, c, NULL));
     printf("\nbadge: %lld unread of %lld\n", (long long)unviewed, (long long)total);
     cc_controller_close(c);
     return 0;

@@ -1,8 +1,18 @@
 /* logging.c: logging with a subscription that prints every update, and events written to a
  * JSON-lines file sink, flushed on demand. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "contentcards.h"
+
+/* Stops the example with the library's message when a call fails (the header marks the calls
+ * whose status must be looked at: CC_WARN_UNUSED_RESULT). */
+static void check(int status) {
+    if (status != CC_OK) {
+        fprintf(stderr, "%s: %s\n", cc_status_name(status), cc_last_error_message());
+        exit(1);
+    }
+}
 
 #ifndef CC_SAMPLE_FEED
 #define CC_SAMPLE_FEED "examples/data/sample_feed.json"
@@ -26,11 +36,11 @@ int main(int argc, char **argv) {
     }
     int updates = 0;
     uint64_t sub = 0;
-    cc_controller_subscribe(&sub, c, print_update, &updates, NULL);
-    cc_controller_refresh(NULL, c, 10);
-    cc_controller_log_impression(c, "tile-2");
-    cc_controller_log_click(c, "tile-2");
-    cc_controller_log_dismissal(c, "tile-2");
+    check(cc_controller_subscribe(&sub, c, print_update, &updates, NULL));
+    check(cc_controller_refresh(NULL, c, 10));
+    check(cc_controller_log_impression(c, "tile-2"));
+    check(cc_controller_log_click(c, "tile-2"));
+    check(cc_controller_log_dismissal(c, "tile-2"));
     if (cc_controller_log_click(c, "msg-2") != CC_OK)
         printf("  refused as expected: %s (%s)\n", cc_status_name(cc_last_error_code()), cc_last_error_message());
     char *result = NULL;

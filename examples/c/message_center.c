@@ -2,9 +2,19 @@
  * impression of each message displayed, routes a click by class type (a full page or a web
  * view), and dismisses a message. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "contentcards.h"
+
+/* Stops the example with the library's message when a call fails (the header marks the calls
+ * whose status must be looked at: CC_WARN_UNUSED_RESULT). */
+static void check(int status) {
+    if (status != CC_OK) {
+        fprintf(stderr, "%s: %s\n", cc_status_name(status), cc_last_error_message());
+        exit(1);
+    }
+}
 
 #ifndef CC_SAMPLE_FEED
 #define CC_SAMPLE_FEED "examples/data/sample_feed.json"
@@ -14,21 +24,21 @@ static const char *MESSAGES = "[\"message_full_page\",\"message_webview\"]";
 
 static void badge(cc_controller *c) {
     int64_t unread = 0;
-    cc_controller_counts(NULL, &unread, c, MESSAGES);
+    check(cc_controller_counts(NULL, &unread, c, MESSAGES));
     printf("  inbox badge: %lld unread\n", (long long)unread);
 }
 
 /* What the app does when a message is tapped: the class type decides the screen. */
 static void open_message(cc_controller *c, cc_snapshot *snap, size_t i) {
     const char *id = NULL, *class_type = NULL, *header = NULL, *html = NULL, *url = NULL;
-    cc_snapshot_string(&id, snap, i, "id");
-    cc_snapshot_string(&class_type, snap, i, "classType");
+    check(cc_snapshot_string(&id, snap, i, "id"));
+    check(cc_snapshot_string(&class_type, snap, i, "classType"));
     if (strcmp(class_type, "message_full_page") == 0) {
-        cc_snapshot_extra(&header, snap, i, "message_header");
+        check(cc_snapshot_extra(&header, snap, i, "message_header"));
         printf("  -> full page \"%s\"\n", header ? header : "");
     } else {
-        cc_snapshot_extra(&html, snap, i, "html");
-        cc_snapshot_extra(&url, snap, i, "message_url");
+        check(cc_snapshot_extra(&html, snap, i, "html"));
+        check(cc_snapshot_extra(&url, snap, i, "message_url"));
         printf("  -> web view %s\n", url ? url : html ? "(inline html)" : "(empty)");
     }
     if (cc_controller_log_click(c, id) != CC_OK)
@@ -42,19 +52,19 @@ int main(void) {
         fprintf(stderr, "cannot load messages: %s\n", cc_last_error_message());
         return 1;
     }
-    cc_controller_log_feed_displayed(c);
+    check(cc_controller_log_feed_displayed(c));
     cc_snapshot *snap = NULL;
-    cc_controller_snapshot(&snap, c, MESSAGES);
+    check(cc_controller_snapshot(&snap, c, MESSAGES));
     size_t n = 0;
-    cc_snapshot_count(&n, snap);
+    check(cc_snapshot_count(&n, snap));
     printf("Messages:\n");
     badge(c);
     for (size_t i = 0; i < n; i++) {
         const char *id = NULL, *title = NULL;
-        cc_snapshot_string(&id, snap, i, "id");
-        cc_snapshot_extra(&title, snap, i, "message_title");
+        check(cc_snapshot_string(&id, snap, i, "id"));
+        check(cc_snapshot_extra(&title, snap, i, "message_title"));
         printf("  * %s: %s\n", id, title ? title : "");
-        cc_controller_log_impression(c, id); /* displayed: counts as read */
+        check(cc_controller_log_impression(c, id)); /* displayed: counts as read */
     }
     badge(c);
     for (size_t i = 0; i < n; i++) open_message(c, snap, i);
@@ -65,7 +75,7 @@ int main(void) {
     }
     cc_snapshot_close(snap);
     int64_t pending = 0;
-    cc_controller_pending_events(&pending, c);
+    check(cc_controller_pending_events(&pending, c));
     printf("  events recorded: %lld\n", (long long)pending);
     cc_controller_close(c);
     return 0;

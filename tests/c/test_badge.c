@@ -103,7 +103,7 @@ static void threads(void) {
     for (int i = 0; i < 3; i++) pthread_create(&th[i], NULL, counter, NULL);
     const char *ids[] = {"tile-1", "tile-2", "tile-3", "msg-1", "msg-2", "msg-3", "coupon-1", "test-1", "banner-noclass"};
     for (int round = 0; round < 20; round++)
-        for (int i = 0; i < 9; i++) cc_controller_log_impression(shared, ids[i]);
+        for (int i = 0; i < 9; i++) CC_TEST_IGNORE(cc_controller_log_impression(shared, ids[i]));
     stop = 1;
     for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
     CHECK(bad == 0);

@@ -128,7 +128,7 @@ static int host_transport(void *userdata, const cc_transport_request *req, cc_tr
     snprintf(t->last_kind, sizeof t->last_kind, "%s", req->kind);
     snprintf(t->last_body, sizeof t->last_body, "%.*s", (int)req->body_len, req->body);
     if (t->fail) {
-        cc_transport_response_fail(resp, "no network in this test");
+        CC_TEST_IGNORE(cc_transport_response_fail(resp, "no network in this test"));
         return -1;
     }
     if (strcmp(req->kind, "sync") == 0) {
@@ -235,7 +235,7 @@ typedef struct {
 } thread_arg;
 
 static void *log_in_thread(void *arg) {
-    cc_controller_log_impression(((thread_arg *)arg)->c, "tile-1");
+    CC_TEST_IGNORE(cc_controller_log_impression(((thread_arg *)arg)->c, "tile-1"));
     return NULL;
 }
 
@@ -283,14 +283,14 @@ static void refresh_on_every_update(void *userdata, const char *update_json) {
     (void)update_json;
     looper *l = userdata;
     __atomic_add_fetch(&l->calls, 1, __ATOMIC_SEQ_CST);
-    cc_controller_refresh(NULL, l->c, 2);
+    CC_TEST_IGNORE(cc_controller_refresh(NULL, l->c, 2));
 }
 
 static void log_on_every_update(void *userdata, const char *update_json) {
     (void)update_json;
     looper *l = userdata;
     __atomic_add_fetch(&l->calls, 1, __ATOMIC_SEQ_CST);
-    cc_controller_log_impression(l->c, "tile-1");
+    CC_TEST_IGNORE(cc_controller_log_impression(l->c, "tile-1"));
 }
 
 static void looper_free(void *userdata) { __atomic_add_fetch(&((looper *)userdata)->frees, 1, __ATOMIC_SEQ_CST); }
@@ -304,7 +304,7 @@ static void run_looper(cc_update_fn fn, const char *config) {
     looper l = {.c = c};
     uint64_t sub = 0;
     CHECK_OK(cc_controller_subscribe(&sub, c, fn, &l, looper_free));
-    cc_controller_refresh(NULL, c, 2); /* returns: the chain does not run on this stack for ever */
+    CC_TEST_IGNORE(cc_controller_refresh(NULL, c, 2)); /* returns: the chain does not run on this stack for ever */
     usleep(100 * 1000);
     CHECK(__atomic_load_n(&l.calls, __ATOMIC_SEQ_CST) > 100);
     CHECK_OK(cc_controller_close(c)); /* stops the chain, waiting for a call in progress */

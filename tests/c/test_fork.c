@@ -26,19 +26,19 @@ static void *hammer(void *arg) {
         char *json = NULL;
         switch (which) {
         case 0:
-            cc_controller_refresh(NULL, shared, 2);
+            CC_TEST_IGNORE(cc_controller_refresh(NULL, shared, 2));
             break;
         case 1:
             if (cc_controller_feed(&json, shared, NULL) == CC_OK) cc_string_free(json);
-            cc_controller_counts(NULL, NULL, shared, "[\"home_tile\"]");
+            CC_TEST_IGNORE(cc_controller_counts(NULL, NULL, shared, "[\"home_tile\"]"));
             break;
         case 2:
-            cc_controller_log_impression(shared, "tile-1");
+            CC_TEST_IGNORE(cc_controller_log_impression(shared, "tile-1"));
             break;
         default: {
             cc_controller *c = NULL;
             if (cc_controller_open(&c, which == 3 ? store_config : NULL) == CC_OK) {
-                cc_controller_log_feed_displayed(c);
+                CC_TEST_IGNORE(cc_controller_log_feed_displayed(c));
                 cc_controller_close(c);
             }
         }

@@ -34,7 +34,7 @@ static cc_controller *open_remote(const char *user, double timeout) {
 
 static int64_t total_of(cc_controller *c) {
     int64_t total = -1;
-    cc_controller_counts(&total, NULL, c, NULL);
+    CC_TEST_IGNORE(cc_controller_counts(&total, NULL, c, NULL));
     return total;
 }
 

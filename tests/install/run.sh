@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the CMake build into a temporary prefix, then builds an outside program against it
 # twice: with pkg-config, and with CMake's find_package. Both must link and run. Also checks
-# what else the install holds: a stripped library, the license, the valgrind suppressions, and
+# what else the install holds: the command-line tool, a stripped library, the license, the valgrind suppressions, and
 # package versions equal to the installed header's.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -36,5 +36,9 @@ cmake -S "$root/tests/install" -B "$prefix/consumer-build" -G Ninja -DCMAKE_PREF
       -DCMAKE_BUILD_RPATH="$libdir" -DCC_EXPECT_VERSION="$version" > /dev/null
 cmake --build "$prefix/consumer-build" > /dev/null
 "$prefix/consumer-build/consumer" "$feed"
+passed=$((passed + 1))
+# The command-line tool, installed to bin/, runs from there (RUNPATH $ORIGIN/../lib...).
+[ "$("$prefix/bin/contentcards" --version)" = "contentcards $version" ] || { echo "bin/contentcards --version failed"; exit 1; }
+"$prefix/bin/contentcards" validate "$feed" | grep -q '^accepted 11 cards, left out 3$' || { echo "bin/contentcards validate failed"; exit 1; }
 passed=$((passed + 1))
 echo "install: $passed passed, 0 failed"

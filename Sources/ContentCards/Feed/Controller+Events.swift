@@ -17,6 +17,19 @@ extension ContentCardsController {
         }
     }
 
+    /// The events waiting in the outbox (every user's), oldest first, at most `limit` of them
+    /// (0: all), with the number pending and the delivery attempts that failed in a row since
+    /// the last delivery by this controller (the outbox keeps no per-event count).
+    public func pendingEventList(limit: Int = 0) throws(ContentCardsError) -> PendingEvents {
+        try lock.withLock { () throws(ContentCardsError) in
+            guard let store else { throw Self.closedError }
+            do throws(StoreError) {
+                let events = try store.pendingEvents(limit: limit > 0 ? limit : Int.max, maxBytes: Int.max).map(\.event)
+                return PendingEvents(pending: try store.pendingEventCount(), failedAttempts: deliveryAttempt, events: events)
+            } catch { throw ContentCardsError(.storage, error.message) }
+        }
+    }
+
     /// Delivers every pending event now, waiting at most `timeout` seconds. Throws the error
     /// that stopped delivery (the undelivered events stay pending and are retried in the
     /// background with backoff); `.noSource` when no event sink is configured.
@@ -48,6 +61,9 @@ extension ContentCardsController {
         }
         var result = FlushResult()
         var failure: ContentCardsError?
+        // Logged once this delivery is over: a log handler that flushes must not wait for the
+        // very delivery that is calling it.
+        var notes: [(LogLevel, String)] = []
         while failure == nil {
             let remaining = deadline - monotonicSeconds()
             if remaining <= 0 {
@@ -66,6 +82,7 @@ extension ContentCardsController {
                 break
             }
             if batch.isEmpty { break }
+            notes.append((.debug, "delivering \(batch.count) events to \(Self.describe(configuration.events))"))
             let outcome = CallbackContext.run { sink.deliver(batch.map(\.event), timeout: min(remaining, configuration.timeoutSeconds)) }
             lock.withLock {
                 switch outcome {
@@ -87,6 +104,12 @@ extension ContentCardsController {
                     failure = e
                 }
             }
+            switch outcome {
+            case .delivered where failure == nil: notes.append((.info, "delivered \(batch.count) events"))
+            case .drop(let e) where failure == nil:
+                notes.append((.error, "dropped \(batch.count) events the sink refused for good (\(e.code.statusName)): \(e.message)"))
+            default: break
+            }
         }
         lock.withLock {
             deliveryInFlight = false
@@ -96,8 +119,13 @@ extension ContentCardsController {
             if let failure { record.lastError = failure }
             changed.broadcast()
         }
+        // Outside the lock, delivery over: the log handler may call back into the library.
+        for (level, text) in notes { ContentCardsLog.emit(level, text) }
         if let failure {
-            if failure.code != .closed { scheduleRetry(after: failure) }
+            if failure.code != .closed {
+                ContentCardsLog.emit(.warning, "event delivery failed (\(failure.code.statusName)): \(failure.message); \(result.pending) events stay pending")
+                scheduleRetry(after: failure)
+            }
             throw failure
         }
         return result
@@ -130,14 +158,17 @@ extension ContentCardsController {
 
     private func scheduleRetry(after error: ContentCardsError) {
         guard sink != nil else { return }
-        let delay: Double? = lock.withLock {
+        let retry: (delay: Double, attempt: Int)? = lock.withLock {
             guard store != nil else { return nil }
             deliveryAttempt += 1
             if deliveryScheduled { return nil }   // one retry pending is enough
             deliveryScheduled = true
-            return Backoff().delay(attempt: deliveryAttempt, retryAfter: error.retryAfter, random: Double.random(in: 0...1))
+            return (Backoff().delay(attempt: deliveryAttempt, retryAfter: error.retryAfter, random: Double.random(in: 0...1)), deliveryAttempt)
         }
-        if let delay { runDelivery(after: delay) }
+        if let retry {
+            ContentCardsLog.emit(.info, "event delivery retry in \((retry.delay * 1000).rounded() / 1000) s (failed attempt \(retry.attempt))")
+            runDelivery(after: retry.delay)
+        }
     }
 
     private func runDelivery(after delay: Double) {

@@ -65,30 +65,46 @@ extension ContentCardsController {
     /// changed card, persist both at once, then notify outside the lock.
     private func log(cardID: String, reason: FeedUpdate.Reason,
                      _ decide: (Card) throws(ContentCardsError) -> (Event.Kind, Card?)) throws(ContentCardsError) -> LogResult {
-        let (result, counts): (LogResult, FeedCounts) = try lock.withLock { () throws(ContentCardsError) in
-            try reloadIfChangedElsewhere()
-            guard let card = stored.cards[cardID] else {
-                let e = Self.unknownCard(cardID)
-                record.lastError = e
-                throw e
+        let outcome: Result<(LogResult, FeedCounts), ContentCardsError> = lock.withLock {
+            do throws(ContentCardsError) { return .success(try logLocked(cardID: cardID, decide)) } catch { return .failure(error) }
+        }
+        let result: LogResult, counts: FeedCounts
+        switch outcome {
+        case .success(let value): (result, counts) = value
+        case .failure(let e):
+            // Outside the lock: the log handler may call back into the library.
+            if e.code == .refused || e.code == .notFound {
+                ContentCardsLog.emit(.info, "\(reason.rawValue) refused (\(e.code.statusName)): \(e.message)")
             }
-            let kind: Event.Kind
-            let next: Card?
-            do throws(ContentCardsError) { (kind, next) = try decide(card) } catch {
-                record.lastError = error
-                throw error
-            }
-            let event = Event(id: eventIDs.next(), kind: kind, cardID: card.id, classType: card.classType,
-                              userID: userID, time: clock.now())
-            var changes = StoreChanges(events: [event])
-            if let next { changes.upserts = [next] }
-            if kind == .dismissal { changes.dismissalsAdded = [card.id] }
-            try persist(changes, for: userID)
-            publish(changes)
-            return (LogResult(eventID: event.id, stateChanged: next != nil), currentCounts())
+            throw e
         }
         subscribers.notify(FeedUpdate(reason: reason, error: nil, cardID: cardID, counts: counts, sync: nil))
         scheduleDelivery()
         return result
+    }
+
+    /// The body of `log`, with the lock held.
+    private func logLocked(cardID: String,
+                          _ decide: (Card) throws(ContentCardsError) -> (Event.Kind, Card?)) throws(ContentCardsError) -> (LogResult, FeedCounts) {
+        try reloadIfChangedElsewhere()
+        guard let card = stored.cards[cardID] else {
+            let e = Self.unknownCard(cardID)
+            record.lastError = e
+            throw e
+        }
+        let kind: Event.Kind
+        let next: Card?
+        do throws(ContentCardsError) { (kind, next) = try decide(card) } catch {
+            record.lastError = error
+            throw error
+        }
+        let event = Event(id: eventIDs.next(), kind: kind, cardID: card.id, classType: card.classType,
+                          userID: userID, time: clock.now())
+        var changes = StoreChanges(events: [event])
+        if let next { changes.upserts = [next] }
+        if kind == .dismissal { changes.dismissalsAdded = [card.id] }
+        try persist(changes, for: userID)
+        publish(changes)
+        return (LogResult(eventID: event.id, stateChanged: next != nil), currentCounts())
     }
 }

@@ -11,6 +11,8 @@ final class RefreshTicket {
     /// What the fetch thread got (set under the controller's lock); ignored once the refresh
     /// was abandoned at its deadline.
     var fetched: Result<Payload, ContentCardsError>?
+    /// What the fetch did, for the log (emitted once the refresh is over).
+    var fetchNote: String?
 }
 
 /// A controller's background machinery (issue 10, items 1 and 2): its own work queues, so one
@@ -134,7 +136,10 @@ extension ContentCardsController {
         switch outcome {
         case .success(let begin): return begin
         case .failure(let e):
-            if e.code != .closed { notifyRefresh(.failure(e)) }
+            if e.code != .closed {
+                ContentCardsLog.emit(.warning, "refresh refused (\(e.code.statusName)): \(e.message)")
+                notifyRefresh(.failure(e))
+            }
             throw e
         }
     }
@@ -163,6 +168,11 @@ extension ContentCardsController {
                     background.fetchThreads.remove(at: i)
                 }
             }
+            let note: String
+            switch fetched {
+            case .success(let bytes): note = "refresh fetched \(bytes.count) bytes from the source"
+            case .failure(let e): note = "refresh fetch failed (\(e.code.statusName)): \(e.message)"
+            }
             // Decoding happens outside the lock: it is pure, and can take a while on a big payload.
             let decoded: Result<Payload, ContentCardsError> = fetched.flatMap { bytes in
                 do throws(PayloadError) { return .success(try decoder.decode(bytes)) } catch {
@@ -172,6 +182,7 @@ extension ContentCardsController {
             lock.withLock {
                 background.fetches -= 1
                 ticket.fetched = decoded
+                ticket.fetchNote = note
                 changed.broadcast()
             }
         }
@@ -220,8 +231,34 @@ extension ContentCardsController {
             return result
         }
         if case .failure(let e) = result, e.code == .closed { return result }
+        // Logged only now that the refresh is over: a log handler that refreshes (joining a
+        // refresh in flight) must not wait for the very refresh that is calling it.
+        ContentCardsLog.emit(.debug, "refresh started for user \(Self.quoted(start.userID)) (\(Self.describe(configuration.source)))")
+        if let note = lock.withLock({ ticket.fetchNote }) { ContentCardsLog.emit(.debug, note) }
+        switch result {
+        case .success(let summary): Self.logMerge("refresh for user \(Self.quoted(start.userID))", summary)
+        case .failure(let e): ContentCardsLog.emit(.warning, "refresh failed (\(e.code.statusName)): \(e.message); the cached feed stays readable")
+        }
         notifyRefresh(result)
         return result
+    }
+
+    /// An endpoint for a log message: a URL without its credentials.
+    static func describe(_ endpoint: Configuration.Endpoint?) -> String {
+        switch endpoint {
+        case nil: return "none"
+        case .file(let path)?: return "file \(Redact.escape(path, limit: 300))"
+        case .url(let base, _)?: return "url \(Redact.url(base))"
+        case .callback?: return "the host transport"
+        }
+    }
+
+    /// Logs what a merge did, and each card left out of the payload. Called without a lock.
+    static func logMerge(_ what: String, _ s: SyncSummary) {
+        ContentCardsLog.emit(.info, "\(what): added \(s.added), updated \(s.updated), removed \(s.removed), kept newer \(s.keptNewer)\(s.fullSync ? " (full sync)" : ""), \(s.leftOut.count) left out; feed: \(s.counts.total) cards, \(s.counts.unviewed) unviewed")
+        for item in s.leftOut {
+            ContentCardsLog.emit(.warning, "card left out of the payload (index \(item.index), id \(item.id.map { quoted($0) } ?? "none")): \(item.reason)")
+        }
     }
 
     private func notifyRefresh(_ result: Result<SyncSummary, ContentCardsError>) {
@@ -290,9 +327,11 @@ extension ContentCardsController {
         let counts = lock.withLock { store == nil ? FeedCounts() : currentCounts() }
         switch result {
         case .success(let summary):
+            Self.logMerge("cards applied", summary)
             subscribers.notify(FeedUpdate(reason: .cardsApplied, error: nil, cardID: nil, counts: counts, sync: summary))
             return summary
         case .failure(let e):
+            ContentCardsLog.emit(.warning, "cards refused (\(e.code.statusName)): \(e.message)")
             subscribers.notify(FeedUpdate(reason: .cardsApplied, error: e, cardID: nil, counts: counts, sync: nil))
             throw e
         }

@@ -33,3 +33,17 @@ public struct SyncCursors: Hashable, Sendable {
         self.lastFullSyncAt = lastFullSyncAt; self.lastCardUpdatedAt = lastCardUpdatedAt
     }
 }
+
+/// The event outbox as `ContentCardsController.pendingEventList` reads it.
+public struct PendingEvents: Sendable, Equatable {
+    /// Events in the outbox (all of them, also when `events` was limited).
+    public var pending: Int
+    /// Delivery attempts that failed in a row since this controller last delivered (0 in a new
+    /// process): they concern the oldest events, which go out first.
+    public var failedAttempts: Int
+    /// Oldest first.
+    public var events: [Event]
+    public init(pending: Int, failedAttempts: Int, events: [Event]) {
+        self.pending = pending; self.failedAttempts = failedAttempts; self.events = events
+    }
+}

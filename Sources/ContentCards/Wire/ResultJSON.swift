@@ -140,4 +140,27 @@ public enum ResultJSON {
         }
         return ClassTypeFilter(types)
     }
+
+    /// The event outbox (cc_controller_pending_events_json).
+    public static func pendingEvents(_ p: PendingEvents) -> String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("pending"); w.int(p.pending)
+        w.key("failedAttempts"); w.int(p.failedAttempts)
+        w.key("events")
+        w.beginArray()
+        for e in p.events {
+            w.beginObject()
+            w.key("id"); w.string(e.id)
+            w.key("type"); w.string(e.kind.rawValue)
+            w.key("cardId"); w.string(e.cardID)
+            w.key("classType"); w.string(e.classType)
+            w.key("userId"); w.string(e.userID)
+            w.key("time"); w.double(e.time)
+            w.endObject()
+        }
+        w.endArray()
+        w.endObject()
+        return w.string
+    }
 }

@@ -19,7 +19,7 @@ The library (``libcontentcards.so.1``, a C ABI) is found as described in
 
 from __future__ import annotations
 
-from . import _ffi
+from . import _ffi, _logs  # noqa: F401 - _logs routes the library's log to logging
 from .cards import Card, CardType, normalize_class_type
 from .controller import CONFIG_KEYS, ContentCards, Subscription
 from .convert import ContentCardable, Registry
@@ -28,7 +28,8 @@ from .errors import (CardNotFoundError, ClosedError, ConfigError, ContentCardsEr
                      NoMemoryError, NoSourceError, ParseError, RateLimitedError, RefusedError,
                      RequestTimeoutError, ServerError, StorageError, TransportError,
                      UnavailableError, WrongUserError)
-from .results import Counts, FlushResult, LeftOut, LogResult, SyncSummary, Update
+from .results import (Counts, FlushResult, LeftOut, LogResult, PendingEvent, PendingEvents,
+                      SyncSummary, Update)
 from .transport import TransportRequest, TransportResponse
 
 #: The package's version: the version of the library it carries (CC_VERSION_STRING of
@@ -56,7 +57,8 @@ __all__ = [
     "ABI_VERSION", "CONFIG_KEYS", "Card", "CardNotFoundError", "CardType", "ClosedError",
     "ConfigError", "ContentCardable", "ContentCards", "ContentCardsError", "Counts",
     "FlushResult", "InternalError", "InvalidArgumentError", "InvalidHandleError", "LeftOut",
-    "LogResult", "NetworkError", "NoMemoryError", "NoSourceError", "ParseError",
+    "LogResult", "NetworkError", "NoMemoryError", "NoSourceError", "ParseError", "PendingEvent",
+    "PendingEvents",
     "RateLimitedError", "RefusedError", "Registry", "RequestTimeoutError", "ServerError",
     "StorageError", "Subscription", "SyncSummary", "TransportError", "TransportRequest",
     "TransportResponse", "UnavailableError", "Update", "WrongUserError", "abi_version",

@@ -1,7 +1,7 @@
 """The low level: ctypes declarations of every function of ``contentcards.h`` and thin wrappers.
 
 Like llvmlite's ``binding/ffi.py``: :data:`SIGNATURES` is the one table of argument and result
-types for all 38 functions of the header; every function that returns a status gets
+types for all 43 functions of the header; every function that returns a status gets
 :func:`_errcheck`, which turns a negative status into the matching
 :class:`~contentcards.errors.ContentCardsError`, with the message read from
 ``cc_last_error_message()`` at once, on the calling thread. The wrappers below take the
@@ -55,6 +55,8 @@ class TransportRequestStruct(Structure):
 UPDATE_FN = CFUNCTYPE(None, c_void_p, c_char_p)
 #: void (*free_userdata)(void *userdata)
 FREE_FN = CFUNCTYPE(None, c_void_p)
+#: void (*cc_log_fn)(void *userdata, int level, const char *message)
+LOG_FN = CFUNCTYPE(None, c_void_p, c_int, c_char_p)
 #: int (*cc_transport_fn)(void *userdata, const cc_transport_request *, cc_transport_response *)
 TRANSPORT_FN = CFUNCTYPE(c_int, c_void_p, POINTER(TransportRequestStruct), c_void_p)
 
@@ -94,7 +96,10 @@ SIGNATURES: dict[str, tuple[Any, list[Any], str]] = {
     "cc_controller_user": (c_int, [out_string_t, handle_t], STATUS),
     "cc_controller_flush_events": (c_int, [out_string_t, handle_t, c_double], STATUS),
     "cc_controller_pending_events": (c_int, [P_int64, handle_t], STATUS),
+    "cc_controller_pending_events_json": (c_int, [out_string_t, handle_t, c_size_t], STATUS),
     "cc_controller_diagnostics": (c_int, [out_string_t, handle_t], STATUS),
+    # logging
+    "cc_set_log_handler": (c_int, [LOG_FN, c_int, c_void_p, FREE_FN], STATUS),
     # subscriptions
     "cc_controller_subscribe": (
         c_int, [POINTER(c_uint64), handle_t, UPDATE_FN, c_void_p, FREE_FN], STATUS),
@@ -293,6 +298,10 @@ def controller_pending_events(handle: int) -> int:
     return int(out.value)
 
 
+def controller_pending_events_json(handle: int, limit: int) -> str:
+    return _call_string_out(lib.cc_controller_pending_events_json, handle, limit)
+
+
 def controller_diagnostics(handle: int) -> str:
     return _call_string_out(lib.cc_controller_diagnostics, handle)
 
@@ -487,3 +496,15 @@ def snapshot_extra_at(snapshot: int, index: int, extra_index: int) -> tuple[str,
 
 def snapshot_close(snapshot: int) -> None:
     lib.cc_snapshot_close(snapshot)
+
+
+# -- logging ----------------------------------------------------------------------------------------
+
+#: A NULL log handler (removes the handler: silence).
+NULL_LOG_FN = LOG_FN()
+
+
+def set_log_handler(fn: Any, min_level: int) -> None:
+    """Sets the process's log handler (a LOG_FN that lives as long as the process), or removes
+    it (None). No userdata: the handler is a module-level function."""
+    lib.cc_set_log_handler(NULL_LOG_FN if fn is None else fn, min_level, None, NULL_FREE_FN)

@@ -11,12 +11,12 @@ import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any, Callable, Concatenate, NamedTuple, ParamSpec, TypeVar
 
-from . import _ffi
+from . import _ffi, _logs
 from .cards import Card
 from .convert import ContentCardable, Registry
 from .errors import (CardNotFoundError, ClosedError, ConfigError, ContentCardsError,
                      InvalidHandleError, ParseError, RefusedError, TransportError)
-from .results import Counts, FlushResult, LogResult, SyncSummary, Update
+from .results import Counts, FlushResult, LogResult, PendingEvents, SyncSummary, Update
 from .transport import TransportFunction, TransportRequest, TransportResponse
 
 __all__ = ["CONFIG_KEYS", "CardRef", "ContentCards", "Subscription", "Subscriber"]
@@ -348,6 +348,7 @@ class ContentCards:
         #: Exceptions raised by subscribers of this controller, oldest first (latest 100).
         self.subscriber_errors: list[BaseException] = []
         config_json = _config_json(config, options)
+        _logs.follow_logger_level()
         self._handle = _ffi.controller_open(config_json)
         _open_controllers.add(self)
 
@@ -547,6 +548,15 @@ class ContentCards:
     def pending_events(self) -> int:
         """The number of events waiting in the store's outbox (every user's)."""
         return self._call(_ffi.controller_pending_events)
+
+    def list_pending_events(self, limit: int | None = None) -> PendingEvents:
+        """The events waiting in the store's outbox (every user's), oldest first, at most
+        ``limit`` of them (None: all), with the total pending and the failed delivery
+        attempts in a row (see :class:`~contentcards.PendingEvents`)."""
+        if limit is not None and (not isinstance(limit, int) or limit < 0):
+            raise ValueError(f"limit must be a whole number >= 0 or None, not {limit!r}")
+        text = self._call(_ffi.controller_pending_events_json, limit or 0)
+        return PendingEvents.from_json(json.loads(text))
 
     def diagnostics(self) -> dict[str, Any]:
         """Diagnostics: last refresh, last delivery, last error, rate limit, left-out cards..."""

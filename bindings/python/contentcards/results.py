@@ -9,7 +9,8 @@ from typing import Any, NamedTuple
 
 from .errors import ContentCardsError, ParseError, error_for
 
-__all__ = ["Counts", "FlushResult", "LeftOut", "LogResult", "SyncSummary", "Update"]
+__all__ = ["Counts", "FlushResult", "LeftOut", "LogResult", "PendingEvent", "PendingEvents",
+           "SyncSummary", "Update"]
 
 
 class Counts(NamedTuple):
@@ -127,3 +128,34 @@ class Update:
             sync=None if sync_data is None else SyncSummary.from_json(sync_data),
             raw=data,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class PendingEvent:
+    """An event waiting in the outbox: ``type`` is "impression", "control_impression",
+    "click", "dismissal" or "feed_displayed"; ``time`` is unix seconds."""
+
+    id: str
+    type: str
+    card_id: str | None
+    class_type: str | None
+    user_id: str
+    time: float
+
+
+@dataclass(frozen=True, slots=True)
+class PendingEvents:
+    """The event outbox (``cc_controller_pending_events_json``): ``pending`` counts every
+    event, also those a limit left out of ``events`` (oldest first); ``failed_attempts`` is the
+    number of delivery attempts of this controller that failed in a row since it last
+    delivered (the outbox keeps no per-event count)."""
+
+    pending: int
+    failed_attempts: int
+    events: list[PendingEvent] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, data: Any) -> PendingEvents:
+        return cls(int(data["pending"]), int(data["failedAttempts"]),
+                   [PendingEvent(e["id"], e["type"], e["cardId"], e["classType"], e["userId"],
+                                 float(e["time"])) for e in data["events"]])
