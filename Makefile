@@ -80,6 +80,7 @@ test-c: cmake
 
 test-python: python
 	cd $(BUILD) && CONTENTCARDS_LIBRARY= $(PY) -m pytest -q $(ROOT)/bindings/python/tests
+	cd $(BUILD) && CONTENTCARDS_BUILD=$(BUILD) $(PY) -m pytest -q $(ROOT)/tests/readme
 
 # The SwiftPM build gives the same ABI as CMake's: the same exports, SONAME, static runtime.
 test-lib: lib
@@ -167,7 +168,10 @@ wheel: deps pack-tools
 	@ls -l dist/
 
 # The long checks of what users install (a few minutes; not part of `make test`): the sdist ->
-# wheel -> auditwheel -> fresh venv path, and `pip install -e` on a clean copy of the checkout.
+# wheel -> auditwheel -> fresh venv path, `pip install -e` on a clean copy of the checkout, and
+# the README's Swift quick start built against this checkout.
 package-test: cmake pack-tools
 	cd $(BUILD) && PATH=$(PACK)/bin:$$PATH CONTENTCARDS_TEST_PACKAGE=1 $(PACK)/bin/python -m pytest -q \
 	  $(ROOT)/bindings/python/tests/test_packaging.py
+	cd $(BUILD) && CONTENTCARDS_BUILD=$(BUILD) CONTENTCARDS_TEST_SWIFT_QUICKSTART=1 $(PACK)/bin/python \
+	  -m pytest -q $(ROOT)/tests/readme -k swift
