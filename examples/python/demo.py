@@ -107,9 +107,9 @@ def main() -> int:
 
             heading(7, "What the server received")
             events = server.events()
-            print(f"   {'type':<16} {'card':<8} {'class type':<12} user")
+            print(f"   {'type':<18} {'card':<14} {'class type':<12} user")
             for event in events:
-                print(f"   {event['type']:<16} {event.get('card_id') or '-':<8} "
+                print(f"   {event['type']:<18} {event.get('card_id') or '-':<14} "
                       f"{event.get('class_type') or '-':<12} {event['user_id']}")
         print(f"\nserver stopped; done in {time.monotonic() - started:.1f} s")
     return 0
