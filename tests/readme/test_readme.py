@@ -107,7 +107,9 @@ def test_python(outside: str) -> None:
                     reason="set CONTENTCARDS_TEST_SWIFT_QUICKSTART=1 (builds the Swift core: 1-2 min)")
 def test_swift(outside: str) -> None:
     blocks = quickstarts()
-    os.symlink(REPO, os.path.join(outside, "contentcards"))  # "cloned next to your package"
+    # "cloned next to your package": a link named contentcards to this checkout, whose own
+    # folder may have any name (the snippet's name: argument is what makes that work).
+    os.symlink(REPO, os.path.join(outside, "contentcards"))
     app = os.path.join(outside, "cards")
     os.makedirs(os.path.join(app, "Sources", "cards"))
     with open(os.path.join(app, "Package.swift"), "w", encoding="utf-8") as f:
