@@ -146,11 +146,16 @@ def test_no_sources_anywhere(setup_py: ModuleType, monkeypatch: pytest.MonkeyPat
         setup_py.find_library()
 
 
-def build_sdist(out: str, isolation: bool = False) -> str:
-    command = [sys.executable, "-m", "build", "--sdist", "--outdir", out, BINDING]
-    if not isolation:
-        command.insert(4, "--no-isolation")
-    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+def build_sdist(out: str) -> str:
+    """The sdist of a clean copy of bindings/python (setuptools would otherwise also list what
+    an earlier build's contentcards.egg-info/SOURCES.txt names), the repository found through
+    CONTENTCARDS_REPO."""
+    source = os.path.join(out, "source")
+    shutil.copytree(BINDING, source, ignore=shutil.ignore_patterns(
+        "*.egg-info", "build", "dist", "__pycache__", ".pytest_cache"))  # LICENSE: its content
+    command = [sys.executable, "-m", "build", "--sdist", "--no-isolation", "--outdir", out, source]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "CONTENTCARDS_REPO": REPO})
     assert result.returncode == 0, (
         "building the sdist failed (needs `build` and setuptools>=77: `make python` installs "
         "them):\n" + result.stdout + result.stderr)
@@ -158,7 +163,9 @@ def build_sdist(out: str, isolation: bool = False) -> str:
     return sdist
 
 
-def test_sdist_has_the_sources_and_the_tests(tmp_path: os.PathLike[str]) -> None:
+def test_sdist_has_the_sources_and_the_tests(tmp_path: os.PathLike[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CONTENTCARDS_REPO", raising=False)
     out = os.fspath(tmp_path)
     sdist = build_sdist(out)
     version = load_header_version()
