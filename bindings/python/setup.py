@@ -1,22 +1,35 @@
-"""Build hook of the contentcards package: puts libcontentcards into the wheel.
+"""Build hook of the contentcards package: builds libcontentcards and puts it into the wheel.
 
 The metadata is in pyproject.toml. This file only adds:
 
-* the version, read from the ``CC_VERSION_STRING`` macro of the repository's
-  ``include/contentcards.h``: the header is the one place the version is written (see
-  CHANGELOG.md, "Versions"), and the package carries the library of that version.
+* the version, read from the ``CC_VERSION_STRING`` macro of ``include/contentcards.h``: the
+  header is the one place the version is written (see CHANGELOG.md, "Versions"), and the
+  package carries the library of that version.
+* ``sdist`` puts the sources of the library into the source distribution, under ``native/``:
+  ``CMakeLists.txt``, ``Package.swift``, ``include/``, ``cmake/``, ``Sources/`` (the Swift core,
+  the C exports and the C parts), ``Tests/`` (so that ``Package.swift`` is whole), ``share/``
+  and the license (``NATIVE_FILES``). A wheel can then be built from the sdist alone.
+* ``build_py`` builds the library and copies it into the package as
+  ``contentcards/libcontentcards.so.1`` (stripped). The library comes from, in order:
 
-* ``build_py`` copies the built library into the package as ``contentcards/libcontentcards.so.1``.
-  It takes, in order: ``$CONTENTCARDS_LIB_BUILD`` (a path to a built library; the Makefile sets
-  it to a fresh build before calling pip), ``build/lib/libcontentcards.so.1`` (CMake) and
-  ``.build/release/libcontentcards.so`` (SwiftPM) of the repository, and otherwise runs
-  ``make -C <repo> lib`` and takes ``.build/release/libcontentcards.so``. The repository is
-  ``$CONTENTCARDS_REPO``, else found by walking up from this file (pip builds in place, so
-  ``../..`` is the checkout). With none of those it stops with a message naming ``make lib``.
+  1. ``$CONTENTCARDS_LIB_BUILD``: a path to a built library, taken as it is (the Makefile sets
+     it to the build it has just made before calling pip);
+  2. the CMake build of the library's sources: ``native/`` of an sdist, else the repository
+     checkout this file is in (found by walking up; or ``$CONTENTCARDS_REPO``). It always runs
+     ``cmake --build <root>/build --target contentcards`` (configuring ``<root>/build`` first
+     when it is not), which recompiles what changed and is a no-op otherwise: a library older
+     than its sources is never packaged.
+
+  Building needs cmake, ninja and a Swift 6 toolchain (``swiftc`` on PATH, or in
+  /opt/swift/usr/bin); without them it stops with a message naming what is missing.
+* ``pip install -e`` builds the library the same way but copies nothing: the package then
+  loads it from the checkout's ``build/lib`` (see ``contentcards/_library.py``), so
+  ``make cmake`` updates what an editable install uses.
 * The wheel is platform-specific (``py3-none-<platform>``): it carries a native library.
+  ``make wheel`` then runs ``auditwheel repair``, which tags it ``manylinux_2_35_x86_64`` (the
+  newest glibc symbol the library uses is ``GLIBC_2.35``) and bundles libsqlite3.
 
-``pip install -e`` copies nothing: the package then loads the library from the checkout's
-build trees (see ``contentcards/_library.py``).
+Stage lines go to stderr (``pip install -v`` shows them, with CMake's own progress).
 """
 
 from __future__ import annotations
@@ -25,33 +38,56 @@ import os
 import re
 import shutil
 import subprocess
+import sys
+import time
 from typing import Any
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
+from setuptools.command.sdist import sdist
 from setuptools.dist import Distribution
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGE = "contentcards"
 TARGET_NAME = "libcontentcards.so.1"
-REPO_BUILDS = (os.path.join("build", "lib", "libcontentcards.so.1"),
-               os.path.join(".build", "release", "libcontentcards.so"))
-MAKE_OUTPUT = os.path.join(".build", "release", "libcontentcards.so")
+#: In an sdist: the folder with the library's sources (a copy of NATIVE_FILES of the repository).
+NATIVE = "native"
+#: What of the repository the sdist carries to build the library (relative to its root).
+NATIVE_FILES = ("CMakeLists.txt", "Package.swift", "LICENSE", "README.md", "CHANGELOG.md",
+                "include", "cmake", "Sources", "Tests", "share")
+#: Optional parts of the CMake project, each switched off when its folder is absent (an sdist).
+CMAKE_OPTIONAL = {"CC_BUILD_TESTS": "tests/c", "CC_BUILD_EXAMPLES": "examples/c",
+                  "CC_BUILD_BENCH": "bench"}
+#: Where the Swift toolchain is installed when it is not on PATH (as the Makefile does).
+SWIFT_FALLBACK = "/opt/swift/usr/bin"
 
 
 class LibraryNotFound(RuntimeError):
     pass
 
 
+def stage(message: str) -> None:
+    """A progress line on stderr (pip shows it with -v)."""
+    print(f"contentcards: {message}", file=sys.stderr, flush=True)
+
+
+def is_root(path: str) -> bool:
+    return os.path.isfile(os.path.join(path, "include", "contentcards.h"))
+
+
 def repo_roots() -> list[str]:
-    """The repository checkouts this source tree may belong to, most specific first."""
+    """The source trees of the library this package may be built from, most specific first:
+    $CONTENTCARDS_REPO, native/ of an sdist, the checkout this file is in."""
     roots: list[str] = []
     env = os.environ.get("CONTENTCARDS_REPO")
     if env:
         roots.append(os.path.abspath(env))
+    native = os.path.join(HERE, NATIVE)
+    if is_root(native):
+        roots.append(native)
     path = HERE
     while True:
-        if os.path.isfile(os.path.join(path, "include", "contentcards.h")):
+        if is_root(path):
             roots.append(path)
             break
         parent = os.path.dirname(path)
@@ -61,61 +97,132 @@ def repo_roots() -> list[str]:
     return list(dict.fromkeys(roots))
 
 
-def find_library(allow_make: bool = True) -> str:
+def build_tools() -> tuple[dict[str, str], list[str]]:
+    """The environment to build in (PATH with the Swift fallback) and the tools missing."""
+    env = dict(os.environ)
+    path = env.get("PATH", os.defpath)
+    if shutil.which("swiftc", path=path) is None and os.path.isdir(SWIFT_FALLBACK):
+        path = os.pathsep.join([path, SWIFT_FALLBACK])
+    env["PATH"] = path
+    missing = [tool for tool in ("cmake", "ninja", "swiftc") if shutil.which(tool, path=path) is None]
+    return env, missing
+
+
+def cmake_build(root: str) -> str:
+    """Builds (or brings up to date) the library with CMake in <root>/build; returns its path."""
+    build = os.path.join(root, "build")
+    target = os.path.join(build, "lib", TARGET_NAME)
+    env, missing = build_tools()
+    if missing:
+        raise LibraryNotFound(
+            f"building libcontentcards needs cmake, ninja and a Swift 6 toolchain; not found on "
+            f"PATH: {', '.join(missing)}. On Debian/Ubuntu: apt-get install cmake ninja-build "
+            "libsqlite3-dev pkg-config, and Swift from swift.org (swiftc on PATH). Or build "
+            "the library yourself and set CONTENTCARDS_LIB_BUILD to its path.")
+    started = time.monotonic()
+    fresh = not os.path.isfile(os.path.join(build, "build.ninja"))
+    if fresh:
+        stage("building libcontentcards with CMake (1–2 minutes)…")
+        options = [f"-D{option}=OFF" for option, folder in CMAKE_OPTIONAL.items()
+                   if not os.path.isdir(os.path.join(root, folder))]
+        stage(f"configuring {build}")
+        run(["cmake", "-S", root, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
+             *options], env)
+    else:
+        stage(f"bringing libcontentcards up to date in {build} (a no-op when no source changed; "
+              "1–2 minutes after a change)…")
+    run(["cmake", "--build", build, "--target", "contentcards"], env)
+    if not os.path.isfile(target):
+        raise LibraryNotFound(f"the CMake build in {build} did not produce {target}")
+    stage(f"libcontentcards ready in {time.monotonic() - started:.0f} s: {target}")
+    return target
+
+
+def run(command: list[str], env: dict[str, str]) -> None:
+    """Runs a build step with its output on stderr (so that pip -v shows it as it goes)."""
+    stage("$ " + " ".join(command))
+    sys.stderr.flush()
+    result = subprocess.run(command, env=env, stdout=sys.stderr.fileno(), stderr=subprocess.STDOUT)
+    if result.returncode != 0:
+        raise LibraryNotFound(f"{' '.join(command)} failed (exit {result.returncode}); "
+                              "its output is above (pip install -v shows it)")
+
+
+def find_library() -> str:
     """The built library to put into the package (see the module docstring)."""
     env = os.environ.get("CONTENTCARDS_LIB_BUILD")
     if env:
         if not os.path.isfile(env):
-            raise LibraryNotFound(f"CONTENTCARDS_LIB_BUILD={env} does not exist; run `make lib` "
-                                  "at the repository root")
+            raise LibraryNotFound(f"CONTENTCARDS_LIB_BUILD={env} does not exist; build the "
+                                  "library (make cmake) or unset it")
+        stage(f"using CONTENTCARDS_LIB_BUILD={env}")
         return os.path.abspath(env)
     roots = repo_roots()
-    for root in roots:
-        for relative in REPO_BUILDS:
-            candidate = os.path.join(root, relative)
-            if os.path.isfile(candidate):
-                return candidate
-    if allow_make and roots and os.path.isfile(os.path.join(roots[0], "Makefile")):
-        root = roots[0]
-        print(f"contentcards: no built library found; running `make -C {root} lib`")
-        subprocess.run(["make", "-C", root, "lib"], check=True)
-        candidate = os.path.join(root, MAKE_OUTPUT)
-        if os.path.isfile(candidate):
-            return candidate
-        raise LibraryNotFound(f"`make -C {root} lib` did not produce {candidate}")
-    raise LibraryNotFound(
-        "libcontentcards not found: build it with `make lib` at the repository root, or set "
-        "CONTENTCARDS_LIB_BUILD to the path of a built libcontentcards.so.1 (searched: "
-        + (", ".join(os.path.join(r, p) for r in roots for p in REPO_BUILDS) or "no checkout "
-           f"found above {HERE}; set CONTENTCARDS_REPO") + ")")
+    if not roots:
+        raise LibraryNotFound(
+            f"the sources of libcontentcards were not found: no include/contentcards.h in "
+            f"{os.path.join(HERE, NATIVE)} or above {HERE}. Build from a checkout of the "
+            "repository or from the sdist, set CONTENTCARDS_REPO to a checkout, or set "
+            "CONTENTCARDS_LIB_BUILD to a built libcontentcards.so.1")
+    return cmake_build(roots[0])
 
 
 def header_version() -> str:
-    """CC_VERSION_STRING of the checkout's include/contentcards.h (the one copy of the version)."""
+    """CC_VERSION_STRING of include/contentcards.h (the one copy of the version)."""
     for root in repo_roots():
         header = os.path.join(root, "include", "contentcards.h")
         with open(header, encoding="utf-8") as f:
             match = re.search(r'^#define CC_VERSION_STRING "([^"]+)"', f.read(), re.MULTILINE)
         if match:
             return match.group(1)
-    raise LibraryNotFound("include/contentcards.h with CC_VERSION_STRING not found above "
-                          f"{HERE}; build from a checkout or set CONTENTCARDS_REPO")
+    raise LibraryNotFound("include/contentcards.h with CC_VERSION_STRING not found in "
+                          f"{os.path.join(HERE, NATIVE)} or above {HERE}; build from a "
+                          "checkout or the sdist, or set CONTENTCARDS_REPO")
 
 
 class BuildPyWithLibrary(build_py):
-    """build_py, then the library copied into the built package."""
+    """build_py, then the library built and copied into the built package."""
 
     def run(self) -> None:
         super().run()
-        if getattr(self, "editable_mode", False):
-            return  # an editable install loads the library from the checkout
         source = find_library()
+        if getattr(self, "editable_mode", False):
+            stage("editable install: the package loads the library from the checkout's build")
+            return
         target_dir = os.path.join(self.build_lib, PACKAGE)
         os.makedirs(target_dir, exist_ok=True)
         target = os.path.join(target_dir, TARGET_NAME)
         shutil.copyfile(source, target)  # follows the SONAME symlink to the real file
         os.chmod(target, 0o755)
-        print(f"contentcards: packaged {source} as {target}")
+        strip = shutil.which("strip")
+        if strip:  # as `cmake --install --strip` does: 9.9 MB -> 6.8 MB
+            subprocess.run([strip, target], check=True)
+        stage(f"packaged {source} as {target}{' (stripped)' if strip else ''}")
+
+
+class SdistWithSources(sdist):
+    """sdist, with the library's sources under native/ so that a wheel builds from it alone."""
+
+    def make_release_tree(self, base_dir: str, files: list[str]) -> None:
+        super().make_release_tree(base_dir, files)
+        roots = repo_roots()
+        if not roots:
+            raise LibraryNotFound(f"no checkout of the repository above {HERE}: the sdist "
+                                  "needs the library's sources")
+        root = roots[0]
+        native = os.path.join(base_dir, NATIVE)
+        ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".build*", "build")
+        for name in NATIVE_FILES:
+            source = os.path.join(root, name)
+            if not os.path.exists(source):
+                raise LibraryNotFound(f"{source} is missing: the sdist needs it to build the library")
+            destination = os.path.join(native, name)
+            if os.path.isdir(source):
+                shutil.copytree(source, destination, ignore=ignore)
+            else:
+                os.makedirs(native, exist_ok=True)
+                shutil.copyfile(source, destination)
+        stage(f"sdist: the library's sources from {root} in {NATIVE}/")
 
 
 class BinaryDistribution(Distribution):
@@ -125,7 +232,7 @@ class BinaryDistribution(Distribution):
         return True
 
 
-cmdclass: dict[str, Any] = {"build_py": BuildPyWithLibrary}
+cmdclass: dict[str, Any] = {"build_py": BuildPyWithLibrary, "sdist": SdistWithSources}
 
 try:
     from setuptools.command.bdist_wheel import bdist_wheel as _bdist_wheel

@@ -38,8 +38,9 @@ int main(void) {
         check(cc_snapshot_string(&id, snap, i, "id"));
         check(cc_snapshot_bool(&control, snap, i, "isControl"));
         check(cc_controller_log_impression(c, id)); /* shown, or would have been: both are logged */
-        if (control) {
-            printf("  (control variant %s: nothing shown, impression logged)\n", id);
+        if (control) {                              /* the holdout: nothing is drawn */
+            printf("  (a control variant: nothing shown, impression logged)
+");
             continue;
         }
         check(cc_snapshot_extra(&discount, snap, i, "discount_percentage"));

@@ -35,18 +35,25 @@ static void print_class(cc_controller *c, const char *title, const char *filter)
     int64_t total = 0, unviewed = 0;
     check(cc_controller_counts(&total, &unviewed, c, filter));
     printf("%s (%lld cards, %lld unread)\n", title, (long long)total, (long long)unviewed);
+    size_t controls = 0;
     for (size_t i = 0; i < n; i++) {
         const char *id = NULL, *type = NULL, *text = NULL;
         int pinned = 0, control = 0;
         check(cc_snapshot_string(&id, snap, i, "id"));
+        check(cc_snapshot_bool(&control, snap, i, "isControl"));
+        if (control) { /* an A/B test's control card: never drawn, but its impression is logged */
+            check(cc_controller_log_impression(c, id));
+            controls++;
+            continue;
+        }
         check(cc_snapshot_string(&type, snap, i, "type"));
         check(cc_snapshot_string(&text, snap, i, "title"));
         if (!text) check(cc_snapshot_string(&text, snap, i, "cardDescription"));
         check(cc_snapshot_bool(&pinned, snap, i, "pinned"));
-        check(cc_snapshot_bool(&control, snap, i, "isControl"));
-        printf("  %-16s %-16s %s%s\n", id, type, control ? "(control: not shown)" : text ? text : "",
-               pinned ? "  [pinned]" : "");
+        printf("  %-16s %-16s %s%s
+", id, type, text ? text : "", pinned ? "  [pinned]" : "");
     }
+    if (controls) printf("  (%zu control card%s: not drawn, impression logged)\n", controls, controls == 1 ? "" : "s");
     cc_snapshot_close(snap);
 }
 

@@ -44,8 +44,8 @@ def main() -> int:
         for coupon in coupons:
             coupon.log_impression()  # shown, or would have been: both are logged
             if coupon.control:
-                print(f"  {coupon.card_id}: control variant, nothing shown "
-                      "(impression logged for the experiment)")
+                print("  a control variant: nothing shown (impression logged for the "
+                      "experiment)")
                 continue
             discounted = total * (1 - coupon.percent / 100)
             print(f"  {coupon.card_id}: {coupon.percent:g}% off with code {coupon.code} "

@@ -49,8 +49,7 @@ def log_step(controller: cc.ContentCards, what: str, card_id: str,
 
 
 def describe(card: cc.Card) -> str:
-    flags = [name for name, on in (("pinned", card.pinned), ("test", card.is_test),
-                                   ("control: log, never draw", card.is_control)) if on]
+    flags = [name for name, on in (("pinned", card.pinned), ("test", card.is_test)) if on]
     text = card.title or card.extras.get("coupon_code") or card.image_alt_text or ""
     return "  ".join(part for part in (text, f"[{', '.join(flags)}]" if flags else "") if part)
 
@@ -80,6 +79,10 @@ def main() -> int:
             for class_type, cards in groups.items():
                 print(f"   {class_type or '(no class type)'}")
                 for card in cards:
+                    if card.is_control:  # an A/B test's holdout: never drawn, impression logged
+                        controller.log_impression(card.id)
+                        print("     (a control card: not drawn, its impression logged)")
+                        continue
                     print(f"     {card.id:<15} {card.type.value:<16} {describe(card)}")
             controller.log_feed_displayed()
 
@@ -104,9 +107,9 @@ def main() -> int:
 
             heading(7, "What the server received")
             events = server.events()
-            print(f"   {'type':<16} {'card':<8} {'class type':<12} user")
+            print(f"   {'type':<18} {'card':<14} {'class type':<12} user")
             for event in events:
-                print(f"   {event['type']:<16} {event.get('card_id') or '-':<8} "
+                print(f"   {event['type']:<18} {event.get('card_id') or '-':<14} "
                       f"{event.get('class_type') or '-':<12} {event['user_id']}")
         print(f"\nserver stopped; done in {time.monotonic() - started:.1f} s")
     return 0

@@ -15,11 +15,12 @@ feed=$root/examples/data/sample_feed.json
 version=$(sed -n 's/^#define CC_VERSION_STRING "\(.*\)"$/\1/p' "$prefix/include/contentcards.h")
 passed=0
 
-# The library is stripped (CC_INSTALL_STRIP), the license and the suppressions are there.
+# The library is stripped (CC_INSTALL_STRIP), the license, the suppressions and the sample feed
+# (the README's C quick start reads it) are there.
 if readelf -S "$libdir/libcontentcards.so.1" | grep -q '\.symtab'; then
     echo "the installed library is not stripped"; exit 1
 fi
-for f in share/doc/contentcards/LICENSE share/contentcards/contentcards.supp; do
+for f in share/doc/contentcards/LICENSE share/contentcards/{contentcards.supp,sample_feed.json}; do
     [ -f "$prefix/$f" ] || { echo "$f not installed"; exit 1; }
 done
 passed=$((passed + 1))

@@ -28,6 +28,7 @@ def run(name: str, *args: str) -> str:
 
 def test_supplemental_feed() -> None:
     out = run("supplemental_feed.py")
+    assert "coupon-control" not in out
     lines = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit()]
     prices = [float(line[0]) for line in lines]
     assert prices == sorted(prices) and len(prices) == 6
@@ -37,6 +38,7 @@ def test_supplemental_feed() -> None:
 
 def test_message_center() -> None:
     out = run("message_center.py")
+    assert "coupon-control" not in out
     assert "Inbox badge before: 3 unread" in out
     assert "Inbox badge after display: 0 unread" in out
     assert "msg-3  -> web view https://help.example.com/faq" in out
@@ -47,7 +49,8 @@ def test_message_center() -> None:
 
 def test_coupon() -> None:
     out = run("coupon.py")
-    assert "coupon-control: control variant, nothing shown" in out
+    assert "a control variant: nothing shown" in out
+    assert "coupon-control" not in out  # a control card is never drawn
     assert "20% off with code SAVE20 -> 64.00" in out
     assert "Events recorded: 3" in out
 
@@ -66,8 +69,12 @@ def test_demo() -> None:
     for expected in ("full sync: 11 added", "3 cards of the payload left out",
                      "9 unread of 10 cards", "badge 9 -> 8 unread", "badge 8 -> 7 unread",
                      'why: click not logged: card "msg-2" has no url',
-                     "delivered 4, dropped 0, pending 0", "server stopped"):
+                     "(a control card: not drawn, its impression logged)",
+                     "delivered 5, dropped 0, pending 0", "server stopped"):
         assert expected in out, expected
+    feed = out.split("2. The feed")[1].split("3. The unread badge")[0]
+    assert "coupon-control" not in feed and "control" in feed  # logged, never drawn
     received = out.split("What the server received")[1]
-    assert [line.split()[0] for line in received.splitlines()[2:6]] == [
-        "feed_displayed", "impression", "click", "dismissal"]
+    assert [line.split()[:2] for line in received.splitlines()[2:7]] == [
+        ["control_impression", "coupon-control"], ["feed_displayed", "-"],
+        ["impression", "tile-1"], ["click", "tile-1"], ["dismissal", "tile-3"]]
