@@ -39,8 +39,7 @@ int main(void) {
         check(cc_snapshot_bool(&control, snap, i, "isControl"));
         check(cc_controller_log_impression(c, id)); /* shown, or would have been: both are logged */
         if (control) {                              /* the holdout: nothing is drawn */
-            printf("  (a control variant: nothing shown, impression logged)
-");
+            printf("  (a control variant: nothing shown, impression logged)\n");
             continue;
         }
         check(cc_snapshot_extra(&discount, snap, i, "discount_percentage"));

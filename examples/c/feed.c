@@ -50,8 +50,7 @@ static void print_class(cc_controller *c, const char *title, const char *filter)
         check(cc_snapshot_string(&text, snap, i, "title"));
         if (!text) check(cc_snapshot_string(&text, snap, i, "cardDescription"));
         check(cc_snapshot_bool(&pinned, snap, i, "pinned"));
-        printf("  %-16s %-16s %s%s
-", id, type, text ? text : "", pinned ? "  [pinned]" : "");
+        printf("  %-16s %-16s %s%s\n", id, type, text ? text : "", pinned ? "  [pinned]" : "");
     }
     if (controls) printf("  (%zu control card%s: not drawn, impression logged)\n", controls, controls == 1 ? "" : "s");
     cc_snapshot_close(snap);
