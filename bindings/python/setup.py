@@ -57,7 +57,7 @@ NATIVE_FILES = ("CMakeLists.txt", "Package.swift", "LICENSE", "README.md", "CHAN
                 "include", "cmake", "Sources", "Tests", "share")
 #: Optional parts of the CMake project, each switched off when its folder is absent (an sdist).
 CMAKE_OPTIONAL = {"CC_BUILD_TESTS": "tests/c", "CC_BUILD_EXAMPLES": "examples/c",
-                  "CC_BUILD_BENCH": "bench"}
+                  "CC_BUILD_BENCH": "bench", "CC_BUILD_TOOLS": "tools"}
 #: Where the Swift toolchain is installed when it is not on PATH (as the Makefile does).
 SWIFT_FALLBACK = "/opt/swift/usr/bin"
 
