@@ -378,12 +378,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
     except UsageError as e:
         return usage_error(str(e))
     except Failed as f:
-        e = f.error
-        name = _ffi.status_name(e.code)
-        err.write(f"contentcards: {name}: {e.message}\n")
+        failure = f.error
+        name = _ffi.status_name(failure.code)
+        err.write(f"contentcards: {name}: {failure.message}\n")
         if o.json:
-            out.write(f'{{"error":{{"code":{e.code},"name":{_json_string(name)},'
-                      f'"message":{_json_string(e.message)}}}}}\n')
+            out.write(f'{{"error":{{"code":{failure.code},"name":{_json_string(name)},'
+                      f'"message":{_json_string(failure.message)}}}}}\n')
         return EXIT_FAILED
     finally:
         if level_name is not None:

@@ -306,3 +306,14 @@ def test_badge_fast_path_agrees_with_the_full_path() -> None:
         c.unviewed_count()
     with pytest.raises(cc.ClosedError):
         c.count()
+
+
+def test_cards_built_directly_equal_checked_ones(sample: cc.ContentCards) -> None:
+    """cards() builds Cards straight into their slots; they are the same values as the checked
+    from_json() builds: equal, the same hash, frozen, every field."""
+    sample.refresh(5)
+    for card in sample.cards():
+        checked = cc.Card.from_json(card.to_json())
+        assert card == checked and hash(card) == hash(checked) and repr(card) == repr(checked)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            card.title = "x"  # type: ignore[misc]
