@@ -19,7 +19,7 @@ struct cc_error_slot {
 
 /* initial-exec: a direct %fs access; 24 bytes of the static TLS surplus glibc keeps for
  * libraries loaded with dlopen. */
-static __thread struct cc_error_slot cc_error __attribute__((tls_model("initial-exec")));
+static __thread struct cc_error_slot ccint_error_tls __attribute__((tls_model("initial-exec")));
 
 static pthread_key_t cc_error_key;
 static pthread_once_t cc_error_once = PTHREAD_ONCE_INIT;
@@ -27,35 +27,35 @@ static pthread_once_t cc_error_once = PTHREAD_ONCE_INIT;
 /* Frees the message when the thread ends (registered the first time a thread stores one). */
 static void cc_error_thread_end(void *unused) {
     (void)unused;
-    free(cc_error.message);
-    cc_error.message = NULL;
+    free(ccint_error_tls.message);
+    ccint_error_tls.message = NULL;
 }
 
 static void cc_error_key_create(void) { pthread_key_create(&cc_error_key, cc_error_thread_end); }
 
-int ccint_error_code(void) { return cc_error.code; }
+int ccint_error_code(void) { return ccint_error_tls.code; }
 
-const char *ccint_error_message(void) { return cc_error.message ? cc_error.message : ""; }
+const char *ccint_error_message(void) { return ccint_error_tls.message ? ccint_error_tls.message : ""; }
 
-double ccint_error_retry_after(void) { return cc_error.code != 0 ? cc_error.retry_after : -1; }
+double ccint_error_retry_after(void) { return ccint_error_tls.code != 0 ? ccint_error_tls.retry_after : -1; }
 
 void ccint_error_set(int code, const char *message, double retry_after) {
-    free(cc_error.message);
-    cc_error.message = NULL;
-    cc_error.code = code;
-    cc_error.retry_after = retry_after;
+    free(ccint_error_tls.message);
+    ccint_error_tls.message = NULL;
+    ccint_error_tls.code = code;
+    ccint_error_tls.retry_after = retry_after;
     if (message) {
         pthread_once(&cc_error_once, cc_error_key_create);
         pthread_setspecific(cc_error_key, (void *)1);
-        cc_error.message = strdup(message);
+        ccint_error_tls.message = strdup(message);
     }
 }
 
 static inline void cc_error_clear_inline(void) {
-    if (cc_error.code == 0 && cc_error.message == NULL) return;
-    free(cc_error.message);
-    cc_error.message = NULL;
-    cc_error.code = 0;
+    if (ccint_error_tls.code == 0 && ccint_error_tls.message == NULL) return;
+    free(ccint_error_tls.message);
+    ccint_error_tls.message = NULL;
+    ccint_error_tls.code = 0;
 }
 
 void ccint_error_clear(void) { cc_error_clear_inline(); }
