@@ -5,8 +5,8 @@ forwards each message to ``logging.getLogger("contentcards")`` at the same level
 CC_LOG_* numbers are logging's DEBUG, INFO, WARNING, ERROR), and adds a
 :class:`logging.NullHandler` to that logger, as libraries do: nothing is printed until the
 application configures logging. The library's threshold follows the logger's effective level,
-read at import and again whenever a controller is opened (:func:`follow_logger_level`), so
-messages nobody would see are not even made. Records carry the thread that did the work (a
+read whenever a controller is opened (:func:`follow_logger_level`), so messages nobody would
+see are not even made; before logging is imported it is WARNING, logging's default. Records carry the thread that did the work (a
 library thread for background refreshes and deliveries). A logging handler may call the
 package: the library does not deliver what it logs on that thread meanwhile (no recursion).
 """
@@ -14,26 +14,42 @@ package: the library does not deliver what it logs on that thread meanwhile (no 
 from __future__ import annotations
 
 import atexit
-import logging
+import sys
 import threading
-from typing import Callable
+from typing import Any
 
 from . import _ffi
 
-logger = logging.getLogger("contentcards")
-logger.addHandler(logging.NullHandler())
+# `logging` is imported when it is needed, not by `import contentcards` (it and what it
+# imports were a fifth of the import's time): when the library first has a message for it,
+# or when a controller opens in a process that imported it already (the only way an
+# application can have configured it).
+_WARNING = 30  # logging.WARNING: the effective level of a logger nobody configured
+_DEBUG = 10
 
 _lock = threading.Lock()
 _installed_level: int | None = None
+_logger: Any = None
 
 
-def _forward(userdata: int | None, level: int, message: bytes | None,
-             _logger: logging.Logger = logger,
-             _is_enabled: Callable[[int], bool] = logger.isEnabledFor) -> None:
-    # Nothing may propagate into C; default arguments survive interpreter shutdown.
+def logger() -> Any:
+    """The ``contentcards`` logger, with its :class:`logging.NullHandler` (made on first use)."""
+    global _logger
+    if _logger is None:
+        import logging
+
+        made = logging.getLogger("contentcards")
+        made.addHandler(logging.NullHandler())
+        _logger = made
+    return _logger
+
+
+def _forward(userdata: int | None, level: int, message: bytes | None) -> None:
+    # Nothing may propagate into C (also during interpreter shutdown).
     try:
-        if _is_enabled(level):
-            _logger.log(level, (message or b"").decode("utf-8", "replace"))
+        target = _logger if _logger is not None else logger()
+        if target.isEnabledFor(level):
+            target.log(level, (message or b"").decode("utf-8", "replace"))
     except BaseException:  # noqa: BLE001
         pass
 
@@ -42,9 +58,13 @@ LOG_TRAMPOLINE = _ffi.LOG_FN(_forward)
 
 
 def follow_logger_level() -> None:
-    """Sets the library's threshold to the logger's effective level, if it changed."""
+    """Sets the library's threshold to the logger's effective level, if it changed (WARNING,
+    logging's default, while the process has not imported logging)."""
     global _installed_level
-    level = max(logger.getEffectiveLevel(), logging.DEBUG)
+    if _logger is None and "logging" not in sys.modules:
+        level = _WARNING
+    else:
+        level = max(logger().getEffectiveLevel(), _DEBUG)
     with _lock:
         if level == _installed_level:
             return
