@@ -305,8 +305,9 @@ struct Parser {
     }
 
     /// Whether any of eight bytes ends a run of plain string text: a quote, a backslash, a
-    /// control character, or a byte of a multi-byte character (the SWAR tests for a zero byte
-    /// and for a byte below n answer "is there one" exactly).
+    /// control character, or a byte of a multi-byte character. (The SWAR tests for a zero byte
+    /// and for a byte below n answer "is there one" exactly. The writer has its own copy: a
+    /// helper in another file is not inlined by the CMake build, which costs 8% of a sync.)
     @inline(__always)
     static func anySpecial(_ x: UInt64) -> Bool {
         let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
@@ -315,30 +316,13 @@ struct Parser {
         return (x & highs) | below20 | hasZero(x ^ (ones &* 0x22)) | hasZero(x ^ (ones &* 0x5C)) != 0
     }
 
-    /// The length of the valid UTF-8 sequence at `i`, or an error (overlong forms, surrogates,
-    /// and code points past U+10FFFF are invalid, as the Unicode standard says).
+    /// The length of the valid UTF-8 sequence at `i`, or an error (see `UTF8Validation`).
     func utf8SequenceLength(at i: Int) throws(JSONError) -> Int {
-        let b0 = bytes[i]
-        func cont(_ k: Int) -> UInt8? { i + k < bytes.count && bytes[i + k] & 0xC0 == 0x80 ? bytes[i + k] : nil }
-        // The error is built only when thrown: building it scans the input for the line number.
-        func invalid() -> JSONError { error("invalid UTF-8 in a string", at: i) }
-        switch b0 {
-        case 0xC2...0xDF:
-            guard cont(1) != nil else { throw invalid() }
-            return 2
-        case 0xE0...0xEF:
-            guard let b1 = cont(1), cont(2) != nil else { throw invalid() }
-            if b0 == 0xE0 && b1 < 0xA0 { throw invalid() }      // overlong
-            if b0 == 0xED && b1 > 0x9F { throw invalid() }      // surrogate
-            return 3
-        case 0xF0...0xF4:
-            guard let b1 = cont(1), cont(2) != nil, cont(3) != nil else { throw invalid() }
-            if b0 == 0xF0 && b1 < 0x90 { throw invalid() }      // overlong
-            if b0 == 0xF4 && b1 > 0x8F { throw invalid() }      // past U+10FFFF
-            return 4
-        default:
-            throw invalid()
+        guard let n = UTF8Validation.sequenceLength(bytes, at: i) else {
+            // The error is built only when thrown: building it scans the input for the line number.
+            throw error("invalid UTF-8 in a string", at: i)
         }
+        return n
     }
 
     mutating func unescape(from start: Int, to end: Int) throws(JSONError) -> String {

@@ -154,8 +154,8 @@ public struct JSONWriter {
     @inline(__always)
     private static func needsEscape(_ b: UInt8) -> Bool { b < 0x20 || b == 0x22 || b == 0x5C || b == 0x7F }
 
-    /// Whether any of eight bytes must be escaped (the SWAR tests for a zero byte and for a
-    /// byte below n: exact answers to "is there one", with no false positives).
+    /// Whether any of eight bytes must be escaped (the SWAR tests of `Parser.anySpecial`, kept
+    /// here too so that they are inlined).
     @inline(__always)
     private static func anyNeedsEscape(_ x: UInt64) -> Bool {
         let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080

@@ -1,0 +1,43 @@
+/// Strict UTF-8 (RFC 3629), for the JSON reader and for string arguments at the C boundary.
+public enum UTF8Validation {
+    /// The length of the valid UTF-8 sequence starting at `i` (1 for ASCII), or nil: overlong
+    /// forms, surrogates and code points past U+10FFFF are invalid, as the Unicode standard says.
+    @inline(__always)
+    public static func sequenceLength(_ bytes: UnsafeBufferPointer<UInt8>, at i: Int) -> Int? {
+        let b0 = bytes[i]
+        if b0 < 0x80 { return 1 }
+        @inline(__always) func cont(_ k: Int) -> UInt8? {
+            i + k < bytes.count && bytes[i + k] & 0xC0 == 0x80 ? bytes[i + k] : nil
+        }
+        switch b0 {
+        case 0xC2...0xDF:
+            return cont(1) != nil ? 2 : nil
+        case 0xE0...0xEF:
+            guard let b1 = cont(1), cont(2) != nil else { return nil }
+            if b0 == 0xE0 && b1 < 0xA0 { return nil }     // overlong
+            if b0 == 0xED && b1 > 0x9F { return nil }     // surrogate
+            return 3
+        case 0xF0...0xF4:
+            guard let b1 = cont(1), cont(2) != nil, cont(3) != nil else { return nil }
+            if b0 == 0xF0 && b1 < 0x90 { return nil }     // overlong
+            if b0 == 0xF4 && b1 > 0x8F { return nil }     // past U+10FFFF
+            return 4
+        default:
+            return nil
+        }
+    }
+
+    /// Whether all of `bytes` is valid UTF-8; mostly-ASCII text goes eight bytes at a time.
+    public static func isValid(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = bytes.baseAddress else { return true }
+        let raw = UnsafeRawPointer(base)
+        var i = 0
+        while i < bytes.count {
+            while i + 8 <= bytes.count && raw.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080 == 0 { i += 8 }
+            guard i < bytes.count else { break }
+            guard let n = sequenceLength(bytes, at: i) else { return false }
+            i += n
+        }
+        return true
+    }
+}
