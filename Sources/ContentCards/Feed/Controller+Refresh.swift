@@ -204,7 +204,7 @@ extension ContentCardsController {
             switch decoded {
             case .failure(let e):
                 result = .failure(e)
-            case .success(let payload):
+            case .success(var payload):
                 if store == nil {
                     result = .failure(Self.closedError)
                 } else if let other = payload.userID, other != start.userID {
@@ -213,7 +213,7 @@ extension ContentCardsController {
                 } else if userID != start.userID {
                     result = .failure(ContentCardsError(.wrongUser, "the user changed to \"\(userID)\" during the refresh for \"\(start.userID)\": response discarded"))
                 } else {
-                    result = mergeLocked(payload)
+                    result = mergeLocked(&payload)
                 }
             }
             switch result {
@@ -273,13 +273,18 @@ extension ContentCardsController {
 
     /// Merges a decoded payload into the current user's state and persists it. Called with the
     /// lock held; on failure nothing changes.
-    func mergeLocked(_ payload: Payload) -> Result<SyncSummary, ContentCardsError> {
+    ///
+    /// The payload's cards are let go once the merge has planned its changes (which hold what
+    /// they keep of them): when the caller held the only reference, a large apply does not keep
+    /// the decoded cards alive beside the stored ones while it publishes.
+    func mergeLocked(_ payload: inout Payload) -> Result<SyncSummary, ContentCardsError> {
         do {
             try reloadIfChangedElsewhere()
         } catch {
             return .failure(error)
         }
         let merge = Merge.plan(payload, from: stored)
+        payload.cards = []
         do { try persist(merge.changes, for: userID) } catch { return .failure(error) }
         publish(merge.changes)
         record.leftOut = payload.leftOut
@@ -304,21 +309,22 @@ extension ContentCardsController {
 
     @discardableResult
     public func apply(bytes: UnsafeBufferPointer<UInt8>) throws(ContentCardsError) -> SyncSummary {
-        let decoded: Result<Payload, ContentCardsError>
-        do { decoded = .success(try decoder.decode(bytes)) } catch {
-            decoded = .failure(ContentCardsError(.parse, error.message))
+        // The payload is this frame's only reference to the decoded cards, held in a `var` so
+        // that the merge can let them go (see `mergeLocked`).
+        var payload = Payload()
+        var decodeError: ContentCardsError?
+        do { payload = try decoder.decode(bytes) } catch {
+            decodeError = ContentCardsError(.parse, error.message)
         }
         let result: Result<SyncSummary, ContentCardsError> = lock.withLock {
             if store == nil { return .failure(Self.closedError) }
             let result: Result<SyncSummary, ContentCardsError>
-            switch decoded {
-            case .failure(let e): result = .failure(e)
-            case .success(let payload):
-                if let other = payload.userID, other != userID {
-                    result = .failure(ContentCardsError(.wrongUser, "the payload is for user \"\(other)\", not the current user \"\(userID)\": discarded"))
-                } else {
-                    result = mergeLocked(payload)
-                }
+            if let e = decodeError {
+                result = .failure(e)
+            } else if let other = payload.userID, other != userID {
+                result = .failure(ContentCardsError(.wrongUser, "the payload is for user \"\(other)\", not the current user \"\(userID)\": discarded"))
+            } else {
+                result = mergeLocked(&payload)
             }
             if case .failure(let e) = result { record.lastError = e }
             return result

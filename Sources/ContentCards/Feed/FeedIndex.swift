@@ -17,10 +17,37 @@ struct FeedIndex {
         var viewed: Bool
         var dismissed: Bool
 
-        init(_ card: Card, classType: Int32) {
+        init(_ card: Facts, classType: Int32) {
             id = card.id; created = card.created; expiresAt = card.expiresAt
-            self.classType = classType; pinned = card.pinned; control = card.isControl
+            self.classType = classType; pinned = card.pinned; control = card.control
             viewed = card.viewed; dismissed = card.dismissed
+        }
+    }
+
+    /// What the index knows of a card: a change hands the index these rather than the cards
+    /// themselves, so a big change holds a small record per card instead of two copies of
+    /// each card (a `Card` is 192 bytes inline, and copying one retains a dozen strings).
+    struct Facts {
+        let id: String
+        let created: Int64
+        let expiresAt: Int64
+        let classType: String
+        let pinned: Bool
+        let control: Bool
+        let viewed: Bool
+        let dismissed: Bool
+
+        init(_ card: Card) {
+            id = card.id; created = card.created; expiresAt = card.expiresAt
+            classType = card.classType; pinned = card.pinned; control = card.isControl
+            viewed = card.viewed; dismissed = card.dismissed
+        }
+
+        /// Whether `other` stands where this does in the feed and counts under the same class
+        /// type: then a change between them only changes flags.
+        func sameSlot(as other: Facts) -> Bool {
+            pinned == other.pinned && created == other.created && expiresAt == other.expiresAt
+                && classType == other.classType && control == other.control
         }
     }
 
@@ -52,7 +79,7 @@ struct FeedIndex {
     init<S: Sequence>(_ cards: S) where S.Element == Card {
         var all: [Entry] = []
         all.reserveCapacity(cards.underestimatedCount)
-        for card in cards { all.append(Entry(card, classType: classTypeID(card.classType))) }
+        for card in cards { all.append(Entry(Facts(card), classType: classTypeID(card.classType))) }
         all.sort(by: Self.precedes)
         entries = all
     }
@@ -85,7 +112,7 @@ struct FeedIndex {
     }
 
     /// The position of a stored card's entry, nil when there is none.
-    private func find(_ card: Card) -> Int? {
+    private func find(_ card: Facts) -> Int? {
         let at = position(pinned: card.pinned, created: card.created, id: card.id)
         guard at < entries.count, CardKey.bytewiseCompare(entries[at].id, card.id) == 0 else { return nil }
         return at
@@ -105,9 +132,8 @@ struct FeedIndex {
     /// One card changed: `old` is the stored card before (nil when new), `new` after (nil when
     /// removed). A change of flags only updates the entry where it stands; any other change
     /// moves it (O(n) at worst, for the array's shift: callers with many changes rebuild).
-    mutating func update(old: Card?, new: Card?) {
-        if let old, let new, old.pinned == new.pinned, old.created == new.created, old.expiresAt == new.expiresAt,
-           old.classType == new.classType, old.isControl == new.isControl, let at = find(old) {
+    mutating func update(old: Facts?, new: Facts?) {
+        if let old, let new, old.sameSlot(as: new), let at = find(old) {
             tally(entries[at], -1)
             entries[at].viewed = new.viewed
             entries[at].dismissed = new.dismissed
@@ -128,9 +154,7 @@ struct FeedIndex {
     /// How many entries `update` would shift for these changes: the cost of changing in place.
     func moves(old: Card?, new: Card?) -> Int {
         guard let old, let new else { return 1 }
-        let same = old.pinned == new.pinned && old.created == new.created && old.expiresAt == new.expiresAt
-            && old.classType == new.classType && old.isControl == new.isControl
-        return same ? 0 : 2
+        return Facts(old).sameSlot(as: Facts(new)) ? 0 : 2
     }
 
     /// Adds (+1) or takes away (-1) an entry from the tallies, when they are kept.

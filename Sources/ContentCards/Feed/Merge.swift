@@ -26,6 +26,8 @@ struct Merge {
     /// never copies the user's cards, and one that fails to persist leaves nothing to undo.
     static func plan(_ payload: Payload, from state: StoredUser) -> Merge {
         var merge = Merge()
+        // Sized once: grown by doubling, a full sync's array held a third more than it used.
+        merge.changes.upserts.reserveCapacity(payload.cards.count)
         var listed = Set<CardKey>(minimumCapacity: payload.cards.count)
         for server in payload.cards { listed.insert(CardKey(server.card.id)) }
         // A decoded payload lists each id once; a hand-made one may not, and then a later

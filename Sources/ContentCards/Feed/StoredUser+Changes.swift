@@ -1,10 +1,10 @@
 /// The in-memory side of a store write: the same `StoreChanges` the store commits, applied to
 /// the user's cards, so memory and disk never disagree about what a change was.
 extension StoredUser {
-    /// One card before and after a change (nil: absent).
+    /// One card before and after a change (nil: absent), as the feed index sees it.
     struct Transition {
-        let old: Card?
-        let new: Card?
+        let old: FeedIndex.Facts?
+        let new: FeedIndex.Facts?
     }
 
     /// Applies `changes` in place and returns what happened to each card, for the feed index.
@@ -12,12 +12,19 @@ extension StoredUser {
     mutating func apply(_ changes: StoreChanges) -> [Transition] {
         var transitions: [Transition] = []
         transitions.reserveCapacity(changes.upserts.count + changes.deletes.count)
+        // A big change (a full sync) grows the table once rather than doubling it step by
+        // step, which held the old and the new table at once at the peak of a large apply.
+        // Small ones do not reserve: they are made under the readers' lock, and most of their
+        // upserts replace cards already there.
+        if changes.upserts.count > 4096 { cards.reserveCapacity(cards.count + changes.upserts.count) }
         for card in changes.upserts {
             let old = cards.updateValue(card, forKey: CardKey(card.id))
-            transitions.append(Transition(old: old, new: card))
+            transitions.append(Transition(old: old.map(FeedIndex.Facts.init), new: FeedIndex.Facts(card)))
         }
         for id in changes.deletes {
-            if let old = cards.removeValue(forKey: CardKey(id)) { transitions.append(Transition(old: old, new: nil)) }
+            if let old = cards.removeValue(forKey: CardKey(id)) {
+                transitions.append(Transition(old: FeedIndex.Facts(old), new: nil))
+            }
         }
         for id in changes.dismissalsAdded { dismissed.insert(CardKey(id)) }
         for id in changes.dismissalsRemoved { dismissed.remove(CardKey(id)) }
