@@ -75,7 +75,10 @@ public func cc_controller_feed(_ outJSON: UnsafeMutablePointer<UnsafeMutablePoin
         let out = try CStrings.requireOutput(outJSON, "out_json")
         let c = try Handles.controller(controller)
         let cards = try c.cards(try filterArgument(filterJSON))
-        out.pointee = try CardJSON.withEncoded(cards) { bytes in Result { () throws(ContentCardsError) in try CStrings.copy(bytes) } }.get()
+        guard let json = CardJSON.encodeMalloced(cards) else {
+            throw ContentCardsError(.noMemory, "out of memory writing the feed")
+        }
+        out.pointee = json
     }
 }
 

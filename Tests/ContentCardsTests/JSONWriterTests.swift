@@ -71,4 +71,23 @@ import Testing
         #expect(b.string == "[1,2]")
         #expect(a.string == "[1,\"" + String(repeating: "x", count: 100) + "\"]")
     }
+
+    /// The feed is handed to C in the writer's own memory: NUL-terminated, equal to what was
+    /// written, owned by the caller; a copy that shared the buffer keeps its bytes.
+    @Test func handingOverTheBufferGivesTheBytesAndLeavesCopiesIntact() {
+        var a = JSONWriter(reservingCapacity: 4)
+        a.beginArray()
+        for i in 0..<1000 { a.string("card-\(i) \u{00E9}\"") }
+        a.endArray()
+        let expected = a.bytes
+        let b = a                                   // shares the buffer
+        guard let owned = a.takeMalloced() else { Issue.record("no memory"); return }
+        defer { free(owned) }
+        #expect(strlen(owned) == expected.count)
+        #expect(Array(UnsafeBufferPointer(start: UnsafeRawPointer(owned).assumingMemoryBound(to: UInt8.self), count: expected.count)) == expected)
+        #expect(b.bytes == expected)
+        #expect(a.bytes.isEmpty)
+        a.int(7)
+        #expect(a.string == "7")
+    }
 }

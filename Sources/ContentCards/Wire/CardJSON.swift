@@ -49,6 +49,16 @@ public enum CardJSON {
         withEncoded(cards) { Array($0) }
     }
 
+    /// The JSON of `cards`, NUL-terminated, in `malloc`ed memory the caller owns and frees with
+    /// `free` (what the C boundary returns, without copying it); nil when memory ran out.
+    public static func encodeMalloced<C: Collection>(_ cards: C) -> UnsafeMutablePointer<CChar>? where C.Element == Card {
+        var writer = JSONWriter(reservingCapacity: 720 * max(cards.count, 1))
+        writer.beginArray()
+        for card in cards { write(card, to: &writer) }
+        writer.endArray()
+        return writer.takeMalloced()
+    }
+
     /// Calls `body` with the JSON of `cards`, in the writer's own buffer (what the C boundary
     /// copies out: one copy instead of two).
     public static func withEncoded<C: Collection, R>(_ cards: C, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// Writes compact JSON into a byte buffer. Output is deterministic: members come in the order
 /// they are written, `/` is not escaped, non-ASCII text is written as UTF-8, and control
 /// characters are escaped. The library's only JSON writer.
@@ -18,6 +24,14 @@ public struct JSONWriter {
     }
 
     public var string: String { out.withBytes { String(decoding: $0, as: UTF8.self) } }
+
+    /// The JSON written, NUL-terminated, in `malloc`ed memory that the caller owns (and frees
+    /// with `free`): a C caller's result without a copy. Nil when memory ran out while writing.
+    /// The writer is left empty.
+    public mutating func takeMalloced() -> UnsafeMutablePointer<CChar>? {
+        needsComma = false; outer = []; afterKey = false
+        return out.takeMalloced().map { UnsafeMutableRawPointer($0).assumingMemoryBound(to: CChar.self) }
+    }
 
     /// Calls `body` with the bytes written so far, without copying them.
     public func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R { try out.withBytes(body) }
@@ -212,22 +226,40 @@ public struct JSONWriter {
 /// struct (a class's stored properties would be checked for exclusive access on every append);
 /// the class `Storage` only owns the memory, so it is freed once, and tells a copied writer that
 /// its buffer is shared.
+///
+/// The memory comes from `malloc` and grows with `realloc`, so a finished buffer can be handed to
+/// a C caller as it is (`takeMalloced`) instead of copied: for a large feed that copy was the
+/// peak of memory. An allocation that fails leaves the buffer as it was and marks it failed:
+/// the writer keeps going without writing, and `takeMalloced` returns nil (out of memory is an
+/// error the caller reports, not a trap in the host's process).
 struct ByteBuffer {
     final class Storage {
-        var pointer: UnsafeMutablePointer<UInt8>
-        init(_ pointer: UnsafeMutablePointer<UInt8>) { self.pointer = pointer }
-        deinit { pointer.deallocate() }
+        var pointer: UnsafeMutablePointer<UInt8>?
+        init(_ pointer: UnsafeMutablePointer<UInt8>?) { self.pointer = pointer }
+        deinit { free(pointer) }
     }
 
     private(set) var base: UnsafeMutablePointer<UInt8>
     private(set) var count = 0
     private var capacity: Int
     private var storage: Storage
+    /// An allocation failed: what was written since is missing.
+    private(set) var failed = false
+
+    /// One byte that is never written, for a buffer whose allocation failed.
+    private static let empty = UnsafeMutablePointer<UInt8>.allocate(capacity: 1)
 
     init(capacity: Int) {
-        self.capacity = max(capacity, 16)
-        base = .allocate(capacity: self.capacity)
-        storage = Storage(base)
+        let size = max(capacity, 16)
+        if let p = malloc(size)?.assumingMemoryBound(to: UInt8.self) {
+            base = p
+            self.capacity = size
+        } else {
+            base = Self.empty
+            self.capacity = 0
+            failed = true
+        }
+        storage = Storage(failed ? nil : base)
     }
 
     var array: [UInt8] { Array(UnsafeBufferPointer(start: base, count: count)) }
@@ -239,41 +271,58 @@ struct ByteBuffer {
     /// Gives this copy a buffer of its own when another copy shares it.
     @inline(__always)
     mutating func makeUnique() {
-        if !isKnownUniquelyReferenced(&storage) { reallocate(capacity) }
+        if !isKnownUniquelyReferenced(&storage) { copyToOwnBuffer() }
     }
 
-    private mutating func reallocate(_ size: Int) {
-        let next = UnsafeMutablePointer<UInt8>.allocate(capacity: size)
+    private mutating func copyToOwnBuffer() {
+        guard let next = malloc(max(capacity, 16))?.assumingMemoryBound(to: UInt8.self) else {
+            // The shared bytes stay the other copy's: this one starts over, failed.
+            base = Self.empty; count = 0; capacity = 0; failed = true
+            storage = Storage(nil)
+            return
+        }
         next.update(from: base, count: count)
         base = next
-        capacity = size
+        capacity = max(capacity, 16)
         storage = Storage(next)
     }
 
+    /// Room for `n` more bytes; false when it could not be had (the buffer is then failed).
     @inline(__always)
-    private mutating func reserve(_ n: Int) {
-        if count + n > capacity { reallocate(max(count + n, capacity * 2)) }
+    private mutating func reserve(_ n: Int) -> Bool {
+        if count + n <= capacity { return true }
+        return grow(to: max(count + n, capacity * 2))
+    }
+
+    private mutating func grow(to size: Int) -> Bool {
+        // `base` is this buffer's own (writers call `makeUnique` before they append).
+        guard !failed, let next = realloc(storage.pointer, size)?.assumingMemoryBound(to: UInt8.self) else {
+            failed = true
+            return false
+        }
+        base = next
+        capacity = size
+        storage.pointer = next
+        return true
     }
 
     @inline(__always)
     mutating func append(_ byte: UInt8) {
-        reserve(1)
+        guard reserve(1) else { return }
         base[count] = byte
         count += 1
     }
 
     @inline(__always)
     mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
-        guard let source = bytes.baseAddress, bytes.count > 0 else { return }
-        reserve(bytes.count)
+        guard let source = bytes.baseAddress, bytes.count > 0, reserve(bytes.count) else { return }
         (base + count).update(from: source, count: bytes.count)
         count += bytes.count
     }
 
     @inline(__always)
     mutating func append(_ bytes: UnsafeRawBufferPointer) {
-        guard let source = bytes.baseAddress, bytes.count > 0 else { return }
-        reserve(bytes.count)
+        guard let source = bytes.baseAddress, bytes.count > 0, reserve(bytes.count) else { return }
         UnsafeMutableRawPointer(base + count).copyMemory(from: source, byteCount: bytes.count)
         count += bytes.count
     }
@@ -281,5 +330,18 @@ struct ByteBuffer {
     mutating func append(string: String) {
         var text = string
         text.withUTF8 { append($0) }
+    }
+
+    /// The bytes written, NUL-terminated, in memory the caller now owns and frees with `free`;
+    /// nil when an allocation failed. The buffer is left empty. When another copy shares the
+    /// memory, the caller gets a copy instead.
+    mutating func takeMalloced() -> UnsafeMutablePointer<UInt8>? {
+        makeUnique()
+        guard reserve(1), !failed, let owned = storage.pointer else { return nil }
+        base[count] = 0
+        storage.pointer = nil       // no longer freed here
+        base = Self.empty; count = 0; capacity = 0
+        storage = Storage(nil)
+        return owned
     }
 }
