@@ -31,7 +31,7 @@ public struct Card: Hashable, Sendable {
 
     public static let neverExpires: Int64 = -1
 
-    public enum Content: Hashable, Sendable {
+    public indirect enum Content: Hashable, Sendable {
         case classic(Classic)
         case banner(Banner)
         case captionedImage(CaptionedImage)
