@@ -10,9 +10,15 @@ public enum ClassType {
     /// Trims ASCII and Unicode white space and lower-cases.
     public static func normalize(_ raw: String) -> String {
         // Nearly every class type is already plain lower-case ASCII: return it as it is.
-        if raw.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x5F || $0 == 0x2D || $0 == 0x2E }) {
-            return raw
+        // (A loop over the contiguous bytes: the generic `allSatisfy` was 1% of a sync.)
+        var copy = raw
+        let plain = copy.withUTF8 { bytes in
+            for b in bytes where !((b >= 0x61 && b <= 0x7A) || (b >= 0x30 && b <= 0x39) || b == 0x5F || b == 0x2D || b == 0x2E) {
+                return false
+            }
+            return true
         }
+        if plain { return raw }
         var scalars = Substring(raw).unicodeScalars[...]
         while let first = scalars.first, first.properties.isWhitespace { scalars.removeFirst() }
         while let last = scalars.last, last.properties.isWhitespace { scalars.removeLast() }
