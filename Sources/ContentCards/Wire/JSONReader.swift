@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// A strict JSON reader (RFC 8259) with the bounds the library promises: a size limit, a nesting
 /// limit and UTF-8 validation. It never traps on any input: every problem is a `JSONError`
 /// that says what was expected and where (line, column and byte offset).
@@ -114,8 +120,9 @@ struct Parser {
         let start = pos
         let count = word.utf8CodeUnitCount
         guard bytes.count - pos >= count else { throw error("unexpected end of input in a literal (the JSON is truncated)", at: start) }
-        let expected = UnsafeBufferPointer(start: word.utf8Start, count: count)
-        for i in 0..<count where bytes[pos + i] != expected[i] {
+        // One comparison of the whole word (a loop of checked subscripts was a hundred
+        // instructions for every boolean of every card).
+        guard let base = bytes.baseAddress, memcmp(base + pos, word.utf8Start, count) == 0 else {
             throw error("invalid literal: expected \(word)", at: start)
         }
         pos += count

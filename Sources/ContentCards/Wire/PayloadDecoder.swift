@@ -279,7 +279,85 @@ struct CardFields {
     }
 
     private static let slotCount = 19
-    private var raw = [JSONRaw?](repeating: nil, count: CardFields.slotCount)
+    private var raw = Slots()
+
+    /// The fields' values, one stored property each: an array of them cost an allocation and
+    /// a uniqueness check per write for every card of a payload.
+    private struct Slots {
+        var s0: JSONRaw?
+        var s1: JSONRaw?
+        var s2: JSONRaw?
+        var s3: JSONRaw?
+        var s4: JSONRaw?
+        var s5: JSONRaw?
+        var s6: JSONRaw?
+        var s7: JSONRaw?
+        var s8: JSONRaw?
+        var s9: JSONRaw?
+        var s10: JSONRaw?
+        var s11: JSONRaw?
+        var s12: JSONRaw?
+        var s13: JSONRaw?
+        var s14: JSONRaw?
+        var s15: JSONRaw?
+        var s16: JSONRaw?
+        var s17: JSONRaw?
+        var s18: JSONRaw?
+        var s19: JSONRaw?
+
+        subscript(i: Int) -> JSONRaw? {
+            get {
+                switch i {
+            case 0: return s0
+            case 1: return s1
+            case 2: return s2
+            case 3: return s3
+            case 4: return s4
+            case 5: return s5
+            case 6: return s6
+            case 7: return s7
+            case 8: return s8
+            case 9: return s9
+            case 10: return s10
+            case 11: return s11
+            case 12: return s12
+            case 13: return s13
+            case 14: return s14
+            case 15: return s15
+            case 16: return s16
+            case 17: return s17
+            case 18: return s18
+            case 19: return s19
+                default: return nil
+                }
+            }
+            set {
+                switch i {
+            case 0: s0 = newValue
+            case 1: s1 = newValue
+            case 2: s2 = newValue
+            case 3: s3 = newValue
+            case 4: s4 = newValue
+            case 5: s5 = newValue
+            case 6: s6 = newValue
+            case 7: s7 = newValue
+            case 8: s8 = newValue
+            case 9: s9 = newValue
+            case 10: s10 = newValue
+            case 11: s11 = newValue
+            case 12: s12 = newValue
+            case 13: s13 = newValue
+            case 14: s14 = newValue
+            case 15: s15 = newValue
+            case 16: s16 = newValue
+            case 17: s17 = newValue
+            case 18: s18 = newValue
+            case 19: s19 = newValue
+                default: break
+                }
+            }
+        }
+    }
     var extras: Extras = .absent
 
     /// The slot of each card field (extras are kept apart).
