@@ -15,7 +15,9 @@ SIGINT stop it cleanly (exit status 0). It only ever binds a loopback address.
 Client endpoints (``X-Api-Key`` is checked when ``--api-key`` is given):
 
 * ``POST /content_cards/sync`` -- the user's cards, full or incremental (see ``ServerState.sync``).
-* ``POST /events`` -- stores events, dropping ids it already has.
+* ``POST /events`` -- stores events, dropping ids it already has; a new event sets the user's
+  copy of its card (``v``, ``cl``, ``d``, ``rd``), which the next sync of every device of that
+  user carries (docs/WIRE.md, "Events": per-user state).
 
 Admin endpoints (JSON in and out, never protected by the API key):
 
@@ -56,7 +58,13 @@ from urllib.parse import parse_qs, urlsplit
 SYNC_PATH = "/content_cards/sync"
 EVENTS_PATH = "/events"
 CLIENT_PATHS = (SYNC_PATH, EVENTS_PATH)
-EVENT_TYPES = frozenset({"impression", "control_impression", "click", "dismissal", "feed_displayed"})
+EVENT_TYPES = frozenset({"impression", "control_impression", "click", "dismissal", "feed_displayed",
+                         "read", "unread"})
+# What an event does to the user's copy of its card on the server (wire key, value): the state
+# a sync sends back, so another device of the same user sees it (docs/WIRE.md, "Events").
+EVENT_STATE = {"impression": ("v", True), "control_impression": ("v", True),
+               "click": ("cl", True), "dismissal": ("d", True),
+               "read": ("rd", True), "unread": ("rd", False)}
 FAULT_BODIES = frozenset({"truncated", "invalid", "wrong_user"})
 INVALID_BODY = b'{"cards": [nope'
 WRONG_USER = "someone-else"
@@ -457,10 +465,31 @@ class ServerState:
                          event.get("class_type"), event["user_id"], float(event["time"]),
                          received_at))
                     accepted += cursor.rowcount
+                    if cursor.rowcount:
+                        self._apply_event_state(event)
             duplicates = len(events) - accepted
             self.duplicates += duplicates
             self.accepted_batches += 1
         return accepted, duplicates
+
+    def _apply_event_state(self, event: dict[str, Json]) -> None:
+        """Records what a new event says about its card in the user's server copy (lock held).
+
+        The card is marked changed, so the next incremental sync of any device of the user
+        carries it. Events for cards the server does not have (or removed) change nothing."""
+        change = EVENT_STATE.get(event["type"])
+        card_id = event.get("card_id")
+        if change is None or not isinstance(card_id, str):
+            return
+        entry = self._user(event["user_id"]).entries.get(card_id)
+        if entry is None or entry.removed or not isinstance(entry.card, dict):
+            return
+        key, value = change
+        if entry.card.get(key, False) == value:
+            return
+        entry.card = dict(entry.card)  # the feed's copy is shared with admin reports
+        entry.card[key] = value
+        entry.updated = self._tick()
 
     def events_report(self) -> Json:
         with self.lock:

@@ -283,7 +283,14 @@ extension ContentCardsController {
         } catch {
             return .failure(error)
         }
-        let merge = Merge.plan(payload, from: stored)
+        // Only a payload that carries read state needs the outbox's pending read changes.
+        var pendingRead = Set<CardKey>()
+        if payload.cards.contains(where: { $0.read != nil }) {
+            do throws(StoreError) { pendingRead = try store?.pendingReadStateCards(user: userID) ?? [] } catch {
+                return .failure(ContentCardsError(.storage, error.message))
+            }
+        }
+        let merge = Merge.plan(payload, from: stored, pendingRead: pendingRead)
         payload.cards = []
         do { try persist(merge.changes, for: userID) } catch { return .failure(error) }
         publish(merge.changes)

@@ -278,7 +278,7 @@ struct CardFields {
         case wrongType(String)
     }
 
-    private static let slotCount = 19
+    private static let slotCount = 20
     private var raw = [JSONRaw?](repeating: nil, count: CardFields.slotCount)
     var extras: Extras = .absent
 
@@ -304,6 +304,7 @@ struct CardFields {
         case .tt: return 16
         case .ds: return 17
         case .dm: return 18
+        case .rd: return 19
         default: return nil
         }
     }
@@ -418,6 +419,7 @@ struct CardFields {
             viewed: try bool(.v) ?? false,
             clicked: try bool(.cl) ?? false,
             dismissed: try bool(.d) ?? false,
+            read: try bool(.rd) ?? false,
             dismissible: try bool(.db) ?? false,
             pinned: try bool(.p) ?? false,
             isTest: try bool(.t) ?? false,
@@ -426,7 +428,7 @@ struct CardFields {
             extras: extras,
             classType: ClassType.normalize(extras[ClassType.extrasKey] ?? "", known: knownClassTypes),
             content: content)
-        return Payload.ServerCard(card: card, removed: removed)
+        return Payload.ServerCard(card: card, removed: removed, read: try bool(.rd))
     }
 
     /// memchr over the id's bytes (the generic `contains` on a UTF-8 view was 1% of a sync).

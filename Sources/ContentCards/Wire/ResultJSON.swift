@@ -14,6 +14,7 @@ public enum ResultJSON {
         w.beginObject()
         w.key("total"); w.int(c.total)
         w.key("unviewed"); w.int(c.unviewed)
+        w.key("unread"); w.int(c.unread)
         w.endObject()
     }
 

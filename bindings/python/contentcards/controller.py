@@ -96,6 +96,7 @@ def _config_json(config: Mapping[str, Any] | str | bytes | None,
 # The badge's one-number calls, bound once (see count() and unviewed_count()).
 _total_count = _ffi.lib.cc_controller_total_count
 _unviewed_count = _ffi.lib.cc_controller_unviewed_count
+_unread_count = _ffi.lib.cc_controller_unread_count
 
 
 def _filter_json(class_types: Iterable[str] | str | None) -> bytes | None:
@@ -467,8 +468,11 @@ class ContentCards:
             self._call(_ffi.controller_card, _ffi.cstr(_card_id(card), "card id"))))
 
     def counts(self, class_types: Iterable[str] | str | None = None) -> Counts:
-        """Badge counts (total, unviewed) of the visible feed, optionally for some class types."""
-        return Counts(*self._call(_ffi.controller_counts, _filter_json(class_types)))
+        """Badge counts (total, unviewed, unread) of the visible feed, optionally for some class
+        types."""
+        filter_json = _filter_json(class_types)
+        total, unviewed = self._call(_ffi.controller_counts, filter_json)
+        return Counts(total, unviewed, self._call(_ffi.controller_unread_count, filter_json))
 
     def count(self, class_types: Iterable[str] | str | None = None) -> int:
         """The number of visible cards (control cards included)."""
@@ -487,6 +491,14 @@ class ContentCards:
             if n >= 0:
                 return n
         return self.counts(class_types).unviewed
+
+    def unread_count(self, class_types: Iterable[str] | str | None = None) -> int:
+        """The read-state badge: visible cards not marked read and not control."""
+        if class_types is None:
+            n: int = _unread_count(self._handle, None)
+            if n >= 0:
+                return n
+        return int(self._call(_ffi.controller_unread_count, _filter_json(class_types)))
 
     def convert(self, registry: Registry,
                 class_types: Iterable[str] | str | None = None) -> list[ContentCardable]:
@@ -527,6 +539,27 @@ class ContentCards:
         """Records that the application showed a feed."""
         self._call(_ffi.controller_log_feed_displayed)
         return LogResult(True, None)
+
+    # -- read state ------------------------------------------------------------------------
+
+    def mark_read(self, card: CardRef) -> LogResult:
+        """Marks the card read (a ``read`` event when it was unread; ``LogResult(False,
+        reason)`` when it already was). Raises CardNotFoundError for an unknown id."""
+        return self._mark(card, True)
+
+    def mark_unread(self, card: CardRef) -> LogResult:
+        """Marks the card unread (an ``unread`` event when it was read)."""
+        return self._mark(card, False)
+
+    def _mark(self, card: CardRef, read: bool) -> LogResult:
+        card_id = _ffi.cstr(_card_id(card), "card id")
+        if self._call(_ffi.controller_mark_read, card_id, read):
+            return LogResult(True, None)
+        return LogResult(False, f"already {'read' if read else 'unread'}")
+
+    def mark_all_read(self, class_types: Iterable[str] | str | None = None) -> int:
+        """Marks every visible card (of ``class_types``) read; returns how many changed."""
+        return int(self._call(_ffi.controller_mark_all_read, _filter_json(class_types)))
 
     # -- users, events, diagnostics --------------------------------------------------------
 
