@@ -213,7 +213,10 @@ typedef struct cc_controller cc_controller;
  *    "refreshTokens": 5, "refreshIntervalSeconds": 180,   refresh rate limit; 0 tokens = off
  *    "timeoutSeconds": 10, "knownClassTypes": ["home_tile"], "maxPayloadBytes": 16777216,
  *    "deviceId": "", "eventBatchSize": 100, "eventBatchBytes": 262144,
- *    "eventFlushIntervalSeconds": 30}           0 = deliver events only on cc_controller_flush_events
+ *    "eventFlushIntervalSeconds": 30,          0 = deliver events only on cc_controller_flush_events
+ *    "images": {"maxBytes": 52428800, "maxCount": 200, "maxImageBytes": 5242880}}
+ *                                             the image cache (see Images); needs "storagePath";
+ *                                             default: none, no image is fetched
  *
  * An unknown key is CC_E_CONFIG with a message naming it. So is an "apiKey" holding a control
  * character (CR, LF, NUL, ESC...: it goes into an HTTP header; tab is allowed), and a "url" that
@@ -407,6 +410,24 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_pending_events_json(char **out_js
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_diagnostics(char **out_json, cc_controller *controller);
 
 /* ---------------------------------------------------------------------------------------------
+ * Images: an on-disk cache of the visible cards' images (docs/BEHAVIOUR.md, "Images")
+ * ------------------------------------------------------------------------------------------- */
+
+/* With "images" in the configuration, every successful refresh or apply queues a prefetch of the
+ * images of the visible cards on a library thread of the controller, into a cache per user
+ * beside the store; a card's cached file is its "imagePath" (card JSON, snapshots). This waits
+ * until no prefetch is queued or running, at most timeout_seconds (<= 0: four times the
+ * configuration's timeoutSeconds), and then, if out_json is not NULL, gives
+ *   {"fetched":N,"failed":N,"cached":N,"bytes":N,"pending":N}
+ * (images fetched and fetches failed by this controller since it opened; images and bytes in the
+ * current user's cache; prefetches still queued or running: 0 unless the wait timed out, which is
+ * not an error). A failed fetch never fails a refresh; it is counted here and logged. Free
+ * *out_json with cc_string_free; on failure it is set to NULL. Any thread.
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (NaN timeout), CC_E_NO_SOURCE (no "images"
+ * in the configuration), CC_E_CLOSED, CC_E_NO_MEMORY. */
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_wait_images(char **out_json, cc_controller *controller, double timeout_seconds);
+
+/* ---------------------------------------------------------------------------------------------
  * Logging: what the library does, told to a handler of the application
  * ------------------------------------------------------------------------------------------- */
 
@@ -483,11 +504,12 @@ CC_API int cc_controller_unsubscribe(cc_controller *controller, uint64_t subscri
 
 /* One request the library needs sent. Every pointer is valid only during the callback. */
 typedef struct cc_transport_request {
-    const char *kind;             /* "sync" or "events" */
-    const char *url;              /* "/content_cards/sync" or "/events" for {"callback": true} */
+    const char *kind;             /* "sync", "events", or "image" (a GET of url, no body) */
+    const char *url;              /* "/content_cards/sync" or "/events" for {"callback": true};
+                                     an image's full http(s) URL */
     const char *const *headers;   /* header_count strings "Name: value" */
     size_t header_count;
-    const char *body;             /* JSON, body_len bytes, NUL-terminated */
+    const char *body;             /* JSON, body_len bytes, NUL-terminated ("" for an image) */
     size_t body_len;
     double timeout_seconds;       /* the callback should give up after this long */
 } cc_transport_request;
@@ -540,7 +562,8 @@ CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_count(size_t *out_count, const cc_s
 /* A string field of card `index` by its name: "id", "type", "url", "classType", "image",
  * "imageAltText", "title", "cardDescription", "domain", "imagePath" (the local file of the
  * card's image in the image cache, as when the snapshot was taken; NULL when not cached, see
- * "images" in cc_controller_open). *out is NULL where the card has no such value (JSON null). The string is owned by the snapshot and lives until it is closed.
+ * "images" in cc_controller_open). *out is NULL where the card has no such value (JSON null).
+ * The string is owned by the snapshot and lives until it is closed.
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (index out of range, unknown field, a
  * field that is not a string). */
 CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_string(const char **out, const cc_snapshot *snapshot, size_t index, const char *field);

@@ -22,6 +22,7 @@ import Testing
         "cc_controller_unread_count",
         "cc_controller_mark_read",
         "cc_controller_mark_all_read",
+        "cc_controller_wait_images",
         "cc_controller_diagnostics",
         "cc_controller_feed",
         "cc_controller_flush_events",
@@ -67,6 +68,7 @@ import Testing
         do { var h = CContentCardsABI.cc_controller_change_user; h = ContentCardsC.cc_controller_change_user; var i = ContentCardsC.cc_controller_change_user; i = CContentCardsABI.cc_controller_change_user; _ = (h, i) }
         do { var h = CContentCardsABI.cc_controller_close; h = ContentCardsC.cc_controller_close; var i = ContentCardsC.cc_controller_close; i = CContentCardsABI.cc_controller_close; _ = (h, i) }
         do { var h = CContentCardsABI.cc_controller_mark_read; h = ContentCardsC.cc_controller_mark_read; var i = ContentCardsC.cc_controller_mark_read; i = CContentCardsABI.cc_controller_mark_read; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_controller_wait_images; h = ContentCardsC.cc_controller_wait_images; var i = ContentCardsC.cc_controller_wait_images; i = CContentCardsABI.cc_controller_wait_images; _ = (h, i) }
         do { var h = CContentCardsABI.cc_controller_mark_all_read; h = ContentCardsC.cc_controller_mark_all_read; var i = ContentCardsC.cc_controller_mark_all_read; i = CContentCardsABI.cc_controller_mark_all_read; _ = (h, i) }
         // cc_controller_counts is C over ccint_controller_counts, which adds the unread output.
         do { let f: @convention(c) (UnsafeMutablePointer<Int64>?, UnsafeMutablePointer<Int64>?, OpaquePointer?, UnsafePointer<CChar>?) -> Int32 = CContentCardsABI.cc_controller_counts; _ = f }

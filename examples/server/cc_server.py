@@ -30,7 +30,13 @@ Admin endpoints (JSON in and out, never protected by the API key):
 * ``POST /_admin/force_full``  -- ``{"user_id": U}`` makes U's next sync a full sync
 * ``POST /_admin/fault``       -- queues a fault (see ``Fault``)
 * ``POST /_admin/reset``       -- clears faults, events, counters, request log; restores the feed
+* ``GET  /_admin/images``      -- ``{"served": N, "paths": [...]}`` (image requests answered)
 * ``GET  /healthz``            -- ``ok``
+
+Images, for the image cache's tests (never protected by the API key):
+
+* ``GET /images/NAME?size=N&status=S`` -- N bytes (default 1000, at most 16 MiB) that depend
+  only on NAME, as ``image/png``; ``status`` other than 200 answers that status instead.
 """
 
 from __future__ import annotations
@@ -57,6 +63,7 @@ from urllib.parse import parse_qs, urlsplit
 
 SYNC_PATH = "/content_cards/sync"
 EVENTS_PATH = "/events"
+IMAGES_PATH = "/images/"
 CLIENT_PATHS = (SYNC_PATH, EVENTS_PATH)
 EVENT_TYPES = frozenset({"impression", "control_impression", "click", "dismissal", "feed_displayed",
                          "read", "unread"})
@@ -394,6 +401,7 @@ class ServerState:
         self.batches = 0
         self.accepted_batches = 0
         self.duplicates = 0
+        self.images_served: list[str] = []
 
     def close(self) -> None:
         with self.lock:
@@ -760,6 +768,9 @@ class RequestHandler(BaseHTTPRequestHandler):
             if path in CLIENT_PATHS:
                 self._serve_client(method, path)
                 return
+            if path.startswith(IMAGES_PATH) and method == "GET":
+                self._send(self._image(path))
+                return
             raw = self._read_body()
             route = ADMIN_ROUTES.get((method, path))
             if route is None:
@@ -944,6 +955,29 @@ class RequestHandler(BaseHTTPRequestHandler):
     def admin_reset(self, raw: bytes) -> Response:
         return json_response(200, self.state.reset())
 
+    def _image(self, path: str) -> Response:
+        """GET /images/NAME: deterministic bytes of the asked size, or the asked status."""
+        query = parse_qs(urlsplit(self.path).query)
+        try:
+            size = int(query.get("size", ["1000"])[0])
+            status = int(query.get("status", ["200"])[0])
+        except ValueError:
+            raise HttpError(400, "'size' and 'status' must be integers") from None
+        if not 0 <= size <= MAX_BODY_BYTES or not 200 <= status <= 599:
+            raise HttpError(400, f"'size' must be 0..{MAX_BODY_BYTES}, 'status' 200..599")
+        with self.state.lock:
+            self.state.images_served.append(path)
+        if status != 200:
+            return error_response(status, f"image {path} answered {status} as asked")
+        seed = path.encode("utf-8")
+        body = (b"\x89PNG\r\n\x1a\n" + seed * (size // max(len(seed), 1) + 1))[:size]
+        return Response(200, body, content_type="image/png")
+
+    def admin_images(self, raw: bytes) -> Response:
+        with self.state.lock:
+            return json_response(200, {"served": len(self.state.images_served),
+                                       "paths": list(self.state.images_served)})
+
     def healthz(self, raw: bytes) -> Response:
         return Response(200, b"ok", content_type="text/plain; charset=utf-8")
 
@@ -958,6 +992,7 @@ ADMIN_ROUTES: dict[tuple[str, str], Route] = {
     ("POST", "/_admin/force_full"): RequestHandler.admin_force_full,
     ("POST", "/_admin/fault"): RequestHandler.admin_add_fault,
     ("POST", "/_admin/reset"): RequestHandler.admin_reset,
+    ("GET", "/_admin/images"): RequestHandler.admin_images,
     ("GET", "/healthz"): RequestHandler.healthz,
 }
 

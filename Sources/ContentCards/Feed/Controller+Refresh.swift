@@ -240,6 +240,7 @@ extension ContentCardsController {
         case .failure(let e): ContentCardsLog.emit(.warning, "refresh failed (\(e.code.statusName)): \(e.message); the cached feed stays readable")
         }
         notifyRefresh(result)
+        if case .success = result { prefetchImages() }
         return result
     }
 
@@ -341,6 +342,7 @@ extension ContentCardsController {
         switch result {
         case .success(let summary):
             Self.logMerge("cards applied", summary)
+            prefetchImages()
             subscribers.notify(FeedUpdate(reason: .cardsApplied, error: nil, cardID: nil, counts: counts, sync: summary))
             return summary
         case .failure(let e):

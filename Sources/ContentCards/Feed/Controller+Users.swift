@@ -6,6 +6,11 @@ extension ContentCardsController {
         let counts: FeedCounts? = try lock.withLock { () throws(ContentCardsError) -> FeedCounts? in
             guard let store else { throw Self.closedError }
             if newUserID == userID { return nil }
+            if let images {
+                do throws(Files.Failure) { try images.changeUser(newUserID) } catch {
+                    throw ContentCardsError(.storage, "cannot open the image cache of user \"\(newUserID)\": \(error.message)")
+                }
+            }
             do throws(StoreError) {
                 let loaded: StoredUser
                 if store.isInMemory {

@@ -18,6 +18,19 @@ public enum ResultJSON {
         w.endObject()
     }
 
+    /// `{"fetched":N,"failed":N,"cached":N,"bytes":N,"pending":N}`.
+    public static func images(_ s: ImageStats) -> String {
+        var w = JSONWriter(reservingCapacity: 96)
+        w.beginObject()
+        w.key("fetched"); w.int(s.fetched)
+        w.key("failed"); w.int(s.failed)
+        w.key("cached"); w.int(s.cached)
+        w.key("bytes"); w.int(s.bytes)
+        w.key("pending"); w.int(s.pending)
+        w.endObject()
+        return w.string
+    }
+
     public static func leftOut(_ items: [Payload.LeftOut], to w: inout JSONWriter) {
         w.beginArray()
         for item in items {

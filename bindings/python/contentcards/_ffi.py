@@ -91,6 +91,7 @@ SIGNATURES: dict[str, tuple[Any, list[Any], str]] = {
     "cc_controller_unread_count": (c_int64, [handle_t, c_char_p], PLAIN),
     "cc_controller_mark_read": (c_int, [POINTER(c_int), handle_t, c_char_p, c_int], STATUS),
     "cc_controller_mark_all_read": (c_int, [P_int64, handle_t, c_char_p], STATUS),
+    "cc_controller_wait_images": (c_int, [out_string_t, handle_t, c_double], STATUS),
     "cc_controller_log_impression": (c_int, [handle_t, c_char_p], STATUS),
     "cc_controller_log_click": (c_int, [handle_t, c_char_p], STATUS),
     "cc_controller_log_dismissal": (c_int, [handle_t, c_char_p], STATUS),
@@ -282,6 +283,10 @@ def controller_mark_all_read(handle: int, filter_json: bytes | None) -> int:
     changed = c_int64()
     lib.cc_controller_mark_all_read(ctypes.byref(changed), handle, filter_json)
     return int(changed.value)
+
+
+def controller_wait_images(handle: int, timeout: float) -> str:
+    return _call_string_out(lib.cc_controller_wait_images, handle, timeout)
 
 
 def controller_log_impression(handle: int, card_id: bytes) -> None:

@@ -16,7 +16,7 @@ from .cards import Card
 from .convert import ContentCardable, Registry
 from .errors import (CardNotFoundError, ClosedError, ConfigError, ContentCardsError,
                      InvalidHandleError, ParseError, RefusedError, TransportError)
-from .results import Counts, FlushResult, LogResult, PendingEvents, SyncSummary, Update
+from .results import Counts, FlushResult, ImageStats, LogResult, PendingEvents, SyncSummary, Update
 from .transport import TransportFunction, TransportRequest, TransportResponse
 
 __all__ = ["CONFIG_KEYS", "CardRef", "ContentCards", "Subscription", "Subscriber"]
@@ -39,6 +39,7 @@ CONFIG_KEYS: dict[str, str] = {
     "event_batch_size": "eventBatchSize",
     "event_batch_bytes": "eventBatchBytes",
     "event_flush_interval_seconds": "eventFlushIntervalSeconds",
+    "images": "images",
 }
 
 #: How many subscriber exceptions a controller keeps in ``subscriber_errors``.
@@ -577,6 +578,13 @@ class ContentCards:
         configuration's timeoutSeconds). Raises on failure (the events stay pending)."""
         text = self._with_transport_cause(_ffi.controller_flush_events, _timeout(timeout))
         return FlushResult.from_json(json.loads(text))
+
+    def wait_for_images(self, timeout: float | None = None) -> ImageStats:
+        """Waits for the image prefetches queued by refreshes (configuration ``images``), at
+        most ``timeout`` seconds (None: 4 x timeoutSeconds); what the image cache did.
+        Raises NoSourceError when no image cache is configured."""
+        text = self._call(_ffi.controller_wait_images, _timeout(timeout))
+        return ImageStats(**json.loads(text))
 
     def pending_events(self) -> int:
         """The number of events waiting in the store's outbox (every user's)."""

@@ -26,6 +26,18 @@ class Counts(NamedTuple):
         return cls(int(data["total"]), int(data["unviewed"]), int(data.get("unread", 0)))
 
 
+class ImageStats(NamedTuple):
+    """What the image cache did: images ``fetched`` and fetches ``failed`` since the controller
+    opened; images ``cached`` for the current user and their ``bytes``; prefetches ``pending``
+    (0 unless the wait timed out)."""
+
+    fetched: int
+    failed: int
+    cached: int
+    bytes: int
+    pending: int
+
+
 @dataclass(frozen=True, slots=True)
 class LeftOut:
     """A card of a payload that was left out: its position, its id (None when it had none)
