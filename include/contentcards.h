@@ -361,6 +361,14 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_mark_all_read(int64_t *out_change
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_PARSE (filter), CC_E_STORAGE. */
 CC_API CC_WARN_UNUSED_RESULT int64_t cc_controller_unread_count(cc_controller *controller, const char *filter_json);
 
+/* The three badge counts of the visible feed at one moment (the same state for all three, which
+ * separate calls cannot promise while another thread changes the feed): total (control cards
+ * included), unviewed and unread (control cards left out). Any output may be NULL. Fast as
+ * cc_controller_counts (the badge cell for a NULL filter on an in-memory store). Any thread.
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_PARSE (filter), CC_E_STORAGE. */
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_all_counts(int64_t *out_total, int64_t *out_unviewed, int64_t *out_unread,
+                                                          cc_controller *controller, const char *filter_json);
+
 /* Switches to another user's cards, state and cursors at once; nothing of the previous user's
  * state is reset, and events logged before keep their user. A refresh still running for the
  * previous user is discarded. Subscribers are told (unless the user is the same).

@@ -219,6 +219,17 @@ int cc_controller_counts(int64_t *out_total, int64_t *out_unviewed, cc_controlle
     return CC_OK;
 }
 
+int cc_controller_all_counts(int64_t *out_total, int64_t *out_unviewed, int64_t *out_unread,
+                             cc_controller *controller, const char *filter_json) {
+    struct cc_counts c;
+    int status = cc_counts_get(&c, controller, filter_json);
+    if (status != CC_OK) return status;
+    if (out_total) *out_total = c.total;
+    if (out_unviewed) *out_unviewed = c.unviewed;
+    if (out_unread) *out_unread = c.unread;
+    return CC_OK;
+}
+
 int64_t cc_controller_total_count(cc_controller *controller, const char *filter_json) {
     struct cc_counts c;
     int status = cc_counts_get(&c, controller, filter_json);

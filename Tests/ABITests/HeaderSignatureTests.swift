@@ -20,6 +20,7 @@ import Testing
         "cc_controller_total_count",
         "cc_controller_unviewed_count",
         "cc_controller_unread_count",
+        "cc_controller_all_counts",
         "cc_controller_mark_read",
         "cc_controller_mark_all_read",
         "cc_controller_wait_images",
@@ -78,6 +79,7 @@ import Testing
         do { let f: @convention(c) (OpaquePointer?, UnsafePointer<CChar>?) -> Int64 = CContentCardsABI.cc_controller_total_count; _ = f }
         do { let f: @convention(c) (OpaquePointer?, UnsafePointer<CChar>?) -> Int64 = CContentCardsABI.cc_controller_unviewed_count; _ = f }
         do { let f: @convention(c) (OpaquePointer?, UnsafePointer<CChar>?) -> Int64 = CContentCardsABI.cc_controller_unread_count; _ = f }
+        do { let f: @convention(c) (UnsafeMutablePointer<Int64>?, UnsafeMutablePointer<Int64>?, UnsafeMutablePointer<Int64>?, OpaquePointer?, UnsafePointer<CChar>?) -> Int32 = CContentCardsABI.cc_controller_all_counts; _ = f }
         do { var h = CContentCardsABI.cc_controller_diagnostics; h = ContentCardsC.cc_controller_diagnostics; var i = ContentCardsC.cc_controller_diagnostics; i = CContentCardsABI.cc_controller_diagnostics; _ = (h, i) }
         do { var h = CContentCardsABI.cc_controller_feed; h = ContentCardsC.cc_controller_feed; var i = ContentCardsC.cc_controller_feed; i = CContentCardsABI.cc_controller_feed; _ = (h, i) }
         do { var h = CContentCardsABI.cc_controller_flush_events; h = ContentCardsC.cc_controller_flush_events; var i = ContentCardsC.cc_controller_flush_events; i = CContentCardsABI.cc_controller_flush_events; _ = (h, i) }

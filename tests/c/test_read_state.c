@@ -26,6 +26,12 @@ static void test_local(void) {
     CHECK(cc_controller_unread_count(c, "[\"message\"]") == 2);
     CHECK(cc_controller_unread_count(c, "[\"tile\"]") == 0);
     CHECK(cc_controller_unviewed_count(c, NULL) == 3);
+    int64_t total = -1, unviewed = -1, unread = -1;
+    CHECK_OK(cc_controller_all_counts(&total, &unviewed, &unread, c, NULL));      /* the badge cell */
+    CHECK(total == 4 && unviewed == 3 && unread == 2);
+    CHECK_OK(cc_controller_all_counts(&total, &unviewed, &unread, c, "[\"message\",\"tile\"]"));
+    CHECK(total == 3 && unviewed == 3 && unread == 2);
+    CHECK_OK(cc_controller_all_counts(NULL, NULL, NULL, c, NULL));
 
     int changed = -1;
     CHECK_OK(cc_controller_mark_read(&changed, c, "m-1", 1));
@@ -75,6 +81,7 @@ static void test_local(void) {
     cc_controller_close(c);
     CHECK_RC(CC_E_INVALID_HANDLE, cc_controller_mark_read(NULL, c, "m-1", 1));
     CHECK(cc_controller_unread_count(c, NULL) == CC_E_INVALID_HANDLE);
+    CHECK_RC(CC_E_INVALID_HANDLE, cc_controller_all_counts(NULL, NULL, NULL, c, NULL));
     CHECK_RC(CC_E_INVALID_HANDLE, cc_controller_mark_all_read(NULL, c, NULL));
 }
 

@@ -471,9 +471,7 @@ class ContentCards:
     def counts(self, class_types: Iterable[str] | str | None = None) -> Counts:
         """Badge counts (total, unviewed, unread) of the visible feed, optionally for some class
         types."""
-        filter_json = _filter_json(class_types)
-        total, unviewed = self._call(_ffi.controller_counts, filter_json)
-        return Counts(total, unviewed, self._call(_ffi.controller_unread_count, filter_json))
+        return Counts(*self._call(_ffi.controller_all_counts, _filter_json(class_types)))
 
     def count(self, class_types: Iterable[str] | str | None = None) -> int:
         """The number of visible cards (control cards included)."""

@@ -28,7 +28,8 @@ extern "C" {
                                  timeout_seconds: c_double) -> c_int;
     pub fn cc_controller_counts(out_total: *mut i64, out_unviewed: *mut i64, controller: *mut cc_controller,
                                 filter_json: *const c_char) -> c_int;
-    pub fn cc_controller_unread_count(controller: *mut cc_controller, filter_json: *const c_char) -> i64;
+    pub fn cc_controller_all_counts(out_total: *mut i64, out_unviewed: *mut i64, out_unread: *mut i64,
+                                    controller: *mut cc_controller, filter_json: *const c_char) -> c_int;
     pub fn cc_controller_log_impression(controller: *mut cc_controller, card_id: *const c_char) -> c_int;
     pub fn cc_controller_log_click(controller: *mut cc_controller, card_id: *const c_char) -> c_int;
     pub fn cc_controller_log_dismissal(controller: *mut cc_controller, card_id: *const c_char) -> c_int;

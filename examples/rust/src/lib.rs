@@ -146,13 +146,11 @@ impl Controller {
 
     pub fn counts(&self, class_types: Option<&[&str]>) -> Result<Counts> {
         let f = filter(class_types)?;
-        let (mut total, mut unviewed) = (0i64, 0i64);
-        check(unsafe { ffi::cc_controller_counts(&mut total, &mut unviewed, self.0, ptr_of(&f)) })?;
-        let unread = unsafe { ffi::cc_controller_unread_count(self.0, ptr_of(&f)) };
-        if unread < 0 {
-            return Err(error(unread as c_int));
-        }
-        Ok(Counts { total, unviewed, unread })
+        let mut counts = Counts { total: 0, unviewed: 0, unread: 0 };
+        check(unsafe {
+            ffi::cc_controller_all_counts(&mut counts.total, &mut counts.unviewed, &mut counts.unread, self.0, ptr_of(&f))
+        })?;
+        Ok(counts)
     }
 
     pub fn log_impression(&self, card_id: &str) -> Result<()> {
