@@ -71,8 +71,12 @@ final class ImageCache: @unchecked Sendable {
         defer { closedir(dir) }
         var found: [String: Entry] = [:]
         while let item = readdir(dir) {
-            let name = withUnsafeBytes(of: item.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            // Only the bytes up to the NUL are the kernel's (the rest of d_name is not set):
+            // strlen's length, never the whole array.
+            var raw = item.pointee.d_name
+            let size = MemoryLayout.size(ofValue: raw)
+            let name = withUnsafePointer(to: &raw) { p in
+                p.withMemoryRebound(to: CChar.self, capacity: size) { String(cString: $0) }
             }
             if name == "." || name == ".." { continue }
             if name.hasSuffix(".tmp") { unlink(path(name)); continue }
