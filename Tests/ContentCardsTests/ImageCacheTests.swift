@@ -55,7 +55,7 @@ import Testing
         server.set("text", #"{"id":"text","tp":"short_news","ca":14,"ds":"no image"}"#)
         let c = try ContentCardsController(
             json: #"{"userId":"pics","storagePath":"\#(dir)/store","refreshTokens":0,"source":{"callback":true},"images":{"maxBytes":8000,"maxCount":10,"maxImageBytes":4000}}"#,
-            transport: ClosureTransport(server.send))
+            transport: ClosureTransport { server.send($0) })
         try c.refresh(timeout: 5)                         // failures never fail it
         var stats = try c.waitForImages(timeout: 10)
         let counted: [Int] = [stats.fetched, stats.failed, stats.cached, stats.bytes, stats.pending]
@@ -106,7 +106,7 @@ import Testing
         server.banner("a", 10, "size=100")
         let c = try ContentCardsController(
             json: #"{"userId":"one","storagePath":"\#(dir)/store","refreshTokens":0,"source":{"callback":true},"images":{}}"#,
-            transport: ClosureTransport(server.send))
+            transport: ClosureTransport { server.send($0) })
         try c.refresh(timeout: 5)
         let first = try #require(try c.waitForImages(timeout: 10).cached == 1 ? c.card(id: "a").imagePath : nil)
         try c.changeUser("two")

@@ -43,9 +43,13 @@ final class ImagePrefetcher: @unchecked Sendable {
     /// The current user's cache.
     var current: ImageCache { lock.withLock { cache } }
 
-    /// Switches to another user's cache (a user change).
-    func changeUser(_ userID: String) throws(Files.Failure) {
-        let next = try ImageCache(root: root, userID: userID, limits: limits)
+    /// Another user's cache, opened (created if needed) but not used yet: a user change opens
+    /// it first, and switches to it (`use`) only once the rest of the change succeeded.
+    func cache(for userID: String) throws(Files.Failure) -> ImageCache {
+        try ImageCache(root: root, userID: userID, limits: limits)
+    }
+
+    func use(_ next: ImageCache) {
         lock.withLock { cache = next }
     }
 
