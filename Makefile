@@ -90,10 +90,11 @@ test-lib: lib
 test-install: cmake
 	tests/install/run.sh $(BUILD)
 
-# Every test that runs threads (concurrency, subscribers, background refresh and delivery, host
+# Every test that runs threads (concurrency, subscribers, background refresh, delivery and image
+# prefetch, host
 # callbacks, child processes) under ThreadSanitizer, in a separate build folder.
 tsan: deps
-	swift test --sanitize=thread --scratch-path .build-tsan --filter 'ReadersTests|FeedIndexTests|ConcurrencyTests|SubscriptionTests|ControllerStateTests|HTTPTests|LoggingTests|LogHandlerTests|DurabilityTests|HangTests'
+	swift test --sanitize=thread --scratch-path .build-tsan --filter 'ReadersTests|FeedIndexTests|ConcurrencyTests|SubscriptionTests|ControllerStateTests|HTTPTests|LoggingTests|LogHandlerTests|DurabilityTests|HangTests|ImageCacheTests'
 
 # The C tests under valgrind: no invalid access, no "definitely lost" memory. Then the C
 # examples as a user runs them (README, "Checking a program with valgrind"): with the shipped
@@ -115,6 +116,12 @@ memcheck: cmake
 	@$(PYTHON) tests/c/with_server.py valgrind -q --error-exitcode=1 --leak-check=full \
 	  --errors-for-leak-kinds=definite --show-leak-kinds=definite $(BUILD)/bin/test_http > /dev/null
 	@echo "valgrind: test_http clean"
+	@$(PYTHON) tests/c/with_server.py valgrind -q --error-exitcode=1 --leak-check=full \
+	  --errors-for-leak-kinds=definite --show-leak-kinds=definite $(BUILD)/bin/test_read_state > /dev/null
+	@echo "valgrind: test_read_state clean"
+	@$(PYTHON) tests/c/with_server.py --feed tests/c/empty_feed.json valgrind -q --error-exitcode=1 --leak-check=full \
+	  --errors-for-leak-kinds=definite --show-leak-kinds=definite $(BUILD)/bin/test_images > /dev/null
+	@echo "valgrind: test_images clean"
 
 # libFuzzer over the C ABI, each target FUZZ_SECONDS (make stress runs them longer). The corpus
 # grows in .build-fuzz/corpus; the seeds are fuzz/corpus. A crash leaves crash-* files and fails.

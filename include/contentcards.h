@@ -213,7 +213,10 @@ typedef struct cc_controller cc_controller;
  *    "refreshTokens": 5, "refreshIntervalSeconds": 180,   refresh rate limit; 0 tokens = off
  *    "timeoutSeconds": 10, "knownClassTypes": ["home_tile"], "maxPayloadBytes": 16777216,
  *    "deviceId": "", "eventBatchSize": 100, "eventBatchBytes": 262144,
- *    "eventFlushIntervalSeconds": 30}           0 = deliver events only on cc_controller_flush_events
+ *    "eventFlushIntervalSeconds": 30,          0 = deliver events only on cc_controller_flush_events
+ *    "images": {"maxBytes": 52428800, "maxCount": 200, "maxImageBytes": 5242880}}
+ *                                             the image cache (see Images); needs "storagePath";
+ *                                             default: none, no image is fetched
  *
  * An unknown key is CC_E_CONFIG with a message naming it. So is an "apiKey" holding a control
  * character (CR, LF, NUL, ESC...: it goes into an HTTP header; tab is allowed), and a "url" that
@@ -249,7 +252,7 @@ CC_API int cc_controller_close(cc_controller *controller);
  * configuration's timeoutSeconds) for the outcome. A refresh already running is joined
  * instead of starting another. On success, if out_summary_json is not NULL, it receives
  *   {"added":N,"updated":N,"removed":N,"keptNewer":N,"fullSync":B,
- *    "leftOut":[{"index":N,"id":S|null,"reason":S}],"counts":{"total":N,"unviewed":N}}
+ *    "leftOut":[{"index":N,"id":S|null,"reason":S}],"counts":{"total":N,"unviewed":N,"unread":N}}
  * On failure the cached cards stay as they were and *out_summary_json is set to NULL.
  * Subscribers are told of the outcome either way, on the calling thread.
  * It returns by its timeout whatever the source does: the source is read (the request sent,
@@ -324,6 +327,48 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_log_dismissal(cc_controller *cont
 /* Records that the application showed a feed. Errors: CC_E_INVALID_HANDLE, CC_E_STORAGE. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_log_feed_displayed(cc_controller *controller);
 
+/* ---------------------------------------------------------------------------------------------
+ * Read state: an inbox's read / unread flag, apart from impressions (docs/BEHAVIOUR.md,
+ * "Read state")
+ * ------------------------------------------------------------------------------------------- */
+
+/* Marks the card read (read != 0) or unread (read == 0). When that changes the card's state it
+ * records a "read" or "unread" event, on disk with the new state before the call returns, and
+ * tells the subscribers; when the card already is in that state it records nothing and
+ * returns CC_OK. If out_changed is not NULL it receives 1 when the state changed, else 0.
+ * Any stored card may be marked (dismissed, expired and control cards too). Read state is
+ * sent to the event sink and merged from the server's "rd" (docs/WIRE.md), so another device
+ * of the same user sees it; the viewed flag and the unviewed count are not touched. Any thread.
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (card_id NULL or not UTF-8),
+ * CC_E_NOT_FOUND (no such card for the current user), CC_E_STORAGE, CC_E_CLOSED. */
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_mark_read(int *out_changed, cc_controller *controller, const char *card_id,
+                                                         int read);
+
+/* Marks every card of the visible feed that passes the filter (see Filters; NULL: every card)
+ * read, recording one "read" event per card that was unread, all in one transaction; cards
+ * already read are left as they are. If out_changed is not NULL it receives the number of
+ * cards that changed (0 when none did). Subscribers are told once when any did. Any thread.
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_PARSE (filter), CC_E_STORAGE,
+ * CC_E_CLOSED. */
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_mark_all_read(int64_t *out_changed, cc_controller *controller,
+                                                             const char *filter_json);
+
+/* The unread count of the visible feed, optionally for a filter: cards not marked read,
+ * control cards left out (the unread badge; cc_controller_unviewed_count is the unviewed
+ * one). Returns the count (>= 0) or a negative CC_E_* status with the thread's error set, as
+ * cc_controller_unviewed_count, and as fast: with a NULL filter on an in-memory store it is
+ * answered from the same lock-free badge cell. No network I/O. Any thread.
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_PARSE (filter), CC_E_STORAGE. */
+CC_API CC_WARN_UNUSED_RESULT int64_t cc_controller_unread_count(cc_controller *controller, const char *filter_json);
+
+/* The three badge counts of the visible feed at one moment (the same state for all three, which
+ * separate calls cannot promise while another thread changes the feed): total (control cards
+ * included), unviewed and unread (control cards left out). Any output may be NULL. Fast as
+ * cc_controller_counts (the badge cell for a NULL filter on an in-memory store). Any thread.
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_PARSE (filter), CC_E_STORAGE. */
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_all_counts(int64_t *out_total, int64_t *out_unviewed, int64_t *out_unread,
+                                                          cc_controller *controller, const char *filter_json);
+
 /* Switches to another user's cards, state and cursors at once; nothing of the previous user's
  * state is reset, and events logged before keep their user. A refresh still running for the
  * previous user is discarded. Subscribers are told (unless the user is the same).
@@ -356,8 +401,9 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_pending_events(int64_t *out_count
  *   {"pending":N,"failedAttempts":N,
  *    "events":[{"id":S,"type":S,"cardId":S|null,"classType":S|null,"userId":S,"time":F}]}
  * "pending" counts every event of the outbox, also those a limit left out. "type" is
- * "impression", "control_impression", "click", "dismissal" or "feed_displayed"; "time" is unix
- * seconds. The outbox keeps no per-event attempt count: "failedAttempts" is the number of
+ * "impression", "control_impression", "click", "dismissal", "feed_displayed", "read" or
+ * "unread" (cc_controller_mark_read); "time" is unix seconds. The outbox keeps no per-event
+ * attempt count: "failedAttempts" is the number of
  * delivery attempts of this controller that failed in a row since it last delivered (0 in a
  * new process); they concern the oldest events, which are always sent first. Free *out_json
  * with cc_string_free; on failure *out_json is set to NULL. Any thread.
@@ -370,6 +416,24 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_pending_events_json(char **out_js
  * events, subscriber count, and "unreadableStoredCards": rows of the user's cards in the store
  * that do not decode (left out of the feed, counted here). Errors: CC_E_INVALID_HANDLE. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_diagnostics(char **out_json, cc_controller *controller);
+
+/* ---------------------------------------------------------------------------------------------
+ * Images: an on-disk cache of the visible cards' images (docs/BEHAVIOUR.md, "Images")
+ * ------------------------------------------------------------------------------------------- */
+
+/* With "images" in the configuration, every successful refresh or apply queues a prefetch of the
+ * images of the visible cards on a library thread of the controller, into a cache per user
+ * beside the store; a card's cached file is its "imagePath" (card JSON, snapshots). This waits
+ * until no prefetch is queued or running, at most timeout_seconds (<= 0: four times the
+ * configuration's timeoutSeconds), and then, if out_json is not NULL, gives
+ *   {"fetched":N,"failed":N,"cached":N,"bytes":N,"pending":N}
+ * (images fetched and fetches failed by this controller since it opened; images and bytes in the
+ * current user's cache; prefetches still queued or running: 0 unless the wait timed out, which is
+ * not an error). A failed fetch never fails a refresh; it is counted here and logged. Free
+ * *out_json with cc_string_free; on failure it is set to NULL. Any thread.
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (NaN timeout), CC_E_NO_SOURCE (no "images"
+ * in the configuration), CC_E_CLOSED, CC_E_NO_MEMORY. */
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_wait_images(char **out_json, cc_controller *controller, double timeout_seconds);
 
 /* ---------------------------------------------------------------------------------------------
  * Logging: what the library does, told to a handler of the application
@@ -405,11 +469,13 @@ CC_API int cc_set_log_handler(cc_log_fn fn, int min_level, void *userdata, void 
  * Subscriptions
  * ------------------------------------------------------------------------------------------- */
 
-/* Called after every refresh (success or failure), apply, user change, and logged impression,
- * click or dismissal, with update_json (valid only during the call):
- *   {"reason":"refresh"|"cards_applied"|"user_changed"|"impression"|"click"|"dismissal",
+/* Called after every refresh (success or failure), apply, user change, logged impression,
+ * click or dismissal, and read-state change, with update_json (valid only during the call):
+ *   {"reason":"refresh"|"cards_applied"|"user_changed"|"impression"|"click"|"dismissal"
+ *             |"read"|"unread",
  *    "ok":B, "error":null|{"code":N,"name":S,"message":S}, "cardId":S|null,
- *    "counts":{"total":N,"unviewed":N}, "sync":null|{...as cc_controller_refresh's summary}}
+ *    "counts":{"total":N,"unviewed":N,"unread":N}, "sync":null|{...as cc_controller_refresh's summary}}
+ * ("read" with "cardId" null: cc_controller_mark_all_read.)
  * It runs on the thread that made the change: the caller's, or a library thread for
  * cc_controller_refresh_async and background work.
  * An update caused from inside a callback (fn refreshes, logs, applies; a transport callback
@@ -446,11 +512,12 @@ CC_API int cc_controller_unsubscribe(cc_controller *controller, uint64_t subscri
 
 /* One request the library needs sent. Every pointer is valid only during the callback. */
 typedef struct cc_transport_request {
-    const char *kind;             /* "sync" or "events" */
-    const char *url;              /* "/content_cards/sync" or "/events" for {"callback": true} */
+    const char *kind;             /* "sync", "events", or "image" (a GET of url, no body) */
+    const char *url;              /* "/content_cards/sync" or "/events" for {"callback": true};
+                                     an image's full http(s) URL */
     const char *const *headers;   /* header_count strings "Name: value" */
     size_t header_count;
-    const char *body;             /* JSON, body_len bytes, NUL-terminated */
+    const char *body;             /* JSON, body_len bytes, NUL-terminated ("" for an image) */
     size_t body_len;
     double timeout_seconds;       /* the callback should give up after this long */
 } cc_transport_request;
@@ -501,8 +568,10 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_snapshot(cc_snapshot **out, cc_co
 CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_count(size_t *out_count, const cc_snapshot *snapshot);
 
 /* A string field of card `index` by its name: "id", "type", "url", "classType", "image",
- * "imageAltText", "title", "cardDescription", "domain". *out is NULL where the card has no
- * such value (JSON null). The string is owned by the snapshot and lives until it is closed.
+ * "imageAltText", "title", "cardDescription", "domain", "imagePath" (the local file of the
+ * card's image in the image cache, as when the snapshot was taken; NULL when not cached, see
+ * "images" in cc_controller_open). *out is NULL where the card has no such value (JSON null).
+ * The string is owned by the snapshot and lives until it is closed.
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (index out of range, unknown field, a
  * field that is not a string). */
 CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_string(const char **out, const cc_snapshot *snapshot, size_t index, const char *field);
@@ -510,7 +579,7 @@ CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_string(const char **out, const cc_s
 /* An integer field: "created", "expiresAt" (unix seconds; -1 = never). Errors as above. */
 CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_int(int64_t *out, const cc_snapshot *snapshot, size_t index, const char *field);
 
-/* A boolean field (1 or 0): "viewed", "clicked", "dismissed", "dismissible", "pinned",
+/* A boolean field (1 or 0): "viewed", "clicked", "dismissed", "read", "dismissible", "pinned",
  * "isTest", "isControl", "openURLInWebView". Errors as above. */
 CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_bool(int *out, const cc_snapshot *snapshot, size_t index, const char *field);
 

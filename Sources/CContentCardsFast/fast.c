@@ -67,6 +67,7 @@ struct cc_cell {
     _Atomic uint64_t owner;        /* the generation of the handle it serves, + 1; 0: none */
     _Atomic int64_t total;
     _Atomic int64_t unviewed;
+    _Atomic int64_t unread;
     _Atomic double valid_before;   /* < 0: no counts */
 };
 
@@ -122,13 +123,14 @@ static void cc_fork_child(void) {
 static void cc_fork_install(void) { pthread_atfork(cc_fork_prepare, cc_fork_parent, cc_fork_child); }
 
 static void cc_cell_write(struct cc_cell *cell, uint64_t owner, int64_t total, int64_t unviewed,
-                          double valid_before) {
+                          int64_t unread, double valid_before) {
     uint64_t seq = atomic_load_explicit(&cell->seq, memory_order_relaxed);
     atomic_store_explicit(&cell->seq, seq + 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
     atomic_store_explicit(&cell->owner, owner, memory_order_relaxed);
     atomic_store_explicit(&cell->total, total, memory_order_relaxed);
     atomic_store_explicit(&cell->unviewed, unviewed, memory_order_relaxed);
+    atomic_store_explicit(&cell->unread, unread, memory_order_relaxed);
     atomic_store_explicit(&cell->valid_before, valid_before, memory_order_relaxed);
     atomic_store_explicit(&cell->seq, seq + 2, memory_order_release);
 }
@@ -138,7 +140,7 @@ void ccint_cell_attach(uint32_t index, uint32_t generation) {
     struct cc_cell *cell = cc_cell_at(index, 1);
     if (!cell) return;
     pthread_mutex_lock(&cc_cells_lock);
-    cc_cell_write(cell, (uint64_t)generation + 1, 0, 0, -1);
+    cc_cell_write(cell, (uint64_t)generation + 1, 0, 0, 0, -1);
     pthread_mutex_unlock(&cc_cells_lock);
 }
 
@@ -146,32 +148,34 @@ void ccint_cell_detach(uint32_t index) {
     struct cc_cell *cell = cc_cell_at(index, 0);
     if (!cell) return;
     pthread_mutex_lock(&cc_cells_lock);
-    cc_cell_write(cell, 0, 0, 0, -1);
+    cc_cell_write(cell, 0, 0, 0, 0, -1);
     pthread_mutex_unlock(&cc_cells_lock);
 }
 
 void ccint_cell_publish(uint32_t index, uint32_t generation, int64_t total, int64_t unviewed,
-                          double valid_before) {
+                          int64_t unread, double valid_before) {
     struct cc_cell *cell = cc_cell_at(index, 0);
     if (!cell) return;
     pthread_mutex_lock(&cc_cells_lock);
     if (atomic_load_explicit(&cell->owner, memory_order_relaxed) == (uint64_t)generation + 1)
-        cc_cell_write(cell, (uint64_t)generation + 1, total, unviewed, valid_before);
+        cc_cell_write(cell, (uint64_t)generation + 1, total, unviewed, unread, valid_before);
     pthread_mutex_unlock(&cc_cells_lock);
 }
 
 /* ---- cc_controller_counts ----------------------------------------------------------------------- */
 
 /* The whole call, in Swift (Sources/ContentCardsC/ControllerExports.swift). */
-extern int ccint_controller_counts(int64_t *out_total, int64_t *out_unviewed, cc_controller *controller,
-                                   const char *filter_json);
+extern int ccint_controller_counts(int64_t *out_total, int64_t *out_unviewed, int64_t *out_unread,
+                                   cc_controller *controller, const char *filter_json);
 
 /* Handles are tag << 56 | generation << 24 | (index + 1); see HandleTable.swift. */
 #define CC_CONTROLLER_TAG 0xC1u
 
+struct cc_counts { int64_t total, unviewed, unread; };
+
 /* The unfiltered counts from the handle's badge cell; 0 when they cannot be served from it
  * (a filter, a file store, no counts yet, a card expired since, a closed or foreign handle). */
-static int cc_counts_from_cell(int64_t *out_total, int64_t *out_unviewed, cc_controller *controller) {
+static int cc_counts_from_cell(struct cc_counts *out, cc_controller *controller) {
     uint64_t h = (uint64_t)(uintptr_t)controller;
     uint32_t slot = (uint32_t)(h & 0xFFFFFF);
     if (h >> 56 != CC_CONTROLLER_TAG || slot == 0) return 0;
@@ -182,6 +186,7 @@ static int cc_counts_from_cell(int64_t *out_total, int64_t *out_unviewed, cc_con
     uint64_t owner = atomic_load_explicit(&cell->owner, memory_order_relaxed);
     int64_t total = atomic_load_explicit(&cell->total, memory_order_relaxed);
     int64_t unviewed = atomic_load_explicit(&cell->unviewed, memory_order_relaxed);
+    int64_t unread = atomic_load_explicit(&cell->unread, memory_order_relaxed);
     double valid_before = atomic_load_explicit(&cell->valid_before, memory_order_relaxed);
     atomic_thread_fence(memory_order_acquire);
     if ((seq & 1) != 0 || atomic_load_explicit(&cell->seq, memory_order_relaxed) != seq) return 0;
@@ -192,32 +197,53 @@ static int cc_counts_from_cell(int64_t *out_total, int64_t *out_unviewed, cc_con
         if ((double)ts.tv_sec + (double)ts.tv_nsec / 1e9 >= valid_before) return 0;
     }
     cc_error_clear_inline();
-    *out_total = total;
-    *out_unviewed = unviewed;
+    out->total = total;
+    out->unviewed = unviewed;
+    out->unread = unread;
     return 1;
+}
+
+/* The counts from the cell when it can serve them, otherwise from the Swift layer; the status. */
+static int cc_counts_get(struct cc_counts *out, cc_controller *controller, const char *filter_json) {
+    if (filter_json == NULL && cc_counts_from_cell(out, controller)) return CC_OK;
+    return ccint_controller_counts(&out->total, &out->unviewed, &out->unread, controller, filter_json);
 }
 
 int cc_controller_counts(int64_t *out_total, int64_t *out_unviewed, cc_controller *controller,
                          const char *filter_json) {
-    int64_t total, unviewed;
-    if (filter_json == NULL && cc_counts_from_cell(&total, &unviewed, controller)) {
-        if (out_total) *out_total = total;
-        if (out_unviewed) *out_unviewed = unviewed;
-        return CC_OK;
-    }
-    return ccint_controller_counts(out_total, out_unviewed, controller, filter_json);
+    struct cc_counts c;
+    int status = cc_counts_get(&c, controller, filter_json);
+    if (status != CC_OK) return status;
+    if (out_total) *out_total = c.total;
+    if (out_unviewed) *out_unviewed = c.unviewed;
+    return CC_OK;
+}
+
+int cc_controller_all_counts(int64_t *out_total, int64_t *out_unviewed, int64_t *out_unread,
+                             cc_controller *controller, const char *filter_json) {
+    struct cc_counts c;
+    int status = cc_counts_get(&c, controller, filter_json);
+    if (status != CC_OK) return status;
+    if (out_total) *out_total = c.total;
+    if (out_unviewed) *out_unviewed = c.unviewed;
+    if (out_unread) *out_unread = c.unread;
+    return CC_OK;
 }
 
 int64_t cc_controller_total_count(cc_controller *controller, const char *filter_json) {
-    int64_t total = 0, unviewed = 0;
-    if (filter_json == NULL && cc_counts_from_cell(&total, &unviewed, controller)) return total;
-    int status = ccint_controller_counts(&total, &unviewed, controller, filter_json);
-    return status == CC_OK ? total : status;
+    struct cc_counts c;
+    int status = cc_counts_get(&c, controller, filter_json);
+    return status == CC_OK ? c.total : status;
 }
 
 int64_t cc_controller_unviewed_count(cc_controller *controller, const char *filter_json) {
-    int64_t total = 0, unviewed = 0;
-    if (filter_json == NULL && cc_counts_from_cell(&total, &unviewed, controller)) return unviewed;
-    int status = ccint_controller_counts(&total, &unviewed, controller, filter_json);
-    return status == CC_OK ? unviewed : status;
+    struct cc_counts c;
+    int status = cc_counts_get(&c, controller, filter_json);
+    return status == CC_OK ? c.unviewed : status;
+}
+
+int64_t cc_controller_unread_count(cc_controller *controller, const char *filter_json) {
+    struct cc_counts c;
+    int status = cc_counts_get(&c, controller, filter_json);
+    return status == CC_OK ? c.unread : status;
 }

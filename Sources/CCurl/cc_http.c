@@ -28,6 +28,7 @@ enum {
     CURLOPT_WRITEFUNCTION = 20011,
     CURLOPT_HEADERFUNCTION = 20079,
     CURLOPT_POST = 47,
+    CURLOPT_HTTPGET = 80,
     CURLOPT_FOLLOWLOCATION = 52,
     CURLOPT_POSTFIELDSIZE = 60,
     CURLOPT_NOSIGNAL = 99,
@@ -215,9 +216,13 @@ int cc_http_post(const char *url, const char *const *headers, size_t header_coun
     curl.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl.easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
     curl.easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
-    curl.easy_setopt(h, CURLOPT_POST, 1L);
-    curl.easy_setopt(h, CURLOPT_POSTFIELDS, body ? body : "");
-    curl.easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)body_len);
+    if (body) {
+        curl.easy_setopt(h, CURLOPT_POST, 1L);
+        curl.easy_setopt(h, CURLOPT_POSTFIELDS, body);
+        curl.easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)body_len);
+    } else {
+        curl.easy_setopt(h, CURLOPT_HTTPGET, 1L);   /* an image of the image cache */
+    }
     curl.easy_setopt(h, CURLOPT_HTTPHEADER, list);
     curl.easy_setopt(h, CURLOPT_USERAGENT, "contentcards/1");
     curl.easy_setopt(h, CURLOPT_WRITEFUNCTION, (write_fn)on_body);

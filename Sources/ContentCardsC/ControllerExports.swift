@@ -23,7 +23,7 @@ public func cc_controller_open(_ out: UnsafeMutablePointer<OpaquePointer?>?, _ c
         let (index, generation) = Handles.slot(of: handle)
         ccint_cell_attach(index, generation)
         controller.observeBadge { counts, validBefore in
-            ccint_cell_publish(index, generation, Int64(counts.total), Int64(counts.unviewed), validBefore)
+            ccint_cell_publish(index, generation, Int64(counts.total), Int64(counts.unviewed), Int64(counts.unread), validBefore)
         }
         out.pointee = handle
     }
@@ -97,12 +97,14 @@ public func cc_controller_card(_ outJSON: UnsafeMutablePointer<UnsafeMutablePoin
 /// first tries the badge cell, for an unfiltered count.
 @_cdecl("ccint_controller_counts")
 public func ccint_controller_counts(_ outTotal: UnsafeMutablePointer<Int64>?, _ outUnviewed: UnsafeMutablePointer<Int64>?,
+                                 _ outUnread: UnsafeMutablePointer<Int64>?,
                                  _ controller: OpaquePointer?, _ filterJSON: UnsafePointer<CChar>?) -> Int32 {
     entry { () throws(ContentCardsError) in
         let c = try Handles.controller(controller)
         let counts = try c.counts(try filterArgument(filterJSON))
         outTotal?.pointee = Int64(counts.total)
         outUnviewed?.pointee = Int64(counts.unviewed)
+        outUnread?.pointee = Int64(counts.unread)
     }
 }
 

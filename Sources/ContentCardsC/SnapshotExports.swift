@@ -8,9 +8,9 @@ import Musl
 /// A feed frozen at one moment, with every string made into a C string once, owned by the
 /// snapshot until it is closed: what a C program without a JSON parser reads cards from.
 final class Snapshot: @unchecked Sendable {
-    static let stringFields = ["id", "type", "url", "classType", "image", "imageAltText", "title", "cardDescription", "domain"]
+    static let stringFields = ["id", "type", "url", "classType", "image", "imageAltText", "title", "cardDescription", "domain", "imagePath"]
     static let intFields = ["created", "expiresAt"]
-    static let boolFields = ["viewed", "clicked", "dismissed", "dismissible", "pinned", "isTest", "isControl", "openURLInWebView"]
+    static let boolFields = ["viewed", "clicked", "dismissed", "read", "dismissible", "pinned", "isTest", "isControl", "openURLInWebView"]
     static let doubleFields = ["imageAspectRatio"]
     private static let stringIndex = Dictionary(uniqueKeysWithValues: stringFields.enumerated().map { ($1, $0) })
 
@@ -26,7 +26,7 @@ final class Snapshot: @unchecked Sendable {
     init(cards: [Card]) {
         entries = cards.map { card in
             let values: [String?] = [card.id, card.type.rawValue, card.url, card.classType, card.image,
-                                     card.imageAltText, card.title, card.cardDescription, card.domain]
+                                     card.imageAltText, card.title, card.cardDescription, card.domain, card.imagePath]
             let keys = card.extras.keys.sorted()
             return Entry(card: card,
                          strings: values.map { $0.flatMap { strdup($0) } },
@@ -76,6 +76,7 @@ final class Snapshot: @unchecked Sendable {
         case "viewed": return c.viewed
         case "clicked": return c.clicked
         case "dismissed": return c.dismissed
+        case "read": return c.read
         case "dismissible": return c.dismissible
         case "pinned": return c.pinned
         case "isTest": return c.isTest

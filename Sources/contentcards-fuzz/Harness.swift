@@ -95,8 +95,11 @@ func runFilter(_ data: UnsafeRawBufferPointer) {
         var feed: UnsafeMutablePointer<CChar>?
         _ = cc_controller_feed(&feed, c, s)
         freeing(feed)
-        var total: Int64 = 0, unviewed: Int64 = 0
+        var total: Int64 = 0, unviewed: Int64 = 0, unread: Int64 = 0
         _ = cc_controller_counts(&total, &unviewed, c, s)
+        _ = cc_controller_all_counts(&total, &unviewed, &unread, c, s)
+        _ = cc_controller_unread_count(c, s)
+        _ = cc_controller_mark_all_read(&total, c, s)
         var snap: OpaquePointer?
         if cc_controller_snapshot(&snap, c, s) == CC_OK {
             var n = 0
@@ -126,11 +129,17 @@ func runCalls(_ data: UnsafeRawBufferPointer) {
         case 2: _ = cc_controller_log_dismissal(c, id)
         case 3: _ = cc_controller_log_feed_displayed(c)
         case 4: _ = cc_controller_refresh(nil, c, 1)
-        case 5: var t: Int64 = 0, u: Int64 = 0; _ = cc_controller_counts(&t, &u, c, #"["home_tile"]"#)
+        case 5:
+            var t: Int64 = 0, u: Int64 = 0
+            _ = cc_controller_counts(&t, &u, c, #"["home_tile"]"#)
+            _ = cc_controller_unread_count(c, nil)
         case 6: _ = cc_controller_change_user(c, id)
         case 7: var s: UnsafeMutablePointer<CChar>?; _ = cc_controller_card(&s, c, id); freeing(s)
         case 8: var s: UnsafeMutablePointer<CChar>?; _ = cc_controller_diagnostics(&s, c); freeing(s)
-        case 9: var n: Int64 = 0; _ = cc_controller_pending_events(&n, c)
+        case 9:
+            var n: Int64 = 0, changed: Int32 = 0
+            _ = cc_controller_pending_events(&n, c)
+            _ = cc_controller_mark_read(&changed, c, id, Int32(next() % 2))   // read state both ways
         case 10:
             var sub: UInt64 = 0
             _ = cc_controller_subscribe(&sub, c, { _, _ in }, nil, nil)

@@ -19,6 +19,11 @@ import Testing
         "cc_controller_counts",
         "cc_controller_total_count",
         "cc_controller_unviewed_count",
+        "cc_controller_unread_count",
+        "cc_controller_all_counts",
+        "cc_controller_mark_read",
+        "cc_controller_mark_all_read",
+        "cc_controller_wait_images",
         "cc_controller_diagnostics",
         "cc_controller_feed",
         "cc_controller_flush_events",
@@ -63,11 +68,18 @@ import Testing
         do { var h = CContentCardsABI.cc_controller_card; h = ContentCardsC.cc_controller_card; var i = ContentCardsC.cc_controller_card; i = CContentCardsABI.cc_controller_card; _ = (h, i) }
         do { var h = CContentCardsABI.cc_controller_change_user; h = ContentCardsC.cc_controller_change_user; var i = ContentCardsC.cc_controller_change_user; i = CContentCardsABI.cc_controller_change_user; _ = (h, i) }
         do { var h = CContentCardsABI.cc_controller_close; h = ContentCardsC.cc_controller_close; var i = ContentCardsC.cc_controller_close; i = CContentCardsABI.cc_controller_close; _ = (h, i) }
-        do { var h = CContentCardsABI.cc_controller_counts; h = ContentCardsC.ccint_controller_counts; var i = ContentCardsC.ccint_controller_counts; i = CContentCardsABI.cc_controller_counts; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_controller_mark_read; h = ContentCardsC.cc_controller_mark_read; var i = ContentCardsC.cc_controller_mark_read; i = CContentCardsABI.cc_controller_mark_read; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_controller_wait_images; h = ContentCardsC.cc_controller_wait_images; var i = ContentCardsC.cc_controller_wait_images; i = CContentCardsABI.cc_controller_wait_images; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_controller_mark_all_read; h = ContentCardsC.cc_controller_mark_all_read; var i = ContentCardsC.cc_controller_mark_all_read; i = CContentCardsABI.cc_controller_mark_all_read; _ = (h, i) }
+        // cc_controller_counts is C over ccint_controller_counts, which adds the unread output.
+        do { let f: @convention(c) (UnsafeMutablePointer<Int64>?, UnsafeMutablePointer<Int64>?, OpaquePointer?, UnsafePointer<CChar>?) -> Int32 = CContentCardsABI.cc_controller_counts; _ = f }
+        do { let f: (UnsafeMutablePointer<Int64>?, UnsafeMutablePointer<Int64>?, UnsafeMutablePointer<Int64>?, OpaquePointer?, UnsafePointer<CChar>?) -> Int32 = ContentCardsC.ccint_controller_counts; _ = f }
         // Written in C (Sources/CContentCardsFast/fast.c, which includes the header, so the C
         // compiler holds them to it); their type is checked here all the same.
         do { let f: @convention(c) (OpaquePointer?, UnsafePointer<CChar>?) -> Int64 = CContentCardsABI.cc_controller_total_count; _ = f }
         do { let f: @convention(c) (OpaquePointer?, UnsafePointer<CChar>?) -> Int64 = CContentCardsABI.cc_controller_unviewed_count; _ = f }
+        do { let f: @convention(c) (OpaquePointer?, UnsafePointer<CChar>?) -> Int64 = CContentCardsABI.cc_controller_unread_count; _ = f }
+        do { let f: @convention(c) (UnsafeMutablePointer<Int64>?, UnsafeMutablePointer<Int64>?, UnsafeMutablePointer<Int64>?, OpaquePointer?, UnsafePointer<CChar>?) -> Int32 = CContentCardsABI.cc_controller_all_counts; _ = f }
         do { var h = CContentCardsABI.cc_controller_diagnostics; h = ContentCardsC.cc_controller_diagnostics; var i = ContentCardsC.cc_controller_diagnostics; i = CContentCardsABI.cc_controller_diagnostics; _ = (h, i) }
         do { var h = CContentCardsABI.cc_controller_feed; h = ContentCardsC.cc_controller_feed; var i = ContentCardsC.cc_controller_feed; i = CContentCardsABI.cc_controller_feed; _ = (h, i) }
         do { var h = CContentCardsABI.cc_controller_flush_events; h = ContentCardsC.cc_controller_flush_events; var i = ContentCardsC.cc_controller_flush_events; i = CContentCardsABI.cc_controller_flush_events; _ = (h, i) }

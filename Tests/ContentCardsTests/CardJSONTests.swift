@@ -22,7 +22,7 @@ import Testing
         let json = CardJSON.encode(Self.cards[3])
         guard case .object(let members) = try JSONReader.parse(json) else { Issue.record("not an object"); return }
         #expect(members.map(\.key) == CardJSON.keys)
-        #expect(json == #"{"id":"control","type":"control","created":13,"expiresAt":-1,"viewed":false,"clicked":false,"dismissed":false,"dismissible":false,"pinned":false,"isTest":false,"isControl":true,"url":null,"openURLInWebView":false,"extras":{"class_type":"coupon_code"},"classType":"coupon_code","image":null,"imageAltText":null,"imageAspectRatio":null,"title":null,"cardDescription":null,"domain":null}"#)
+        #expect(json == #"{"id":"control","type":"control","created":13,"expiresAt":-1,"viewed":false,"clicked":false,"dismissed":false,"read":false,"dismissible":false,"pinned":false,"isTest":false,"isControl":true,"url":null,"openURLInWebView":false,"extras":{"class_type":"coupon_code"},"classType":"coupon_code","image":null,"imageAltText":null,"imageAspectRatio":null,"title":null,"cardDescription":null,"domain":null,"imagePath":null}"#)
     }
 
     @Test func byteIdenticalOnEveryCall() {

@@ -29,7 +29,7 @@ final class UpdateLog: @unchecked Sendable {
         #expect(summary.leftOut.count == 3)
         #expect(try c.cards().map(\.id) == ["tile-2", "banner-noclass", "test-1", "coupon-control", "coupon-1",
                                             "msg-3", "msg-2", "msg-1", "tile-3", "tile-1"])
-        #expect(try c.counts() == FeedCounts(total: 10, unviewed: 9))
+        #expect(try c.counts() == FeedCounts(total: 10, unviewed: 9, unread: 9))
     }
 
     @Test func orderIsPinnedThenNewestThenIdDescending() throws {
@@ -54,21 +54,21 @@ final class UpdateLog: @unchecked Sendable {
     @Test func countsWithControlAndDismissedCards() throws {
         let c = try makeController()
         try c.apply("[\(Fixtures.wire("k", type: "control")),\(Fixtures.wire("a", extra: #""db":true"#)),\(Fixtures.wire("b"))]")
-        #expect(try c.counts() == FeedCounts(total: 3, unviewed: 2))
+        #expect(try c.counts() == FeedCounts(total: 3, unviewed: 2, unread: 2))
         try c.logDismissal(cardID: "a")
-        #expect(try c.counts() == FeedCounts(total: 2, unviewed: 1))
+        #expect(try c.counts() == FeedCounts(total: 2, unviewed: 1, unread: 1))
         try c.logImpression(cardID: "b")
         try c.logImpression(cardID: "b")
-        #expect(try c.counts() == FeedCounts(total: 2, unviewed: 0))
+        #expect(try c.counts() == FeedCounts(total: 2, unviewed: 0, unread: 1))
         try c.logImpression(cardID: "k")
-        #expect(try c.counts() == FeedCounts(total: 2, unviewed: 0))
+        #expect(try c.counts() == FeedCounts(total: 2, unviewed: 0, unread: 1))
     }
 
     @Test func countsAndFeedPerClassType() throws {
         let c = try makeController()
         try c.refresh()
-        #expect(try c.counts(ClassTypeFilter(["coupon_code"])) == FeedCounts(total: 2, unviewed: 1))
-        #expect(try c.counts(ClassTypeFilter(["home_tile"])) == FeedCounts(total: 3, unviewed: 3))
+        #expect(try c.counts(ClassTypeFilter(["coupon_code"])) == FeedCounts(total: 2, unviewed: 1, unread: 1))
+        #expect(try c.counts(ClassTypeFilter(["home_tile"])) == FeedCounts(total: 3, unviewed: 3, unread: 3))
         #expect(try c.cards(ClassTypeFilter([""])).map(\.id) == ["banner-noclass", "test-1"])
         #expect(try c.cards(ClassTypeFilter(["MESSAGE_WEBVIEW"])).map(\.id) == ["msg-3", "msg-2"])
     }
@@ -228,7 +228,7 @@ final class UpdateLog: @unchecked Sendable {
         #expect(try c.counts().total == 0)
         try c.apply("[\(Fixtures.wire("bob-card"))]")
         try c.changeUser("alice")
-        #expect(try c.counts() == FeedCounts(total: 10, unviewed: 8))
+        #expect(try c.counts() == FeedCounts(total: 10, unviewed: 8, unread: 9))
         #expect(try c.card(id: "tile-1").viewed)
         c.close()
         let again = try makeController(storage: dir, user: "bob")
@@ -247,7 +247,7 @@ final class UpdateLog: @unchecked Sendable {
         #expect(try c.counts().total == 0)
         try c.apply(Fixtures.payload([Fixtures.wire("bob-card")], lastFull: 42))
         try c.changeUser("alice")
-        #expect(try c.counts() == FeedCounts(total: 9, unviewed: 7))
+        #expect(try c.counts() == FeedCounts(total: 9, unviewed: 7, unread: 8))
         #expect(try c.card(id: "tile-1").viewed && c.card(id: "tile-2").dismissed)
         try c.changeUser("bob")
         #expect(try c.cards().map(\.id) == ["bob-card"])
@@ -344,7 +344,7 @@ final class UpdateLog: @unchecked Sendable {
         let d = c.diagnostics()
         #expect(d.leftOut.count == 3)
         #expect(d.lastRefresh?.error == nil && d.lastRefresh?.summary?.added == 11)
-        #expect(d.counts == FeedCounts(total: 10, unviewed: 9))
+        #expect(d.counts == FeedCounts(total: 10, unviewed: 9, unread: 9))
         #expect(d.userID == "u-1")
     }
 }
@@ -362,7 +362,7 @@ final class UpdateLog: @unchecked Sendable {
         try c.changeUser("other")
         _ = try? c.apply("{")
         #expect(log.reasons == [.refresh, .impression, .click, .dismissal, .cardsApplied, .userChanged, .cardsApplied])
-        #expect(log.all[0].counts == FeedCounts(total: 10, unviewed: 9))
+        #expect(log.all[0].counts == FeedCounts(total: 10, unviewed: 9, unread: 9))
         #expect(log.all[1].cardID == "tile-1" && log.all[1].counts.unviewed == 8)
         #expect(log.all[3].counts.total == 9)
         #expect(log.all.last?.error?.code == .parse)

@@ -21,7 +21,7 @@ import Testing
     static func card(_ r: inout Random, id: String) -> Card {
         let control = r.next(8) == 0
         return Card(id: id, created: Int64(100 + r.next(20)), expiresAt: r.next(3) == 0 ? Int64(1000 + r.next(50)) : Card.neverExpires,
-                    viewed: r.next(3) == 0, dismissed: r.next(6) == 0, pinned: r.next(10) == 0,
+                    viewed: r.next(3) == 0, dismissed: r.next(6) == 0, read: r.next(2) == 0, pinned: r.next(10) == 0,
                     extras: ["class_type": types[r.next(types.count)]],
                     content: control ? .control : .classic(.init(cardDescription: "d")))
     }
@@ -30,7 +30,8 @@ import Testing
     static func expected(_ cards: [CardKey: Card], _ filter: ClassTypeFilter, now: Double) -> ([String], FeedCounts) {
         let visible = FeedView.cards(cards.values, filter: filter, now: now)
         let unviewed = visible.filter { !$0.viewed && !$0.isControl }.count
-        return (visible.map(\.id), FeedCounts(total: visible.count, unviewed: unviewed))
+        let unread = visible.filter { !$0.read && !$0.isControl }.count
+        return (visible.map(\.id), FeedCounts(total: visible.count, unviewed: unviewed, unread: unread))
     }
 
     static func check(_ index: inout FeedIndex, _ cards: [CardKey: Card], now: Double,
@@ -58,6 +59,7 @@ import Testing
                 // Flags only: the entry stays where it is.
                 if var c = stored.cards[id] {
                     c.viewed = true
+                    c.read.toggle()                        // read state goes both ways
                     if r.next(2) == 0 { c.dismissed = true }
                     changes.upserts = [c]
                 }

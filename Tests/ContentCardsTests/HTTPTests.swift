@@ -114,7 +114,7 @@ import Testing
             if code == .rateLimited { #expect(error.retryAfter == 7) }
         }
         #expect(Date().timeIntervalSince(started) < 3, "refresh returned within its timeout")
-        #expect(try c.counts() == FeedCounts(total: 10, unviewed: 8))
+        #expect(try c.counts() == FeedCounts(total: 10, unviewed: 8, unread: 9))
         #expect(try c.card(id: "tile-1").viewed)
         #expect(c.diagnostics().lastRefresh?.error?.code == code)
     }

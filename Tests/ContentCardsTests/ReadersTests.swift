@@ -13,7 +13,7 @@ import Testing
         defer { Fixtures.removeTree(dir) }
         let c = try makeController(storage: dir)
         try c.apply(Fixtures.payload([Fixtures.wire("a"), Fixtures.wire("b")]))
-        #expect(try c.counts() == FeedCounts(total: 2, unviewed: 2))
+        #expect(try c.counts() == FeedCounts(total: 2, unviewed: 2, unread: 2))
 
         var other: OpaquePointer?
         #expect(sqlite3_open(dir + "/" + CardStore.fileName, &other) == SQLITE_OK)
@@ -31,7 +31,7 @@ import Testing
         // answer anyway, with the state from before the write.
         Thread.sleep(forTimeInterval: 0.3)
         for _ in 0..<100 {
-            #expect(try c.counts() == FeedCounts(total: 2, unviewed: 2))
+            #expect(try c.counts() == FeedCounts(total: 2, unviewed: 2, unread: 2))
             #expect(try c.cards().map(\.id) == ["b", "a"])
             #expect(try c.card(id: "a").id == "a")
         }
@@ -39,7 +39,7 @@ import Testing
 
         #expect(sqlite3_exec(other, "ROLLBACK", nil, nil, nil) == SQLITE_OK)
         lock.withLock { while !done { applied.wait(lock, until: monotonicSeconds() + 10) } }
-        #expect(try c.counts() == FeedCounts(total: 4, unviewed: 4))
+        #expect(try c.counts() == FeedCounts(total: 4, unviewed: 4, unread: 4))
     }
 
     /// Readers on three threads while a writer alternates big changes (built beside the

@@ -4,7 +4,9 @@
 Starts the reference server (examples/server/cc_server.py) on 127.0.0.1, refreshes a user's
 cards from it over HTTP, shows the feed by class type and the cards the library left out,
 logs an impression, a click and a dismissal while watching the unread badge, shows a click the
-library refuses, delivers the events and shows what the server received.
+library refuses, delivers the events and shows what the server received; then a second device
+of the same user sees what the first did (the server keeps per-user state from the events), and
+read state travels between the two.
 
     python3 examples/python/demo.py
 """
@@ -61,8 +63,10 @@ def main() -> int:
         print(f"reference server: {server.url}")
         config = {"userId": USER, "storagePath": os.path.join(storage, "store"),
                   "source": {"url": server.url, "apiKey": "demo-key"},
-                  "events": {"url": server.url}, "eventFlushIntervalSeconds": 0}
-        with cc.ContentCards(config) as controller:
+                  "events": {"url": server.url}, "eventFlushIntervalSeconds": 0,
+                  "refreshTokens": 0}
+        tablet_config = dict(config, storagePath=os.path.join(storage, "tablet"), deviceId="tablet")
+        with cc.ContentCards(config) as controller, cc.ContentCards(tablet_config) as tablet:
             heading(1, f"Refresh over HTTP for user {USER!r}")
             summary = controller.refresh()
             kind = "full sync" if summary.full_sync else "incremental sync"
@@ -111,6 +115,22 @@ def main() -> int:
             for event in events:
                 print(f"   {event['type']:<18} {event.get('card_id') or '-':<14} "
                       f"{event.get('class_type') or '-':<12} {event['user_id']}")
+
+            heading(8, f"A second device of user {USER!r} (a tablet with its own store)")
+            tablet.refresh()
+            for card_id in ("tile-1", "tile-3"):
+                card = tablet.card(card_id)
+                print(f"   on the tablet: {card_id:<7} viewed={card.viewed} clicked={card.clicked} "
+                      f"dismissed={card.dismissed}")
+            print("   read state, apart from impressions (the phone reads msg-1, delivers; the "
+                  "tablet refreshes):")
+            before = tablet.unread_count()
+            controller.mark_read("msg-1")
+            controller.flush_events()
+            tablet.refresh()
+            print(f"   tablet: msg-1 read={tablet.card('msg-1').read}, "
+                  f"read-state badge {before} -> {tablet.unread_count()} unread, "
+                  f"impression badge {tablet.unviewed_count()} unviewed")
         print(f"\nserver stopped; done in {time.monotonic() - started:.1f} s")
     return 0
 

@@ -15,7 +15,9 @@ SIGINT stop it cleanly (exit status 0). It only ever binds a loopback address.
 Client endpoints (``X-Api-Key`` is checked when ``--api-key`` is given):
 
 * ``POST /content_cards/sync`` -- the user's cards, full or incremental (see ``ServerState.sync``).
-* ``POST /events`` -- stores events, dropping ids it already has.
+* ``POST /events`` -- stores events, dropping ids it already has; a new event sets the user's
+  copy of its card (``v``, ``cl``, ``d``, ``rd``), which the next sync of every device of that
+  user carries (docs/WIRE.md, "Events": per-user state).
 
 Admin endpoints (JSON in and out, never protected by the API key):
 
@@ -28,7 +30,13 @@ Admin endpoints (JSON in and out, never protected by the API key):
 * ``POST /_admin/force_full``  -- ``{"user_id": U}`` makes U's next sync a full sync
 * ``POST /_admin/fault``       -- queues a fault (see ``Fault``)
 * ``POST /_admin/reset``       -- clears faults, events, counters, request log; restores the feed
+* ``GET  /_admin/images``      -- ``{"served": N, "paths": [...]}`` (image requests answered)
 * ``GET  /healthz``            -- ``ok``
+
+Images, for the image cache's tests (never protected by the API key):
+
+* ``GET /images/NAME?size=N&status=S`` -- N bytes (default 1000, at most 16 MiB) that depend
+  only on NAME, as ``image/png``; ``status`` other than 200 answers that status instead.
 """
 
 from __future__ import annotations
@@ -55,8 +63,15 @@ from urllib.parse import parse_qs, urlsplit
 
 SYNC_PATH = "/content_cards/sync"
 EVENTS_PATH = "/events"
+IMAGES_PATH = "/images/"
 CLIENT_PATHS = (SYNC_PATH, EVENTS_PATH)
-EVENT_TYPES = frozenset({"impression", "control_impression", "click", "dismissal", "feed_displayed"})
+EVENT_TYPES = frozenset({"impression", "control_impression", "click", "dismissal", "feed_displayed",
+                         "read", "unread"})
+# What an event does to the user's copy of its card on the server (wire key, value): the state
+# a sync sends back, so another device of the same user sees it (docs/WIRE.md, "Events").
+EVENT_STATE = {"impression": ("v", True), "control_impression": ("v", True),
+               "click": ("cl", True), "dismissal": ("d", True),
+               "read": ("rd", True), "unread": ("rd", False)}
 FAULT_BODIES = frozenset({"truncated", "invalid", "wrong_user"})
 INVALID_BODY = b'{"cards": [nope'
 WRONG_USER = "someone-else"
@@ -386,6 +401,7 @@ class ServerState:
         self.batches = 0
         self.accepted_batches = 0
         self.duplicates = 0
+        self.images_served: list[str] = []
 
     def close(self) -> None:
         with self.lock:
@@ -457,10 +473,31 @@ class ServerState:
                          event.get("class_type"), event["user_id"], float(event["time"]),
                          received_at))
                     accepted += cursor.rowcount
+                    if cursor.rowcount:
+                        self._apply_event_state(event)
             duplicates = len(events) - accepted
             self.duplicates += duplicates
             self.accepted_batches += 1
         return accepted, duplicates
+
+    def _apply_event_state(self, event: dict[str, Json]) -> None:
+        """Records what a new event says about its card in the user's server copy (lock held).
+
+        The card is marked changed, so the next incremental sync of any device of the user
+        carries it. Events for cards the server does not have (or removed) change nothing."""
+        change = EVENT_STATE.get(event["type"])
+        card_id = event.get("card_id")
+        if change is None or not isinstance(card_id, str):
+            return
+        entry = self._user(event["user_id"]).entries.get(card_id)
+        if entry is None or entry.removed or not isinstance(entry.card, dict):
+            return
+        key, value = change
+        if entry.card.get(key, False) == value:
+            return
+        entry.card = dict(entry.card)  # the feed's copy is shared with admin reports
+        entry.card[key] = value
+        entry.updated = self._tick()
 
     def events_report(self) -> Json:
         with self.lock:
@@ -731,6 +768,9 @@ class RequestHandler(BaseHTTPRequestHandler):
             if path in CLIENT_PATHS:
                 self._serve_client(method, path)
                 return
+            if path.startswith(IMAGES_PATH) and method == "GET":
+                self._send(self._image(path))
+                return
             raw = self._read_body()
             route = ADMIN_ROUTES.get((method, path))
             if route is None:
@@ -915,6 +955,29 @@ class RequestHandler(BaseHTTPRequestHandler):
     def admin_reset(self, raw: bytes) -> Response:
         return json_response(200, self.state.reset())
 
+    def _image(self, path: str) -> Response:
+        """GET /images/NAME: deterministic bytes of the asked size, or the asked status."""
+        query = parse_qs(urlsplit(self.path).query)
+        try:
+            size = int(query.get("size", ["1000"])[0])
+            status = int(query.get("status", ["200"])[0])
+        except ValueError:
+            raise HttpError(400, "'size' and 'status' must be integers") from None
+        if not 0 <= size <= MAX_BODY_BYTES or not 200 <= status <= 599:
+            raise HttpError(400, f"'size' must be 0..{MAX_BODY_BYTES}, 'status' 200..599")
+        with self.state.lock:
+            self.state.images_served.append(path)
+        if status != 200:
+            return error_response(status, f"image {path} answered {status} as asked")
+        seed = path.encode("utf-8")
+        body = (b"\x89PNG\r\n\x1a\n" + seed * (size // max(len(seed), 1) + 1))[:size]
+        return Response(200, body, content_type="image/png")
+
+    def admin_images(self, raw: bytes) -> Response:
+        with self.state.lock:
+            return json_response(200, {"served": len(self.state.images_served),
+                                       "paths": list(self.state.images_served)})
+
     def healthz(self, raw: bytes) -> Response:
         return Response(200, b"ok", content_type="text/plain; charset=utf-8")
 
@@ -929,6 +992,7 @@ ADMIN_ROUTES: dict[tuple[str, str], Route] = {
     ("POST", "/_admin/force_full"): RequestHandler.admin_force_full,
     ("POST", "/_admin/fault"): RequestHandler.admin_add_fault,
     ("POST", "/_admin/reset"): RequestHandler.admin_reset,
+    ("GET", "/_admin/images"): RequestHandler.admin_images,
     ("GET", "/healthz"): RequestHandler.healthz,
 }
 

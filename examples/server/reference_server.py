@@ -186,6 +186,10 @@ class ReferenceServer:
         """The sync and events requests received, oldest first."""
         return self.admin("GET", "/_admin/requests")["requests"]
 
+    def images_served(self) -> list[str]:
+        """The paths of the image requests answered (GET /images/...), oldest first."""
+        return list(self.admin("GET", "/_admin/images")["paths"])
+
     def reset(self) -> None:
         """Clears faults, events, counters and the request log; restores the feed."""
         self.admin("POST", "/_admin/reset", {})

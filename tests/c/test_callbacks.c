@@ -32,9 +32,9 @@ static void test_subscriber_data_and_free(void) {
     CHECK(sub != 0);
     CHECK_OK(cc_controller_refresh(NULL, c, 5));
     CHECK(r.calls == 1);
-    CHECK_CONTAINS(r.last, "{\"reason\":\"refresh\",\"ok\":true,\"error\":null,\"cardId\":null,\"counts\":{\"total\":10,\"unviewed\":9}");
+    CHECK_CONTAINS(r.last, "{\"reason\":\"refresh\",\"ok\":true,\"error\":null,\"cardId\":null,\"counts\":{\"total\":10,\"unviewed\":9,\"unread\":9}");
     CHECK_OK(cc_controller_log_impression(c, "coupon-1"));
-    CHECK_CONTAINS(r.last, "\"reason\":\"impression\",\"ok\":true,\"error\":null,\"cardId\":\"coupon-1\",\"counts\":{\"total\":10,\"unviewed\":8}");
+    CHECK_CONTAINS(r.last, "\"reason\":\"impression\",\"ok\":true,\"error\":null,\"cardId\":\"coupon-1\",\"counts\":{\"total\":10,\"unviewed\":8,\"unread\":9}");
     CHECK_RC(CC_E_PARSE, cc_controller_apply(NULL, c, "{"));
     CHECK_CONTAINS(r.last, "\"reason\":\"cards_applied\",\"ok\":false,\"error\":{\"code\":-4,\"name\":\"CC_E_PARSE\"");
     CHECK_OK(cc_controller_unsubscribe(c, sub));

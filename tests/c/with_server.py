@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Runs a test program with the reference server up on 127.0.0.1, then stops the server.
 
-    with_server.py PROGRAM [ARGS...]      starts examples/server/cc_server.py on an ephemeral port,
+    with_server.py [--feed FEED] PROGRAM [ARGS...]
+                                          starts examples/server/cc_server.py on an ephemeral port
+                                          (on FEED, default the sample feed),
                                           runs PROGRAM with CC_SERVER_URL set and CC_ADMIN set to a
                                           command for admin calls, and exits with its status
     with_server.py --admin URL METHOD PATH [JSON]
@@ -33,7 +35,10 @@ def main(argv: list[str]) -> int:
         return admin(argv[1], argv[2], argv[3], argv[4] if len(argv) > 4 else None)
     from reference_server import ReferenceServer
 
-    with ReferenceServer() as server:
+    feed = None
+    if argv and argv[0] == "--feed":
+        feed, argv = argv[1], argv[2:]
+    with ReferenceServer(feed) as server:
         env = dict(os.environ)
         env["CC_SERVER_URL"] = server.url
         env["CC_ADMIN"] = f"{sys.executable} {os.path.abspath(__file__)} --admin {server.url}"

@@ -30,6 +30,6 @@ void ccint_cell_detach(uint32_t index);
 /* Publishes the unfiltered counts of the handle's feed, exact until `valid_before` (unix
  * seconds; +inf: until the feed changes). A negative `valid_before` withdraws them. */
 void ccint_cell_publish(uint32_t index, uint32_t generation, int64_t total, int64_t unviewed,
-                          double valid_before);
+                          int64_t unread, double valid_before);
 
 #endif

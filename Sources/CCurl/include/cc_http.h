@@ -43,7 +43,8 @@ typedef struct cc_http_response {
 /// Returns 1 when libcurl can be loaded, else 0 and a message in `error` (may be NULL).
 CC_HTTP_INTERNAL int cc_http_available(char *error, size_t error_len);
 
-/// POSTs `body` to `url` with `headers` ("Name: value" strings). Only http and https are allowed,
+/// POSTs `body` to `url` with `headers` ("Name: value" strings); with `body` NULL, a GET (the
+/// image cache's fetches). Only http and https are allowed,
 /// redirects are not followed, signals are not used (thread-safe). Thread-safe.
 CC_HTTP_INTERNAL int cc_http_post(const char *url, const char *const *headers, size_t header_count,
                  const char *body, size_t body_len, long timeout_ms, size_t max_body,

@@ -240,6 +240,7 @@ extension ContentCardsController {
         case .failure(let e): ContentCardsLog.emit(.warning, "refresh failed (\(e.code.statusName)): \(e.message); the cached feed stays readable")
         }
         notifyRefresh(result)
+        if case .success = result { prefetchImages() }
         return result
     }
 
@@ -283,7 +284,14 @@ extension ContentCardsController {
         } catch {
             return .failure(error)
         }
-        let merge = Merge.plan(payload, from: stored)
+        // Only a payload that carries read state needs the outbox's pending read changes.
+        var pendingRead = Set<CardKey>()
+        if payload.cards.contains(where: { $0.read != nil }) {
+            do throws(StoreError) { pendingRead = try store?.pendingReadStateCards(user: userID) ?? [] } catch {
+                return .failure(ContentCardsError(.storage, error.message))
+            }
+        }
+        let merge = Merge.plan(payload, from: stored, pendingRead: pendingRead)
         payload.cards = []
         do { try persist(merge.changes, for: userID) } catch { return .failure(error) }
         publish(merge.changes)
@@ -334,6 +342,7 @@ extension ContentCardsController {
         switch result {
         case .success(let summary):
             Self.logMerge("cards applied", summary)
+            prefetchImages()
             subscribers.notify(FeedUpdate(reason: .cardsApplied, error: nil, cardID: nil, counts: counts, sync: summary))
             return summary
         case .failure(let e):

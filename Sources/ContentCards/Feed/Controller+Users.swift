@@ -6,6 +6,12 @@ extension ContentCardsController {
         let counts: FeedCounts? = try lock.withLock { () throws(ContentCardsError) -> FeedCounts? in
             guard let store else { throw Self.closedError }
             if newUserID == userID { return nil }
+            var nextImages: ImageCache?
+            if let images {
+                do throws(Files.Failure) { nextImages = try images.cache(for: newUserID) } catch {
+                    throw ContentCardsError(.storage, "cannot open the image cache of user \"\(newUserID)\": \(error.message)")
+                }
+            }
             do throws(StoreError) {
                 let loaded: StoredUser
                 if store.isInMemory {
@@ -17,6 +23,7 @@ extension ContentCardsController {
                     loaded = try store.load(user: newUserID, decoder: decoder)
                     storeVersion = try store.dataVersion()
                 }
+                if let nextImages { images?.use(nextImages) }
                 publish(replacing: loaded)
                 userID = newUserID
             } catch {

@@ -59,6 +59,8 @@ public final class ContentCardsController: @unchecked Sendable {
 
     private(set) var source: CardSource?
     private(set) var sink: EventSink?
+    /// The image cache and its prefetches, when `images` is configured.
+    private(set) var images: ImagePrefetcher?
 
     /// Opens a controller. The clock and the event id generator are injected for tests; a
     /// transport may be given now or later with `setTransport`.
@@ -84,6 +86,18 @@ public final class ContentCardsController: @unchecked Sendable {
         }
         source = makeSource()
         sink = makeSink()
+        if let limits = configuration.images, let root = configuration.storagePath {
+            // Images go through the source's transport: the host's when it does the sync.
+            let transport: @Sendable () -> Result<Transport, ContentCardsError>
+            if case .callback? = configuration.source { transport = hostTransport.get } else { transport = { .success(CurlTransport()) } }
+            do {
+                images = try ImagePrefetcher(root: root, userID: configuration.userID, limits: limits,
+                                             timeout: configuration.timeoutSeconds, transport: transport)
+            } catch {
+                store?.close()
+                throw ContentCardsError(.storage, error.message)
+            }
+        }
         scheduleDeliveryIfPending()
     }
 
@@ -177,6 +191,7 @@ public final class ContentCardsController: @unchecked Sendable {
         }
         // Outside the lock: both run the host's free_userdata callbacks.
         if wasOpen {
+            images?.close()
             hostTransport.set(nil)
             subscribers.removeAll()
         }
@@ -188,9 +203,9 @@ public final class ContentCardsController: @unchecked Sendable {
 
     /// The visible feed in order (pinned, newest, id), optionally filtered by class types.
     public func cards(_ filter: ClassTypeFilter = .all) throws(ContentCardsError) -> [Card] {
-        try read { () throws(ContentCardsError) in
+        withImagePaths(try read { () throws(ContentCardsError) in
             index.ids(filter, now: clock.now()).compactMap { stored.cards[$0] }
-        }
+        })
     }
 
     /// A stored card by id, visible or not (dismissed and expired cards are returned too, with
@@ -198,7 +213,7 @@ public final class ContentCardsController: @unchecked Sendable {
     public func card(id: String) throws(ContentCardsError) -> Card {
         try read { () throws(ContentCardsError) in
             guard let card = stored.cards[id] else { throw Self.unknownCard(id) }
-            return card
+            return withImagePaths([card])[0]
         }
     }
 

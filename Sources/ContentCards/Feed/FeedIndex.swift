@@ -16,11 +16,12 @@ struct FeedIndex {
         let control: Bool
         var viewed: Bool
         var dismissed: Bool
+        var read: Bool
 
         init(_ card: Facts, classType: Int32) {
             id = card.id; created = card.created; expiresAt = card.expiresAt
             self.classType = classType; pinned = card.pinned; control = card.control
-            viewed = card.viewed; dismissed = card.dismissed
+            viewed = card.viewed; dismissed = card.dismissed; read = card.read
         }
     }
 
@@ -36,11 +37,12 @@ struct FeedIndex {
         let control: Bool
         let viewed: Bool
         let dismissed: Bool
+        let read: Bool
 
         init(_ card: Card) {
             id = card.id; created = card.created; expiresAt = card.expiresAt
             classType = card.classType; pinned = card.pinned; control = card.isControl
-            viewed = card.viewed; dismissed = card.dismissed
+            viewed = card.viewed; dismissed = card.dismissed; read = card.read
         }
 
         /// Whether `other` stands where this does in the feed and counts under the same class
@@ -51,10 +53,20 @@ struct FeedIndex {
         }
     }
 
-    /// Total and unviewed cards of one class type, visible at `Tallies.time`.
+    /// Total, unviewed and unread cards of one class type, visible at `Tallies.time`.
     struct Tally {
         var total = 0
         var unviewed = 0
+        var unread = 0
+
+        /// Counts one visible entry in (+1) or out (-1).
+        @inline(__always)
+        mutating func add(_ e: Entry, _ sign: Int) {
+            total += sign
+            if e.control { return }
+            if !e.viewed { unviewed += sign }
+            if !e.read { unread += sign }
+        }
     }
 
     struct Badge: Equatable {
@@ -137,6 +149,7 @@ struct FeedIndex {
             tally(entries[at], -1)
             entries[at].viewed = new.viewed
             entries[at].dismissed = new.dismissed
+            entries[at].read = new.read
             tally(entries[at], +1)
             return
         }
@@ -166,8 +179,7 @@ struct FeedIndex {
             if sign > 0 { tallies!.validBefore = min(tallies!.validBefore, at) }
         }
         if e.dismissed { return }
-        tallies!.byClassType[Int(e.classType)].total += sign
-        if !e.viewed && !e.control { tallies!.byClassType[Int(e.classType)].unviewed += sign }
+        tallies!.byClassType[Int(e.classType)].add(e, sign)
     }
 
     // MARK: Reading
@@ -196,15 +208,15 @@ struct FeedIndex {
         return out
     }
 
-    /// Total and unviewed visible cards passing `filter`.
+    /// Total, unviewed and unread visible cards passing `filter`.
     mutating func counts(_ filter: ClassTypeFilter, now: Double) -> FeedCounts {
         if tallies == nil || now >= tallies!.validBefore || now < tallies!.time { recount(now) }
         let byType = tallies!.byClassType
         var counts = FeedCounts()
         if let selected = selected(filter) {
-            for t in selected { counts.total += byType[Int(t)].total; counts.unviewed += byType[Int(t)].unviewed }
+            for t in selected { Self.sum(byType[Int(t)], into: &counts) }
         } else {
-            for t in byType { counts.total += t.total; counts.unviewed += t.unviewed }
+            for t in byType { Self.sum(t, into: &counts) }
         }
         return counts
     }
@@ -214,8 +226,13 @@ struct FeedIndex {
     var badge: Badge? {
         guard let t = tallies else { return nil }
         var counts = FeedCounts()
-        for x in t.byClassType { counts.total += x.total; counts.unviewed += x.unviewed }
+        for x in t.byClassType { Self.sum(x, into: &counts) }
         return Badge(counts: counts, validBefore: t.validBefore)
+    }
+
+    @inline(__always)
+    private static func sum(_ t: Tally, into counts: inout FeedCounts) {
+        counts.total += t.total; counts.unviewed += t.unviewed; counts.unread += t.unread
     }
 
     private mutating func recount(_ now: Double) {
@@ -228,8 +245,7 @@ struct FeedIndex {
                 next = min(next, at)
             }
             if e.dismissed { continue }
-            byType[Int(e.classType)].total += 1
-            if !e.viewed && !e.control { byType[Int(e.classType)].unviewed += 1 }
+            byType[Int(e.classType)].add(e, +1)
         }
         tallies = Tallies(byClassType: byType, time: now, validBefore: next)
     }

@@ -15,8 +15,8 @@ struct Merge {
 
     /// Applies `payload` to `state` (mutated to the merged state) and records the changes.
     /// The caller has already discarded a payload for another user (rule 1).
-    static func apply(_ payload: Payload, to state: inout StoredUser) -> Merge {
-        let merge = plan(payload, from: state)
+    static func apply(_ payload: Payload, to state: inout StoredUser, pendingRead: Set<CardKey> = []) -> Merge {
+        let merge = plan(payload, from: state, pendingRead: pendingRead)
         _ = state.apply(merge.changes)
         return merge
     }
@@ -24,7 +24,9 @@ struct Merge {
     /// The changes `payload` makes to `state`, which it only reads: the controller persists
     /// them first and then changes its state by exactly these (`StoredUser.apply`), so a merge
     /// never copies the user's cards, and one that fails to persist leaves nothing to undo.
-    static func plan(_ payload: Payload, from state: StoredUser) -> Merge {
+    /// `pendingRead`: cards with a read or unread event still in the outbox, whose local read
+    /// state the server has not heard of yet (rule 9).
+    static func plan(_ payload: Payload, from state: StoredUser, pendingRead: Set<CardKey> = []) -> Merge {
         var merge = Merge()
         // Sized once: grown by doubling, a full sync's array held a third more than it used.
         merge.changes.upserts.reserveCapacity(payload.cards.count)
@@ -74,6 +76,15 @@ struct Merge {
                 next.viewed = c.viewed || s.viewed
                 next.clicked = c.clicked || s.clicked
                 next.dismissed = c.dismissed || s.dismissed
+                // Rule 9: read state is not sticky (a card can be marked unread again): the
+                // server's `rd` wins when the card carries it, unless this device changed the
+                // card's read state and the event has not been delivered yet; without `rd`
+                // the local state stays.
+                if let serverRead = server.read, !pendingRead.contains(key) {
+                    next.read = serverRead
+                } else {
+                    next.read = c.read
+                }
             }
             if isDismissed(key) {
                 // Rule 4: dismissed locally stays dismissed; it is not resurrected.

@@ -15,6 +15,9 @@ public struct Card: Hashable, Sendable {
     public var clicked: Bool
     /// Dismissed by the user (sticky until the server removes the card).
     public var dismissed: Bool
+    /// Read by the user (an inbox's read state, apart from `viewed`): set and cleared by the
+    /// application (`markRead`, `markUnread`, `markAllRead`), merged from the server's `rd`.
+    public var read: Bool
     public var dismissible: Bool
     public var pinned: Bool
     public var isTest: Bool
@@ -28,6 +31,10 @@ public struct Card: Hashable, Sendable {
     public var classType: String
     /// The kind of card and the fields that only that kind has.
     public var content: Content
+    /// The local file of the card's image in the image cache (docs/BEHAVIOUR.md, "Images"),
+    /// nil when the cache has none. Set on the cards the controller reads out; never stored
+    /// and never sent.
+    public var imagePath: String?
 
     public static let neverExpires: Int64 = -1
 
@@ -83,16 +90,17 @@ public struct Card: Hashable, Sendable {
     }
 
     public init(id: String, created: Int64, expiresAt: Int64 = Card.neverExpires,
-                viewed: Bool = false, clicked: Bool = false, dismissed: Bool = false,
+                viewed: Bool = false, clicked: Bool = false, dismissed: Bool = false, read: Bool = false,
                 dismissible: Bool = false, pinned: Bool = false, isTest: Bool = false,
                 url: String? = nil, openURLInWebView: Bool = false,
                 extras: [String: String] = [:], classType: String? = nil, content: Content) {
         self.id = id; self.created = created; self.expiresAt = expiresAt
-        self.viewed = viewed; self.clicked = clicked; self.dismissed = dismissed
+        self.viewed = viewed; self.clicked = clicked; self.dismissed = dismissed; self.read = read
         self.dismissible = dismissible; self.pinned = pinned; self.isTest = isTest
         self.url = url; self.openURLInWebView = openURLInWebView; self.extras = extras
         self.classType = classType ?? ClassType.normalize(extras[ClassType.extrasKey] ?? "")
         self.content = content
+        self.imagePath = nil
     }
 }
 

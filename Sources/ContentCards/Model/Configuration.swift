@@ -34,6 +34,19 @@ public struct Configuration: Equatable, Sendable {
     /// Seconds after an event is logged before delivery starts on its own; 0 delivers only when
     /// the application flushes. (Extension.)
     public var eventFlushIntervalSeconds: Double = 30
+    /// The image cache (docs/BEHAVIOUR.md, "Images"); nil: no images are fetched.
+    public var images: Images? = nil
+
+    /// Bounds of the on-disk image cache of each user.
+    public struct Images: Equatable, Sendable {
+        /// Bytes the cache of one user holds at most; the least recently used go first.
+        public var maxBytes: Int = 50 << 20
+        /// Images the cache of one user holds at most, and fetched per refresh at most.
+        public var maxCount: Int = 200
+        /// One image larger than this is not kept (its fetch fails).
+        public var maxImageBytes: Int = 5 << 20
+        public init() {}
+    }
 
     public init() {}
 }

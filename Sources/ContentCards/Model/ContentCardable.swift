@@ -8,9 +8,9 @@
 
 /// Stable names of a card's metadata: exactly the boundary field names of docs/BEHAVIOUR.md, "Cards".
 public enum ContentCardKey: String, CaseIterable, Sendable {
-    case id, type, created, expiresAt, viewed, clicked, dismissed, dismissible, pinned, isTest
+    case id, type, created, expiresAt, viewed, clicked, dismissed, read, dismissible, pinned, isTest
     case isControl, url, openURLInWebView, extras, classType, image, imageAltText, imageAspectRatio
-    case title, cardDescription, domain
+    case title, cardDescription, domain, imagePath
 }
 
 /// One metadata value.
@@ -51,6 +51,7 @@ public struct ContentCardMetadata: Sendable {
         case .viewed: return .bool(c.viewed)
         case .clicked: return .bool(c.clicked)
         case .dismissed: return .bool(c.dismissed)
+        case .read: return .bool(c.read)
         case .dismissible: return .bool(c.dismissible)
         case .pinned: return .bool(c.pinned)
         case .isTest: return .bool(c.isTest)
@@ -65,6 +66,7 @@ public struct ContentCardMetadata: Sendable {
         case .title: return opt(c.title)
         case .cardDescription: return opt(c.cardDescription)
         case .domain: return opt(c.domain)
+        case .imagePath: return opt(c.imagePath)
         }
     }
 

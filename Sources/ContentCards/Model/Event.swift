@@ -6,6 +6,9 @@ public struct Event: Hashable, Sendable {
         case click
         case dismissal
         case feedDisplayed = "feed_displayed"
+        /// The application marked the card read, or unread (docs/BEHAVIOUR.md, "Read state").
+        case read
+        case unread
     }
 
     /// Unique; the server drops a duplicate delivery by this id.

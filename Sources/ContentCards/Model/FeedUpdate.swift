@@ -9,6 +9,9 @@ public struct FeedUpdate: Sendable, Equatable {
         case impression
         case click
         case dismissal
+        /// Cards marked read (one card, or `markAllRead`: `cardID` nil), or one marked unread.
+        case read
+        case unread
     }
 
     public var reason: Reason

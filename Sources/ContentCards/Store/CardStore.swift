@@ -362,6 +362,18 @@ final class CardStore {
         return batch
     }
 
+    /// Cards of `user` with a read or unread event still in the outbox: their local read state
+    /// wins over the server's in a merge until the event is delivered (docs/BEHAVIOUR.md,
+    /// "Merge", rule 9).
+    func pendingReadStateCards(user: String) throws(StoreError) -> Set<CardKey> {
+        let s = try statement("SELECT DISTINCT card_id FROM events WHERE user_id = ? AND type IN ('read', 'unread') AND card_id IS NOT NULL")
+        defer { s.reset() }
+        try s.bind(1, user)
+        var ids = Set<CardKey>()
+        while try s.step() { if let id = s.text(0) { ids.insert(CardKey(id)) } }
+        return ids
+    }
+
     /// The user's rows in the cards table, decodable or not (diagnostics compares it with the
     /// cards loaded, so a row that no longer decodes is reported rather than dropped silently).
     func cardRowCount(user: String) throws(StoreError) -> Int {

@@ -5,9 +5,10 @@ import Glibc
 import Musl
 #endif
 
-/// One request the library needs sent: a sync or an event batch, as a JSON body.
+/// One request the library needs sent: a sync or an event batch, as a JSON body (POST); or an
+/// image of the image cache (GET, no body).
 public struct TransportRequest: Sendable {
-    public enum Kind: String, Sendable { case sync, events }
+    public enum Kind: String, Sendable { case sync, events, image }
     public var kind: Kind
     /// The full URL for HTTP transports (`{base}/content_cards/sync`, `{base}/events`); for a
     /// host transport configured with `{"callback": true}`, the path alone.
@@ -76,10 +77,17 @@ public struct CurlTransport: Transport {
         var response = cc_http_response()
         let timeoutMs = Int(min(max(request.timeout, 0.001), 86_400) * 1000)
         let outcome: Int32 = withCStrings(lines) { headers in
-            request.body.withUnsafeBufferPointer { body in
-                body.withMemoryRebound(to: CChar.self) { chars in
+            if request.kind == .image {   // a GET: cc_http_post with no body
+                return cc_http_post(request.url, headers.baseAddress, headers.count, nil, 0, timeoutMs,
+                                    max(request.maxResponseBytes, 0), &response)
+            }
+            // A POST always passes a body pointer (NULL asks for a GET), also for an empty body.
+            var body = request.body
+            body.append(0)
+            return body.withUnsafeBufferPointer { bytes in
+                bytes.withMemoryRebound(to: CChar.self) { chars in
                     cc_http_post(request.url, headers.baseAddress, headers.count, chars.baseAddress,
-                                 chars.count, timeoutMs, max(request.maxResponseBytes, 0), &response)
+                                 request.body.count, timeoutMs, max(request.maxResponseBytes, 0), &response)
                 }
             }
         }

@@ -4,9 +4,9 @@
 public enum CardJSON {
     /// The boundary keys, in the order they are written.
     public static let keys = [
-        "id", "type", "created", "expiresAt", "viewed", "clicked", "dismissed", "dismissible",
+        "id", "type", "created", "expiresAt", "viewed", "clicked", "dismissed", "read", "dismissible",
         "pinned", "isTest", "isControl", "url", "openURLInWebView", "extras", "classType",
-        "image", "imageAltText", "imageAspectRatio", "title", "cardDescription", "domain",
+        "image", "imageAltText", "imageAspectRatio", "title", "cardDescription", "domain", "imagePath",
     ]
 
     /// The keys, encoded once.
@@ -18,6 +18,8 @@ public enum CardJSON {
         static let viewed = JSONWriter.Key("viewed")
         static let clicked = JSONWriter.Key("clicked")
         static let dismissed = JSONWriter.Key("dismissed")
+        static let read = JSONWriter.Key("read")
+        static let imagePath = JSONWriter.Key("imagePath")
         static let dismissible = JSONWriter.Key("dismissible")
         static let pinned = JSONWriter.Key("pinned")
         static let isTest = JSONWriter.Key("isTest")
@@ -79,6 +81,7 @@ public enum CardJSON {
         w.key(K.viewed); w.bool(card.viewed)
         w.key(K.clicked); w.bool(card.clicked)
         w.key(K.dismissed); w.bool(card.dismissed)
+        w.key(K.read); w.bool(card.read)
         w.key(K.dismissible); w.bool(card.dismissible)
         w.key(K.pinned); w.bool(card.pinned)
         w.key(K.isTest); w.bool(card.isTest)
@@ -99,6 +102,7 @@ public enum CardJSON {
         w.key(K.title); w.string(card.title)
         w.key(K.cardDescription); w.string(card.cardDescription)
         w.key(K.domain); w.string(card.domain)
+        w.key(K.imagePath); w.string(card.imagePath)
         w.endObject()
     }
 
@@ -159,11 +163,13 @@ public enum CardJSON {
                 extras[m.key] = s
             }
         }
-        return Card(id: id, created: created, expiresAt: try r.int("expiresAt") ?? Card.neverExpires,
-                    viewed: try r.bool("viewed"), clicked: try r.bool("clicked"), dismissed: try r.bool("dismissed"),
+        var card = Card(id: id, created: created, expiresAt: try r.int("expiresAt") ?? Card.neverExpires,
+                    viewed: try r.bool("viewed"), clicked: try r.bool("clicked"), dismissed: try r.bool("dismissed"), read: try r.bool("read"),
                     dismissible: try r.bool("dismissible"), pinned: try r.bool("pinned"), isTest: try r.bool("isTest"),
                     url: try r.string("url"), openURLInWebView: try r.bool("openURLInWebView"), extras: extras,
                     classType: try r.string("classType"), content: content)
+        card.imagePath = try r.string("imagePath")
+        return card
     }
 }
 

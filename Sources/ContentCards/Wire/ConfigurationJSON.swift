@@ -4,7 +4,7 @@ public enum ConfigurationJSON {
     public static let keys: Set<String> = [
         "userId", "storagePath", "source", "events", "refreshTokens", "refreshIntervalSeconds",
         "timeoutSeconds", "knownClassTypes", "maxPayloadBytes", "deviceId", "eventBatchSize",
-        "eventBatchBytes", "eventFlushIntervalSeconds",
+        "eventBatchBytes", "eventFlushIntervalSeconds", "images",
     ]
 
     /// The largest payload limit accepted (1 GiB): a bound, so a typo cannot ask for 1 TB.
@@ -53,10 +53,24 @@ public enum ConfigurationJSON {
             case "eventBatchSize": c.eventBatchSize = try int(value, key, min: 1, max: 100_000)
             case "eventBatchBytes": c.eventBatchBytes = try int(value, key, min: 1024, max: maxPayloadLimit)
             case "eventFlushIntervalSeconds": c.eventFlushIntervalSeconds = try seconds(value, key, allowZero: true)
+            case "images": c.images = try images(value)
             default: break
             }
         }
+        if c.images != nil && c.storagePath == nil {
+            throw ConfigurationError("\"images\" needs \"storagePath\": the image cache is kept on disk beside the store")
+        }
         return c
+    }
+
+    /// `{"maxBytes": N, "maxCount": N, "maxImageBytes": N}`, each optional; `{}` for the defaults.
+    private static func images(_ v: JSONValue) throws(ConfigurationError) -> Configuration.Images {
+        _ = try object(v, "images", allowed: ["maxBytes", "maxCount", "maxImageBytes"])
+        var images = Configuration.Images()
+        if let n = v["maxBytes"], n != .null { images.maxBytes = try int(n, "images.maxBytes", min: 1024, max: 1 << 40) }
+        if let n = v["maxCount"], n != .null { images.maxCount = try int(n, "images.maxCount", min: 1, max: 100_000) }
+        if let n = v["maxImageBytes"], n != .null { images.maxImageBytes = try int(n, "images.maxImageBytes", min: 1, max: maxPayloadLimit) }
+        return images
     }
 
     /// `{"file": PATH}`, `{"url": BASE, "apiKey": KEY}` or `{"callback": true}`, for `source`

@@ -12,6 +12,7 @@ enum KnownKey: String {
     case cl
     case d
     case r
+    case rd
     case p
     case db
     case t
@@ -34,6 +35,7 @@ enum KnownKey: String {
     case viewed
     case clicked
     case dismissed
+    case read
     case dismissible
     case pinned
     case isTest
@@ -76,6 +78,8 @@ extension Parser {
             case 0x6c63: return .cl
             case 0x64: return .d
             case 0x72: return .r
+            case 0x6472: return .rd
+            case 0x64616572: return .read
             case 0x70: return .p
             case 0x6264: return .db
             case 0x74: return .t

@@ -5,7 +5,12 @@ public struct Payload: Sendable, Equatable {
         public var card: Card
         /// The server removed this card (wire `r`); it is a tombstone, not shown.
         public var removed: Bool
-        public init(card: Card, removed: Bool = false) { self.card = card; self.removed = removed }
+        /// The server's read state (wire `rd`) when the card carries the key; nil when it does
+        /// not (merge keeps the local state then).
+        public var read: Bool?
+        public init(card: Card, removed: Bool = false, read: Bool? = nil) {
+            self.card = card; self.removed = removed; self.read = read
+        }
     }
 
     /// A card that was left out of the payload, and why.

@@ -278,7 +278,7 @@ struct CardFields {
         case wrongType(String)
     }
 
-    private static let slotCount = 19
+    private static let slotCount = 20
     private var raw = Slots()
 
     /// The fields' values, one stored property each: an array of them cost an allocation and
@@ -382,6 +382,7 @@ struct CardFields {
         case .tt: return 16
         case .ds: return 17
         case .dm: return 18
+        case .rd: return 19
         default: return nil
         }
     }
@@ -496,6 +497,7 @@ struct CardFields {
             viewed: try bool(.v) ?? false,
             clicked: try bool(.cl) ?? false,
             dismissed: try bool(.d) ?? false,
+            read: try bool(.rd) ?? false,
             dismissible: try bool(.db) ?? false,
             pinned: try bool(.p) ?? false,
             isTest: try bool(.t) ?? false,
@@ -504,7 +506,7 @@ struct CardFields {
             extras: extras,
             classType: ClassType.normalize(extras[ClassType.extrasKey] ?? "", known: knownClassTypes),
             content: content)
-        return Payload.ServerCard(card: card, removed: removed)
+        return Payload.ServerCard(card: card, removed: removed, read: try bool(.rd))
     }
 
     /// memchr over the id's bytes (the generic `contains` on a UTF-8 view was 1% of a sync).

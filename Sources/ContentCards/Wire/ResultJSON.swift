@@ -14,7 +14,21 @@ public enum ResultJSON {
         w.beginObject()
         w.key("total"); w.int(c.total)
         w.key("unviewed"); w.int(c.unviewed)
+        w.key("unread"); w.int(c.unread)
         w.endObject()
+    }
+
+    /// `{"fetched":N,"failed":N,"cached":N,"bytes":N,"pending":N}`.
+    public static func images(_ s: ImageStats) -> String {
+        var w = JSONWriter(reservingCapacity: 96)
+        w.beginObject()
+        w.key("fetched"); w.int(s.fetched)
+        w.key("failed"); w.int(s.failed)
+        w.key("cached"); w.int(s.cached)
+        w.key("bytes"); w.int(s.bytes)
+        w.key("pending"); w.int(s.pending)
+        w.endObject()
+        return w.string
     }
 
     public static func leftOut(_ items: [Payload.LeftOut], to w: inout JSONWriter) {

@@ -1,5 +1,5 @@
 /// The form a card is stored in: the server's short keys (docs/WIRE.md, "Cards on the wire") with default values left
-/// out, and the local sticky flags (`v`, `cl`, `d`) in it. Less than half the size of the
+/// out, and the local flags (`v`, `cl`, `d`, `rd`) in it. Less than half the size of the
 /// boundary JSON, and read back by the same streaming decoder as payloads; the class type is
 /// not stored but normalized again on reading, under the configuration of the day.
 public enum StoredCardJSON {
@@ -9,7 +9,7 @@ public enum StoredCardJSON {
     private static let t = JSONWriter.Key("t"), uw = JSONWriter.Key("uw"), e = JSONWriter.Key("e")
     private static let u = JSONWriter.Key("u"), i = JSONWriter.Key("i"), alt = JSONWriter.Key("image_alt")
     private static let ar = JSONWriter.Key("ar"), tt = JSONWriter.Key("tt"), ds = JSONWriter.Key("ds")
-    private static let dm = JSONWriter.Key("dm")
+    private static let dm = JSONWriter.Key("dm"), rd = JSONWriter.Key("rd")
 
     public static func encode(_ c: Card) -> [UInt8] {
         var w = JSONWriter(reservingCapacity: 512)
@@ -27,6 +27,7 @@ public enum StoredCardJSON {
         if c.viewed { w.key(v); w.bool(true) }
         if c.clicked { w.key(cl); w.bool(true) }
         if c.dismissed { w.key(d); w.bool(true) }
+        if c.read { w.key(rd); w.bool(true) }
         if c.pinned { w.key(p); w.bool(true) }
         if c.dismissible { w.key(db); w.bool(true) }
         if c.isTest { w.key(t); w.bool(true) }

@@ -28,8 +28,8 @@ from .errors import (CardNotFoundError, ClosedError, ConfigError, ContentCardsEr
                      NoMemoryError, NoSourceError, ParseError, RateLimitedError, RefusedError,
                      RequestTimeoutError, ServerError, StorageError, TransportError,
                      UnavailableError, WrongUserError)
-from .results import (Counts, FlushResult, LeftOut, LogResult, PendingEvent, PendingEvents,
-                      SyncSummary, Update)
+from .results import (Counts, FlushResult, ImageStats, LeftOut, LogResult, PendingEvent,
+                      PendingEvents, SyncSummary, Update)
 from .transport import TransportRequest, TransportResponse
 
 #: The package's version: the version of the library it carries (CC_VERSION_STRING of
@@ -56,7 +56,7 @@ def abi_version() -> int:
 __all__ = [
     "ABI_VERSION", "CONFIG_KEYS", "Card", "CardNotFoundError", "CardType", "ClosedError",
     "ConfigError", "ContentCardable", "ContentCards", "ContentCardsError", "Counts",
-    "FlushResult", "InternalError", "InvalidArgumentError", "InvalidHandleError", "LeftOut",
+    "FlushResult", "ImageStats", "InternalError", "InvalidArgumentError", "InvalidHandleError", "LeftOut",
     "LogResult", "NetworkError", "NoMemoryError", "NoSourceError", "ParseError", "PendingEvent",
     "PendingEvents",
     "RateLimitedError", "RefusedError", "Registry", "RequestTimeoutError", "ServerError",

@@ -88,6 +88,11 @@ SIGNATURES: dict[str, tuple[Any, list[Any], str]] = {
     "cc_controller_counts": (c_int, [P_int64, P_int64, handle_t, c_char_p], STATUS),
     "cc_controller_total_count": (c_int64, [handle_t, c_char_p], PLAIN),
     "cc_controller_unviewed_count": (c_int64, [handle_t, c_char_p], PLAIN),
+    "cc_controller_unread_count": (c_int64, [handle_t, c_char_p], PLAIN),
+    "cc_controller_all_counts": (c_int, [P_int64, P_int64, P_int64, handle_t, c_char_p], STATUS),
+    "cc_controller_mark_read": (c_int, [POINTER(c_int), handle_t, c_char_p, c_int], STATUS),
+    "cc_controller_mark_all_read": (c_int, [P_int64, handle_t, c_char_p], STATUS),
+    "cc_controller_wait_images": (c_int, [out_string_t, handle_t, c_double], STATUS),
     "cc_controller_log_impression": (c_int, [handle_t, c_char_p], STATUS),
     "cc_controller_log_click": (c_int, [handle_t, c_char_p], STATUS),
     "cc_controller_log_dismissal": (c_int, [handle_t, c_char_p], STATUS),
@@ -262,6 +267,35 @@ def controller_counts(handle: int, filter_json: bytes | None) -> tuple[int, int]
     total, unviewed = c_int64(), c_int64()
     lib.cc_controller_counts(ctypes.byref(total), ctypes.byref(unviewed), handle, filter_json)
     return int(total.value), int(unviewed.value)
+
+
+def controller_all_counts(handle: int, filter_json: bytes | None) -> tuple[int, int, int]:
+    """Total, unviewed and unread at one moment."""
+    total, unviewed, unread = c_int64(), c_int64(), c_int64()
+    lib.cc_controller_all_counts(ctypes.byref(total), ctypes.byref(unviewed), ctypes.byref(unread),
+                                 handle, filter_json)
+    return int(total.value), int(unviewed.value), int(unread.value)
+
+
+def controller_unread_count(handle: int, filter_json: bytes | None) -> int:
+    """The unread count; raises the error of a negative status."""
+    return _errcheck(lib.cc_controller_unread_count(handle, filter_json), None, ())
+
+
+def controller_mark_read(handle: int, card_id: bytes, read: bool) -> bool:
+    changed = c_int()
+    lib.cc_controller_mark_read(ctypes.byref(changed), handle, card_id, 1 if read else 0)
+    return changed.value != 0
+
+
+def controller_mark_all_read(handle: int, filter_json: bytes | None) -> int:
+    changed = c_int64()
+    lib.cc_controller_mark_all_read(ctypes.byref(changed), handle, filter_json)
+    return int(changed.value)
+
+
+def controller_wait_images(handle: int, timeout: float) -> str:
+    return _call_string_out(lib.cc_controller_wait_images, handle, timeout)
 
 
 def controller_log_impression(handle: int, card_id: bytes) -> None:

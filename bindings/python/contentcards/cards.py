@@ -52,6 +52,7 @@ _FIELDS: tuple[tuple[str, str, str, bool], ...] = (
     ("viewed", "viewed", _BOOL, False),
     ("clicked", "clicked", _BOOL, False),
     ("dismissed", "dismissed", _BOOL, False),
+    ("read", "read", _BOOL, False),
     ("dismissible", "dismissible", _BOOL, False),
     ("pinned", "pinned", _BOOL, False),
     ("isTest", "is_test", _BOOL, False),
@@ -66,6 +67,7 @@ _FIELDS: tuple[tuple[str, str, str, bool], ...] = (
     ("title", "title", _STR, True),
     ("cardDescription", "card_description", _STR, True),
     ("domain", "domain", _STR, True),
+    ("imagePath", "image_path", _STR, True),
 )
 
 
@@ -101,6 +103,7 @@ class Card:
     viewed: bool
     clicked: bool
     dismissed: bool
+    read: bool
     dismissible: bool
     pinned: bool
     is_test: bool
@@ -115,6 +118,7 @@ class Card:
     title: str | None
     card_description: str | None
     domain: str | None
+    image_path: str | None  # the image's file in the image cache; None when not cached
 
     @property
     def created(self) -> datetime:
@@ -187,10 +191,10 @@ _mapping = types.MappingProxyType
 
 
 def _build(d: dict[str, Any]) -> Card:
-    (set_id, set_type, set_created, set_expires, set_viewed, set_clicked, set_dismissed,
+    (set_id, set_type, set_created, set_expires, set_viewed, set_clicked, set_dismissed, set_read,
      set_dismissible, set_pinned, set_is_test, set_is_control, set_url, set_web_view, set_extras,
      set_class_type, set_image, set_alt, set_ratio, set_title, set_description,
-     set_domain) = _SLOT_SETTERS
+     set_domain, set_image_path) = _SLOT_SETTERS
     card = _new_card(Card)
     set_id(card, d["id"])
     set_type(card, _TYPES[d["type"]])
@@ -199,6 +203,7 @@ def _build(d: dict[str, Any]) -> Card:
     set_viewed(card, d["viewed"])
     set_clicked(card, d["clicked"])
     set_dismissed(card, d["dismissed"])
+    set_read(card, d["read"])
     set_dismissible(card, d["dismissible"])
     set_pinned(card, d["pinned"])
     set_is_test(card, d["isTest"])
@@ -214,4 +219,5 @@ def _build(d: dict[str, Any]) -> Card:
     set_title(card, d["title"])
     set_description(card, d["cardDescription"])
     set_domain(card, d["domain"])
+    set_image_path(card, d["imagePath"])
     return card

@@ -16,7 +16,7 @@ from .cards import Card
 from .convert import ContentCardable, Registry
 from .errors import (CardNotFoundError, ClosedError, ConfigError, ContentCardsError,
                      InvalidHandleError, ParseError, RefusedError, TransportError)
-from .results import Counts, FlushResult, LogResult, PendingEvents, SyncSummary, Update
+from .results import Counts, FlushResult, ImageStats, LogResult, PendingEvents, SyncSummary, Update
 from .transport import TransportFunction, TransportRequest, TransportResponse
 
 __all__ = ["CONFIG_KEYS", "CardRef", "ContentCards", "Subscription", "Subscriber"]
@@ -39,6 +39,7 @@ CONFIG_KEYS: dict[str, str] = {
     "event_batch_size": "eventBatchSize",
     "event_batch_bytes": "eventBatchBytes",
     "event_flush_interval_seconds": "eventFlushIntervalSeconds",
+    "images": "images",
 }
 
 #: How many subscriber exceptions a controller keeps in ``subscriber_errors``.
@@ -96,6 +97,7 @@ def _config_json(config: Mapping[str, Any] | str | bytes | None,
 # The badge's one-number calls, bound once (see count() and unviewed_count()).
 _total_count = _ffi.lib.cc_controller_total_count
 _unviewed_count = _ffi.lib.cc_controller_unviewed_count
+_unread_count = _ffi.lib.cc_controller_unread_count
 
 
 def _filter_json(class_types: Iterable[str] | str | None) -> bytes | None:
@@ -467,8 +469,9 @@ class ContentCards:
             self._call(_ffi.controller_card, _ffi.cstr(_card_id(card), "card id"))))
 
     def counts(self, class_types: Iterable[str] | str | None = None) -> Counts:
-        """Badge counts (total, unviewed) of the visible feed, optionally for some class types."""
-        return Counts(*self._call(_ffi.controller_counts, _filter_json(class_types)))
+        """Badge counts (total, unviewed, unread) of the visible feed, optionally for some class
+        types."""
+        return Counts(*self._call(_ffi.controller_all_counts, _filter_json(class_types)))
 
     def count(self, class_types: Iterable[str] | str | None = None) -> int:
         """The number of visible cards (control cards included)."""
@@ -487,6 +490,14 @@ class ContentCards:
             if n >= 0:
                 return n
         return self.counts(class_types).unviewed
+
+    def unread_count(self, class_types: Iterable[str] | str | None = None) -> int:
+        """The read-state badge: visible cards not marked read and not control."""
+        if class_types is None:
+            n: int = _unread_count(self._handle, None)
+            if n >= 0:
+                return n
+        return int(self._call(_ffi.controller_unread_count, _filter_json(class_types)))
 
     def convert(self, registry: Registry,
                 class_types: Iterable[str] | str | None = None) -> list[ContentCardable]:
@@ -528,6 +539,27 @@ class ContentCards:
         self._call(_ffi.controller_log_feed_displayed)
         return LogResult(True, None)
 
+    # -- read state ------------------------------------------------------------------------
+
+    def mark_read(self, card: CardRef) -> LogResult:
+        """Marks the card read (a ``read`` event when it was unread; ``LogResult(False,
+        reason)`` when it already was). Raises CardNotFoundError for an unknown id."""
+        return self._mark(card, True)
+
+    def mark_unread(self, card: CardRef) -> LogResult:
+        """Marks the card unread (an ``unread`` event when it was read)."""
+        return self._mark(card, False)
+
+    def _mark(self, card: CardRef, read: bool) -> LogResult:
+        card_id = _ffi.cstr(_card_id(card), "card id")
+        if self._call(_ffi.controller_mark_read, card_id, read):
+            return LogResult(True, None)
+        return LogResult(False, f"already {'read' if read else 'unread'}")
+
+    def mark_all_read(self, class_types: Iterable[str] | str | None = None) -> int:
+        """Marks every visible card (of ``class_types``) read; returns how many changed."""
+        return int(self._call(_ffi.controller_mark_all_read, _filter_json(class_types)))
+
     # -- users, events, diagnostics --------------------------------------------------------
 
     def change_user(self, user_id: str) -> None:
@@ -544,6 +576,13 @@ class ContentCards:
         configuration's timeoutSeconds). Raises on failure (the events stay pending)."""
         text = self._with_transport_cause(_ffi.controller_flush_events, _timeout(timeout))
         return FlushResult.from_json(json.loads(text))
+
+    def wait_for_images(self, timeout: float | None = None) -> ImageStats:
+        """Waits for the image prefetches queued by refreshes (configuration ``images``), at
+        most ``timeout`` seconds (None: 4 x timeoutSeconds); what the image cache did.
+        Raises NoSourceError when no image cache is configured."""
+        text = self._call(_ffi.controller_wait_images, _timeout(timeout))
+        return ImageStats(**json.loads(text))
 
     def pending_events(self) -> int:
         """The number of events waiting in the store's outbox (every user's)."""

@@ -14,14 +14,28 @@ __all__ = ["Counts", "FlushResult", "LeftOut", "LogResult", "PendingEvent", "Pen
 
 
 class Counts(NamedTuple):
-    """Badge counts of the visible feed: ``total`` includes control cards, ``unviewed`` not."""
+    """Badge counts of the visible feed: ``total`` includes control cards, ``unviewed`` (no
+    impression yet) and ``unread`` (not marked read) do not."""
 
     total: int
     unviewed: int
+    unread: int = 0
 
     @classmethod
     def from_json(cls, data: Any) -> Counts:
-        return cls(int(data["total"]), int(data["unviewed"]))
+        return cls(int(data["total"]), int(data["unviewed"]), int(data.get("unread", 0)))
+
+
+class ImageStats(NamedTuple):
+    """What the image cache did: images ``fetched`` and fetches ``failed`` since the controller
+    opened; images ``cached`` for the current user and their ``bytes``; prefetches ``pending``
+    (0 unless the wait timed out)."""
+
+    fetched: int
+    failed: int
+    cached: int
+    bytes: int
+    pending: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,11 +108,11 @@ class LogResult:
 
 @dataclass(frozen=True, slots=True)
 class Update:
-    """What a subscriber receives after a refresh, an apply, a user change or a logged
-    impression, click or dismissal.
+    """What a subscriber receives after a refresh, an apply, a user change, a logged
+    impression, click or dismissal, or a read-state change.
 
     ``reason`` is one of "refresh", "cards_applied", "user_changed", "impression", "click",
-    "dismissal"; ``error`` is the failure as an exception object (not raised) when ``ok`` is
+    "dismissal", "read", "unread" ("read" with ``card_id`` None: ``mark_all_read``); ``error`` is the failure as an exception object (not raised) when ``ok`` is
     False; ``sync`` is the summary of a successful refresh or apply.
     """
 

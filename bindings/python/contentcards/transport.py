@@ -22,7 +22,8 @@ __all__ = ["TransportFunction", "TransportRequest", "TransportResponse"]
 class TransportRequest:
     """One request the library needs sent.
 
-    ``kind`` is "sync" or "events"; ``url`` the path (``/content_cards/sync`` or ``/events``)
+    ``kind`` is "sync", "events" or "image" (a GET of ``url``, the image's full URL, no body);
+    ``url`` the path (``/content_cards/sync`` or ``/events``)
     for ``{"callback": true}``; ``headers`` the "Name: value" strings; ``body`` the JSON body;
     ``timeout`` the seconds after which the transport should give up.
     """

@@ -43,16 +43,16 @@ def test_refresh_feed_counts(sample: cc.ContentCards) -> None:
     summary = sample.refresh(5)
     assert summary.added == 11
     assert summary.full_sync is True
-    assert summary.counts == cc.Counts(total=10, unviewed=9)
+    assert summary.counts == cc.Counts(total=10, unviewed=9, unread=9)
     assert len(summary.left_out) == 3
     assert [(item.index, item.id) for item in summary.left_out] == [
         (11, "bad-1"), (12, None), (13, "bad-type")]
     assert summary.left_out[0].reason == \
         'missing required field "tt" (title) for a captioned_image card'
 
-    assert sample.counts() == (10, 9)
+    assert sample.counts() == (10, 9, 9)
     assert sample.count() == 10 and sample.unviewed_count() == 9
-    assert sample.counts(["coupon_code"]) == (2, 1)
+    assert sample.counts(["coupon_code"]) == (2, 1, 1)
     assert sample.unviewed_count(["HOME_TILE"]) == 3
     assert sample.unviewed_count("HOME_TILE") == 3  # a str is one class type
 
@@ -271,7 +271,7 @@ def test_storage(tmp_path: os.PathLike[str]) -> None:
         c.refresh(5)
         assert c.log_impression("tile-2").recorded
     with open_sample(user_id="u", storage_path=store) as c:
-        assert c.counts() == (10, 8)
+        assert c.counts() == (10, 8, 9)
         assert c.pending_events() == 1
     mode = os.stat(store).st_mode & 0o777
     assert mode == 0o700
@@ -283,27 +283,33 @@ def test_badge_fast_path_agrees_with_the_full_path() -> None:
     of every class type takes it) after every kind of change, and fail once closed."""
     c = open_sample()
 
-    def same() -> tuple[int, int]:
+    def same() -> tuple[int, int, int]:
         full = c.counts([])
-        assert (c.count(), c.unviewed_count()) == (full.total, full.unviewed) == tuple(c.counts())
-        return full.total, full.unviewed
+        assert (c.count(), c.unviewed_count(), c.unread_count()) == tuple(full) == tuple(c.counts())
+        return tuple(full)
 
-    assert same() == (0, 0)
+    assert same() == (0, 0, 0)
     c.refresh(5)
-    assert same() == (10, 9)
+    assert same() == (10, 9, 9)
     c.log_impression("tile-1")
-    assert same() == (10, 8)
+    assert same() == (10, 8, 9)
+    c.mark_read("tile-3")
+    assert same() == (10, 8, 8)
     c.log_dismissal("tile-2")
-    assert same() == (9, 7)
+    assert same() == (9, 7, 7)
     c.apply('[{"id":"new","tp":"short_news","ca":1,"ds":"x"}]')
-    assert same() == (10, 8)
+    assert same() == (10, 8, 8)
+    c.mark_all_read()
+    assert same() == (10, 8, 0)
     c.change_user("someone-else")
-    assert same() == (0, 0)
+    assert same() == (0, 0, 0)
     c.change_user("u-1")
-    assert same() == (10, 8)
+    assert same() == (10, 8, 0)
     c.close()
     with pytest.raises(cc.ClosedError):
         c.unviewed_count()
+    with pytest.raises(cc.ClosedError):
+        c.unread_count()
     with pytest.raises(cc.ClosedError):
         c.count()
 

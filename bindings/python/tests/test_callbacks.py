@@ -54,7 +54,7 @@ def test_subscriber_data_and_free(sample: cc.ContentCards) -> None:
     assert r.calls == 1
     update = r.last
     assert (update.reason, update.ok, update.error, update.card_id) == ("refresh", True, None, None)
-    assert update.counts == (10, 9)
+    assert update.counts == (10, 9, 9)
     assert update.sync is not None and update.sync.added == 11
     assert list(update.raw) == ["reason", "ok", "error", "cardId", "counts", "sync"]
     # On the thread that ran the library call: on the main thread refresh() runs it in a
@@ -69,7 +69,7 @@ def test_subscriber_data_and_free(sample: cc.ContentCards) -> None:
 
     c.log_impression("coupon-1")
     assert (r.last.reason, r.last.ok, r.last.card_id) == ("impression", True, "coupon-1")
-    assert r.last.counts == (10, 8) and r.last.sync is None
+    assert r.last.counts == (10, 8, 9) and r.last.sync is None
 
     with pytest.raises(cc.ParseError):
         c.apply("{")
@@ -106,8 +106,8 @@ def test_other_update_reasons(refreshed: cc.ContentCards) -> None:
         refreshed.apply([{"id": "n", "tp": "short_news", "ca": 1, "ds": "x"}])
     assert not sub.active
     assert [u.reason for u in r.updates] == ["click", "dismissal", "user_changed", "cards_applied"]
-    assert r.updates[1].counts == (9, 8)
-    assert r.updates[2].counts == (0, 0)
+    assert r.updates[1].counts == (9, 8, 8)
+    assert r.updates[2].counts == (0, 0, 0)
     assert r.updates[3].sync is not None and r.updates[3].sync.added == 1
     # A refused log changes nothing: no update (the click above was on a card with a url).
     before = len(r.updates)

@@ -78,3 +78,8 @@ def test_demo() -> None:
     assert [line.split()[:2] for line in received.splitlines()[2:7]] == [
         ["control_impression", "coupon-control"], ["feed_displayed", "-"],
         ["impression", "tile-1"], ["click", "tile-1"], ["dismissal", "tile-3"]]
+    # The second device of the same user sees what the first did, through the server.
+    tablet = out.split("8. A second device")[1]
+    assert "tile-1  viewed=True clicked=True dismissed=False" in tablet
+    assert "tile-3  viewed=False clicked=False dismissed=True" in tablet
+    assert "msg-1 read=True, read-state badge 8 -> 7 unread" in tablet

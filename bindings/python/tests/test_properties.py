@@ -73,9 +73,10 @@ def controller() -> Iterator[cc.ContentCards]:
 def check_feed(c: cc.ContentCards) -> None:
     """Whatever was merged reads back as valid cards with consistent counts."""
     feed = c.cards()
-    total, unviewed = c.counts()
+    total, unviewed, unread = c.counts()
     assert len(feed) == total
     assert unviewed == sum(1 for card in feed if not card.viewed and not card.is_control)
+    assert unread == sum(1 for card in feed if not card.read and not card.is_control)
     for card in feed[:3]:
         assert c.card(card.id) == card
     # Feed order: pinned first, then created descending, then id descending.

@@ -51,8 +51,8 @@ def test_threads_mixing_every_call() -> None:
                 expect(all(card.class_type in ("home_tile", "coupon_code") for card in cards),
                        "feed")
             elif op == 3:
-                total, unviewed = c.counts()
-                expect(total >= 0 and unviewed <= total, "counts")
+                total, unviewed, unread = c.counts()
+                expect(total >= 0 and unviewed <= total and unread <= total, "counts")
             elif op == 4:
                 try:
                     c.log_impression(card_id)
@@ -101,7 +101,7 @@ def test_threads_mixing_every_call() -> None:
     assert updates[0] > 0
     # Consistency after the storm: counts match the feed.
     shared.refresh(5)
-    total, unviewed = shared.counts()
+    total, unviewed, _unread = shared.counts()
     cards = shared.cards()
     assert len(cards) == total
     assert unviewed == sum(1 for card in cards if not card.viewed and not card.is_control)

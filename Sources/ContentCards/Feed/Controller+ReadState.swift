@@ -1,0 +1,78 @@
+/// Read state (docs/BEHAVIOUR.md, "Read state"): an inbox's read / unread flag, apart from
+/// impressions. Like logging, the change and its event are written in one transaction before
+/// the call returns; unlike the sticky flags, a card can be marked unread again. A call that
+/// changes nothing (already read, already unread) records no event.
+extension ContentCardsController {
+    /// Marks the card read; records a `read` event when it was unread.
+    @discardableResult
+    public func markRead(cardID: String) throws(ContentCardsError) -> LogResult {
+        try setRead(true, cardIDs: [cardID], reason: .read, single: cardID).first ?? LogResult(eventID: nil, stateChanged: false)
+    }
+
+    /// Marks the card unread; records an `unread` event when it was read.
+    @discardableResult
+    public func markUnread(cardID: String) throws(ContentCardsError) -> LogResult {
+        try setRead(false, cardIDs: [cardID], reason: .unread, single: cardID).first ?? LogResult(eventID: nil, stateChanged: false)
+    }
+
+    /// Marks every visible card passing `filter` read (control cards too, which no badge counts),
+    /// one `read` event per card that was unread, all in one transaction. Returns how many
+    /// cards changed.
+    @discardableResult
+    public func markAllRead(_ filter: ClassTypeFilter = .all) throws(ContentCardsError) -> Int {
+        try setRead(true, cardIDs: nil, filter: filter, reason: .read, single: nil).count
+    }
+
+    /// The unread count of the visible feed passing `filter` (control cards left out).
+    public func unreadCount(_ filter: ClassTypeFilter = .all) throws(ContentCardsError) -> Int { try counts(filter).unread }
+
+    /// The shared path: `cardIDs` (nil: the visible cards passing `filter`) set to `read`;
+    /// the results of the cards that changed (or, for one card, its result either way).
+    private func setRead(_ read: Bool, cardIDs: [String]?, filter: ClassTypeFilter = .all,
+                         reason: FeedUpdate.Reason, single: String?) throws(ContentCardsError) -> [LogResult] {
+        let outcome: Result<([LogResult], FeedCounts), ContentCardsError> = lock.withLock {
+            do throws(ContentCardsError) {
+                try reloadIfChangedElsewhere()
+                // The writer's lock keeps the feed as it is; the readers' one guards the index.
+                let ids = cardIDs ?? readLock.withLock { index.ids(filter, now: clock.now()) }
+                var changes = StoreChanges()
+                var results: [LogResult] = []
+                for id in ids {
+                    guard let card = stored.cards[CardKey(id)] else {
+                        let e = Self.unknownCard(id)
+                        record.lastError = e
+                        throw e
+                    }
+                    if card.read == read {
+                        if single != nil { results.append(LogResult(eventID: nil, stateChanged: false)) }
+                        continue
+                    }
+                    var next = card
+                    next.read = read
+                    let event = Event(id: eventIDs.next(), kind: read ? .read : .unread, cardID: card.id,
+                                      classType: card.classType, userID: userID, time: clock.now())
+                    changes.upserts.append(next)
+                    changes.events.append(event)
+                    results.append(LogResult(eventID: event.id, stateChanged: true))
+                }
+                if !changes.isEmpty {
+                    try persist(changes, for: userID)
+                    publish(changes)
+                }
+                return .success((results, currentCounts()))
+            } catch { return .failure(error) }
+        }
+        let results: [LogResult], counts: FeedCounts
+        switch outcome {
+        case .success(let value): (results, counts) = value
+        case .failure(let e):
+            if e.code == .notFound { ContentCardsLog.emit(.info, "\(reason.rawValue) refused (\(e.code.statusName)): \(e.message)") }
+            throw e
+        }
+        if results.contains(where: \.stateChanged) {
+            subscribers.notify(FeedUpdate(reason: reason, error: nil, cardID: single, counts: counts, sync: nil))
+            scheduleDelivery()
+        }
+        return results
+    }
+}

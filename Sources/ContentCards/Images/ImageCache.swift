@@ -1,0 +1,188 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// One user's images on disk (docs/BEHAVIOUR.md, "Images"): a private directory beside the store
+/// (`<storagePath>/images/<user>`, 0700), one file per image URL (0600, written whole under a
+/// temporary name and renamed), bounded in bytes and count, least recently used first out.
+///
+/// The file of a URL is named by a hash of the URL, so a path never carries the server's text;
+/// the user's directory by a hash of the user id. The index of what is on disk lives in memory
+/// (read from the directory at open), so reading a card's image path costs a dictionary lookup,
+/// never a `stat`. Thread-safe: one lock, never held during I/O of the network.
+final class ImageCache: @unchecked Sendable {
+    struct Entry {
+        let file: String
+        var bytes: Int
+        /// Last use (the file's mtime): the eviction order.
+        var used: Double
+    }
+
+    let directory: String
+    let limits: Configuration.Images
+    private let lock = Lock()
+    /// By file name (the URL's hash).
+    private var entries: [String: Entry] = [:]
+
+    /// Opens (creating 0700) the user's directory under `root` and reads what it holds.
+    init(root: String, userID: String, limits: Configuration.Images) throws(Files.Failure) {
+        let base = root.hasSuffix("/") ? root + "images" : root + "/images"
+        directory = base + "/" + ImageCache.hash(userID)
+        self.limits = limits
+        try Files.makeDirectory(directory)
+        try ImageCache.checkPrivate(base)
+        try ImageCache.checkPrivate(directory)
+        scan()
+    }
+
+    /// The cache directories must be this user's and closed to others, as the store's is.
+    private static func checkPrivate(_ path: String) throws(Files.Failure) {
+        var st = stat()
+        guard lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
+            throw Files.Failure(message: "the image cache \(path) is not a directory (a symbolic link is never followed)")
+        }
+        if st.st_uid != geteuid() || st.st_mode & 0o077 != 0 {
+            throw Files.Failure(message: "the image cache \(path) must be a private directory of this user (mode \(Files.octal(st.st_mode)), uid \(st.st_uid)): chmod 700 \(path)")
+        }
+    }
+
+    /// The hex of two 64-bit FNV-1a hashes of the bytes (128 bits: no two URLs of a feed share a file).
+    static func hash(_ text: String) -> String {
+        var a: UInt64 = 0xcbf2_9ce4_8422_2325, b: UInt64 = 0x8422_2325_cbf2_9ce4
+        for byte in text.utf8 {
+            a = (a ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+            b = (b ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 &+ 0x9e37_79b9
+        }
+        func hex(_ v: UInt64) -> String {
+            let s = String(v, radix: 16)
+            return String(repeating: "0", count: 16 - s.count) + s
+        }
+        return hex(a) + hex(b)
+    }
+
+    private func path(_ file: String) -> String { directory + "/" + file }
+
+    /// Reads the directory: regular files named like ours; leftovers of an interrupted write
+    /// (`.tmp`) are removed.
+    private func scan() {
+        guard let dir = opendir(directory) else { return }
+        defer { closedir(dir) }
+        var found: [String: Entry] = [:]
+        while let item = readdir(dir) {
+            // Only the bytes up to the NUL are the kernel's (the rest of d_name is not set):
+            // strlen's length, never the whole array.
+            var raw = item.pointee.d_name
+            let size = MemoryLayout.size(ofValue: raw)
+            let name = withUnsafePointer(to: &raw) { p in
+                p.withMemoryRebound(to: CChar.self, capacity: size) { String(cString: $0) }
+            }
+            if name == "." || name == ".." { continue }
+            if name.hasSuffix(".tmp") { unlink(path(name)); continue }
+            var st = stat()
+            guard name.utf8.count == 32, lstat(path(name), &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { continue }
+            found[name] = Entry(file: name, bytes: Int(st.st_size),
+                                used: Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9)
+        }
+        lock.withLock { entries = found }
+    }
+
+    /// The file of `url` when the cache holds it.
+    func path(for url: String) -> String? {
+        let file = ImageCache.hash(url)
+        return lock.withLock { entries[file] != nil } ? path(file) : nil
+    }
+
+    /// Paths of the cached images among `urls`, in one pass under the lock (reading a feed).
+    func paths(for urls: [String?]) -> [String?] {
+        let files = urls.map { $0.map(ImageCache.hash) }
+        let present: [Bool] = lock.withLock { files.map { $0.map { entries[$0] != nil } ?? false } }
+        return zip(files, present).map { file, here in here ? path(file!) : nil }
+    }
+
+    /// Marks `url` used now (it is wanted again): it moves to the back of the eviction order.
+    func touch(_ url: String, now: Double) -> Bool {
+        let file = ImageCache.hash(url)
+        let here: Bool = lock.withLock {
+            guard entries[file] != nil else { return false }
+            entries[file]!.used = now
+            return true
+        }
+        if here { utimensat(AT_FDCWD, path(file), nil, 0) }
+        return here
+    }
+
+    /// Stores the bytes of `url` (0600, written whole, then renamed into place), then evicts
+    /// down to the bounds. Returns false when the file could not be written.
+    func store(_ url: String, _ bytes: [UInt8], now: Double) -> Bool {
+        let file = ImageCache.hash(url)
+        let temporary = path(file) + ".\(getpid()).tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return false }
+        var written = 0
+        let ok: Bool = bytes.withUnsafeBytes { raw in
+            while written < raw.count {
+                let n = write(fd, raw.baseAddress! + written, raw.count - written)
+                if n < 0 { if errno == EINTR { continue }; return false }
+                written += n
+            }
+            return true
+        }
+        fchmod(fd, 0o600)
+        close(fd)
+        guard ok, rename(temporary, path(file)) == 0 else {
+            unlink(temporary)
+            return false
+        }
+        lock.withLock { entries[file] = Entry(file: file, bytes: bytes.count, used: now) }
+        return true
+    }
+
+    /// Removes entries until the cache is within its bounds: first the least recently used of
+    /// those not in `feed`, then those of `feed` from its end (the images of the feed's first
+    /// cards are the last to go).
+    func evict(keeping feed: [String] = []) {
+        var rank: [String: Int] = [:]
+        for (i, file) in feed.enumerated() where rank[file] == nil { rank[file] = i }
+        let doomed: [String] = lock.withLock {
+            var total = entries.values.reduce(0) { $0 + $1.bytes }
+            var count = entries.count
+            guard total > limits.maxBytes || count > limits.maxCount else { return [] }
+            let order = entries.values.sorted { a, b in
+                switch (rank[a.file], rank[b.file]) {
+                case (nil, nil): return a.used < b.used
+                case (nil, _): return true
+                case (_, nil): return false
+                case let (x?, y?): return x > y
+                }
+            }
+            var out: [String] = []
+            for e in order where total > limits.maxBytes || count > limits.maxCount {
+                entries[e.file] = nil
+                total -= e.bytes
+                count -= 1
+                out.append(e.file)
+            }
+            return out
+        }
+        for file in doomed { unlink(path(file)) }
+    }
+
+    /// Removes every image whose URL is not in `urls` (the cards that went).
+    func keepOnly(_ urls: Set<String>) -> Int {
+        let wanted = Set(urls.map(ImageCache.hash))
+        let doomed: [String] = lock.withLock {
+            let out = entries.keys.filter { !wanted.contains($0) }
+            for f in out { entries[f] = nil }
+            return out
+        }
+        for file in doomed { unlink(path(file)) }
+        return doomed.count
+    }
+
+    /// Images held and their bytes.
+    var usage: (count: Int, bytes: Int) {
+        lock.withLock { (entries.count, entries.values.reduce(0) { $0 + $1.bytes }) }
+    }
+}

@@ -1,0 +1,143 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// What the image cache did, for `waitForImages` (and tests).
+public struct ImageStats: Sendable, Equatable {
+    /// Images fetched and stored by this controller since it opened.
+    public var fetched = 0
+    /// Fetches that failed (network, HTTP status, over `maxImageBytes`, a write), since open.
+    public var failed = 0
+    /// Images the current user's cache holds now, and their bytes.
+    public var cached = 0
+    public var bytes = 0
+    /// Prefetches still queued or running (0 after a wait that did not time out).
+    public var pending = 0
+    public init() {}
+}
+
+/// Prefetches the images of the visible cards after a refresh (docs/BEHAVIOUR.md, "Images"), on a
+/// background queue of its own, through the controller's transport for the source (libcurl, or
+/// the host transport). A failure is counted and logged, never thrown: the refresh that
+/// scheduled it has already returned.
+final class ImagePrefetcher: @unchecked Sendable {
+    let root: String
+    let limits: Configuration.Images
+    let timeout: Double
+    private let transport: @Sendable () -> Result<Transport, ContentCardsError>
+    private let queue = WorkQueue()
+    private let lock = Lock()
+    private let done = Condition()
+    private var cache: ImageCache
+    private var stats = ImageStats()
+    private var closed = false
+
+    init(root: String, userID: String, limits: Configuration.Images, timeout: Double,
+         transport: @escaping @Sendable () -> Result<Transport, ContentCardsError>) throws(Files.Failure) {
+        self.root = root; self.limits = limits; self.timeout = timeout; self.transport = transport
+        cache = try ImageCache(root: root, userID: userID, limits: limits)
+    }
+
+    /// The current user's cache.
+    var current: ImageCache { lock.withLock { cache } }
+
+    /// Another user's cache, opened (created if needed) but not used yet: a user change opens
+    /// it first, and switches to it (`use`) only once the rest of the change succeeded.
+    func cache(for userID: String) throws(Files.Failure) -> ImageCache {
+        try ImageCache(root: root, userID: userID, limits: limits)
+    }
+
+    func use(_ next: ImageCache) {
+        lock.withLock { cache = next }
+    }
+
+    func close() {
+        lock.withLock {
+            closed = true
+            done.broadcast()
+        }
+    }
+
+    /// Queues a prefetch: the images of `visible` (feed order) up to `maxCount`, after dropping
+    /// the cached images of no stored card (`stored`: every stored card's image).
+    func schedule(visible: [String], stored: Set<String>) {
+        let cache: ImageCache? = lock.withLock {
+            if closed { return nil }
+            stats.pending += 1
+            return self.cache
+        }
+        guard let cache else { return }
+        queue.async { [self] in
+            let removed = cache.keepOnly(stored)
+            if removed > 0 { ContentCardsLog.emit(.debug, "image cache: removed \(removed) images of cards that are gone") }
+            var wanted: [String] = []
+            var seen = Set<String>()
+            for url in visible where seen.insert(url).inserted && wanted.count < limits.maxCount { wanted.append(url) }
+            let feed = wanted.map(ImageCache.hash)
+            for url in wanted {
+                if lock.withLock({ closed }) { break }
+                if cache.touch(url, now: Self.now()) { continue }
+                let ok = fetch(url, into: cache)
+                lock.withLock { if ok { stats.fetched += 1 } else { stats.failed += 1 } }
+                // Within bounds after every image, this feed's first images kept longest.
+                if ok { cache.evict(keeping: feed) }
+            }
+            lock.withLock {
+                stats.pending -= 1
+                done.broadcast()
+            }
+        }
+    }
+
+    private static func now() -> Double { SystemClock().now() }
+
+    private func fetch(_ url: String, into cache: ImageCache) -> Bool {
+        let shown = Redact.url(url)
+        let scheme = url.prefix(8).lowercased()
+        guard scheme.hasPrefix("http://") || scheme.hasPrefix("https://") else {
+            ContentCardsLog.emit(.info, "image not fetched: \(shown) is not an http(s) URL")
+            return false
+        }
+        let sent: Result<TransportResponse, ContentCardsError> = transport().flatMap { t in
+            CallbackContext.run {
+                t.send(TransportRequest(kind: .image, url: url, headers: [], body: [], timeout: timeout,
+                                        maxResponseBytes: limits.maxImageBytes))
+            }
+        }
+        switch sent {
+        case .failure(let e):
+            ContentCardsLog.emit(.info, "image fetch failed (\(e.code.statusName)) for \(shown): \(e.message)")
+            return false
+        case .success(let response):
+            guard (200..<300).contains(response.status), !response.body.isEmpty else {
+                ContentCardsLog.emit(.info, "image fetch failed for \(shown): HTTP \(response.status)\(response.body.isEmpty ? ", empty body" : "")")
+                return false
+            }
+            guard response.body.count <= limits.maxImageBytes else {
+                ContentCardsLog.emit(.info, "image not kept: \(shown) is \(response.body.count) bytes, over images.maxImageBytes (\(limits.maxImageBytes))")
+                return false
+            }
+            guard cache.store(url, response.body, now: Self.now()) else {
+                ContentCardsLog.emit(.warning, "image cache: cannot write the image of \(shown) in \(cache.directory): \(Files.describeErrno(errno))")
+                return false
+            }
+            ContentCardsLog.emit(.debug, "image cached: \(shown) (\(response.body.count) bytes)")
+            return true
+        }
+    }
+
+    /// Waits until no prefetch is queued or running, at most `timeout` seconds; the stats then.
+    func wait(timeout: Double) -> ImageStats {
+        let deadline = monotonicSeconds() + timeout
+        var s: ImageStats = lock.withLock {
+            while stats.pending > 0 && !closed {
+                if !done.wait(lock, until: deadline) && monotonicSeconds() >= deadline { break }
+            }
+            return stats
+        }
+        (s.cached, s.bytes) = current.usage
+        return s
+    }
+}

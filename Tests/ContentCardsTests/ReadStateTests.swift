@@ -1,0 +1,117 @@
+import Foundation
+import Testing
+@testable import ContentCards
+
+/// Read state (docs/BEHAVIOUR.md, "Read state"): the scenario of tests/c/test_read_state.c and
+/// bindings/python/tests/test_read_state.py, with the same results, and merge rule 9.
+@Suite struct ReadStateTests {
+    static let cards = #"""
+    {"cards":[
+     {"id":"m-1","tp":"short_news","ca":10,"ds":"one","e":{"class_type":"message"}},
+     {"id":"m-2","tp":"short_news","ca":20,"ds":"two","e":{"class_type":"message"}},
+     {"id":"t-1","tp":"short_news","ca":30,"ds":"tile","rd":true,"e":{"class_type":"tile"}},
+     {"id":"ctl","tp":"control","ca":40}]}
+    """#
+
+    @Test func markReadUnreadAndAll() throws {
+        let c = try ContentCardsController(json: #"{"userId":"u"}"#)
+        try c.apply(Self.cards)
+        #expect(try c.counts() == FeedCounts(total: 4, unviewed: 3, unread: 2))
+        #expect(try c.unreadCount(ClassTypeFilter(["message"])) == 2)
+        #expect(try c.unreadCount(ClassTypeFilter(["tile"])) == 0)
+
+        #expect(try c.markRead(cardID: "m-1").stateChanged)
+        #expect(try c.counts() == FeedCounts(total: 4, unviewed: 3, unread: 1))   // impressions apart
+        let again = try c.markRead(cardID: "m-1")
+        #expect(!again.stateChanged && again.eventID == nil)
+        #expect(try c.markUnread(cardID: "t-1").stateChanged)
+        #expect(try c.unreadCount(ClassTypeFilter(["tile"])) == 1)
+        #expect(try c.cards(ClassTypeFilter(["message"])).map { "\($0.id):\($0.read)" } == ["m-2:false", "m-1:true"])
+
+        #expect(try c.markAllRead(ClassTypeFilter(["message"])) == 1)
+        #expect(try c.unreadCount() == 1)
+        #expect(try c.markAllRead() == 2)              // t-1 and the control card
+        #expect(try c.unreadCount() == 0)
+        #expect(try c.markAllRead() == 0)
+
+        let pending = try c.pendingEventList()
+        #expect(pending.pending == 5)
+        #expect(pending.events.prefix(2).map { "\($0.kind.rawValue) \($0.cardID ?? "")" } == ["read m-1", "unread t-1"])
+
+        #expect(throws: ContentCardsError.self) { try c.markRead(cardID: "nope") }
+        c.close()
+        #expect(throws: ContentCardsError.self) { try c.unreadCount() }
+    }
+
+    @Test func subscribersHearReadChanges() throws {
+        let c = try ContentCardsController(json: #"{"userId":"u"}"#)
+        try c.apply(Self.cards)
+        let log = UpdateLog()
+        try c.subscribe { log.add($0) }
+        try c.markRead(cardID: "m-1")
+        try c.markRead(cardID: "m-1")                  // no change: no update
+        try c.markUnread(cardID: "m-1")
+        try c.markAllRead()
+        #expect(log.all.map { "\($0.reason.rawValue) \($0.cardID ?? "-") \($0.counts.unread)" } == ["read m-1 1", "unread m-1 2", "read - 0"])
+    }
+
+    @Test func readStateIsDurableAndStoredCompactly() throws {
+        let dir = Fixtures.temporaryDirectory()
+        defer { Fixtures.removeTree(dir) }
+        let json = #"{"userId":"u","storagePath":"\#(dir)/store"}"#
+        do {
+            let c = try ContentCardsController(json: json)
+            try c.apply(Self.cards)
+            try c.markRead(cardID: "m-2")
+            c.close()
+        }
+        let c = try ContentCardsController(json: json)
+        #expect(try c.unreadCount() == 1)
+        #expect(try c.card(id: "m-2").read)
+        #expect(String(decoding: StoredCardJSON.encode(try c.card(id: "m-2")), as: UTF8.self).contains(#""rd":true"#))
+        #expect(CardJSON.encode(try c.card(id: "m-2")).contains(#""dismissed":false,"read":true,"#))
+        #expect(try CardJSON.decode(CardJSON.encode(try c.card(id: "m-2"))) == (try c.card(id: "m-2")))
+    }
+
+    // MARK: Merge rule 9
+
+    func card(_ id: String, read: Bool) -> Card {
+        Card(id: id, created: 100, read: read, content: .classic(.init(cardDescription: "d")))
+    }
+
+    func state(_ cards: [Card]) -> StoredUser {
+        StoredUser(cards: Dictionary(uniqueKeysWithValues: cards.map { (CardKey($0.id), $0) }))
+    }
+
+    @Test func rule9_theServersReadStateWinsWhenItCarriesOne() {
+        var s = state([card("a", read: true), card("b", read: false), card("c", read: true)])
+        _ = Merge.apply(Payload(cards: [.init(card: card("a", read: false), read: false),
+                                        .init(card: card("b", read: true), read: true),
+                                        .init(card: card("c", read: false), read: nil)]), to: &s)
+        #expect(s.cards["a"]?.read == false)   // unread on another device
+        #expect(s.cards["b"]?.read == true)
+        #expect(s.cards["c"]?.read == true)    // no "rd": the local state stays
+    }
+
+    @Test func rule9_aChangeNotYetDeliveredWins() {
+        var s = state([card("a", read: true)])
+        _ = Merge.apply(Payload(cards: [.init(card: card("a", read: false), read: false)]), to: &s, pendingRead: ["a"])
+        #expect(s.cards["a"]?.read == true)
+    }
+
+    @Test func rule9_throughTheControllerAndTheOutbox() throws {
+        let c = try ContentCardsController(json: #"{"userId":"u"}"#)
+        try c.apply(Self.cards)
+        try c.markRead(cardID: "m-1")                  // pending: not delivered (no sink)
+        try c.apply(#"[{"id":"m-1","tp":"short_news","ca":10,"ds":"one","rd":false},{"id":"m-2","tp":"short_news","ca":20,"ds":"two","rd":true}]"#)
+        #expect(try c.card(id: "m-1").read)            // kept: its read event is still pending
+        #expect(try c.card(id: "m-2").read)            // taken from the server
+    }
+
+    @Test func theWireKeyIsRead() throws {
+        let payload = try PayloadDecoder().decode(#"[{"id":"a","tp":"control","ca":1,"rd":true},{"id":"b","tp":"control","ca":1},{"id":"c","tp":"control","ca":1,"rd":"yes"}]"#)
+        #expect(payload.cards.map(\.read) == [true, nil])
+        #expect(payload.cards[0].card.read && !payload.cards[1].card.read)
+        #expect(payload.leftOut.first?.reason.contains("rd") == true)
+    }
+}
