@@ -159,7 +159,7 @@ extension ContentCardsController {
         let launched = spawnThread { [self, configuration, decoder] in
             let me = pthread_self()
             lock.withLock { background.fetchThreads.append(me) }
-            let fetched = CallbackContext.run {
+            var fetched = CallbackContext.run {
                 start.source.fetch(userID: start.userID, deviceID: configuration.deviceID,
                                    cursors: start.cursors, timeout: timeout)
             }
@@ -174,14 +174,19 @@ extension ContentCardsController {
             case .failure(let e): note = "refresh fetch failed (\(e.code.statusName)): \(e.message)"
             }
             // Decoding happens outside the lock: it is pure, and can take a while on a big payload.
-            let decoded: Result<Payload, ContentCardsError> = fetched.flatMap { bytes in
+            var decoded: Result<Payload, ContentCardsError>? = fetched.flatMap { bytes in
                 do throws(PayloadError) { return .success(try decoder.decode(bytes)) } catch {
                     return .failure(ContentCardsError(.parse, "the sync response was refused: \(error.message)"))
                 }
             }
+            fetched = .failure(ContentCardsError(.internal, "consumed"))
             lock.withLock {
                 background.fetches -= 1
+                // Handed over, not shared: this thread keeps no reference to the cards once the
+                // caller may have them (a thread still unwinding when the process exits would
+                // otherwise hold a payload nothing else can reach).
                 ticket.fetched = decoded
+                decoded = nil
                 ticket.fetchNote = note
                 changed.broadcast()
             }
@@ -192,7 +197,10 @@ extension ContentCardsController {
                 return .failure(ContentCardsError(.noMemory, "cannot start a thread for the refresh"))
             }
             while true {
-                if let fetched = ticket.fetched { return fetched }
+                if let fetched = ticket.fetched {
+                    ticket.fetched = nil        // the merge below owns the payload now
+                    return fetched
+                }
                 if store == nil { return .failure(Self.closedError) }
                 if !changed.wait(lock, until: deadline) && monotonicSeconds() >= deadline && ticket.fetched == nil {
                     return .failure(ContentCardsError(.timeout, "the source did not answer within \(timeout) s: the refresh was abandoned (a late answer is discarded); the cached feed stays readable"))
