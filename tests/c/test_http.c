@@ -1,7 +1,9 @@
 /* Against the reference server over real HTTP (CC_SERVER_URL, started by with_server.py): full
  * then incremental sync, event delivery and server-side dedupe, and each fault keeping the
  * cached cards: 500, 429 with Retry-After, a timeout, a truncated body, invalid JSON, a response
- * for another user, an unreachable server. */
+ * for another user, an unreachable server; compressed transfers (gzip asked for and decoded, a
+ * gzip bomb refused at the limit, event batches sent gzip-compressed) and the conditional sync
+ * (a 304 to the stored ETag: "notModified", nothing merged). */
 #include "cc_test.h"
 
 #include <unistd.h>
@@ -152,6 +154,59 @@ static void test_faults_keep_the_cache(void) {
     CHECK_OK(cc_controller_close(dead));
 }
 
+static cc_controller *open_config(const char *config) {
+    cc_controller *c = NULL;
+    if (cc_controller_open(&c, config) != CC_OK) {
+        fprintf(stderr, "open: %s\n", cc_last_error_message());
+        exit(2);
+    }
+    return c;
+}
+
+static void test_gzip_and_304(void) {
+    admin("POST", "/_admin/reset", "{}", NULL, 0);
+    cc_controller *c = open_remote("gzip-c", 5);
+    char *summary = NULL;
+    CHECK_OK(cc_controller_refresh(&summary, c, 5));
+    CHECK_CONTAINS(summary, "\"notModified\":false");
+    cc_string_free(summary);
+    CHECK_OK(cc_controller_refresh(&summary, c, 5));
+    CHECK_CONTAINS(summary, "\"notModified\":true");
+    CHECK_CONTAINS(summary, "\"added\":0");
+    CHECK_CONTAINS(summary, "\"counts\":{\"total\":10");
+    cc_string_free(summary);
+    static char log[65536];
+    admin("GET", "/_admin/requests", NULL, log, sizeof log);
+    CHECK_CONTAINS(log, "\"response_encoding\":\"gzip\"");
+    CHECK_CONTAINS(log, "\"status\":304");
+    /* A change on the server: a 200 with it. */
+    admin("POST", "/_admin/cards", "{\"user_id\":\"gzip-c\",\"cards\":[{\"id\":\"n-2\",\"tp\":\"short_news\",\"ca\":1763799999,\"ds\":\"x\"}]}", NULL, 0);
+    CHECK_OK(cc_controller_refresh(&summary, c, 5));
+    CHECK_CONTAINS(summary, "\"notModified\":false");
+    CHECK_CONTAINS(summary, "\"added\":1");
+    cc_string_free(summary);
+
+    /* Event batches go gzip-compressed. */
+    for (int i = 0; i < 15; i++) CHECK_OK(cc_controller_log_feed_displayed(c));   /* over 512 bytes */
+    CHECK_OK(cc_controller_flush_events(NULL, c, 5));
+    admin("GET", "/_admin/requests", NULL, log, sizeof log);
+    CHECK_CONTAINS(log, "\"content_encoding\":\"gzip\"");
+    CHECK_OK(cc_controller_close(c));
+}
+
+static void test_gzip_bomb(void) {
+    char config[1024];
+    snprintf(config, sizeof config,
+             "{\"userId\":\"bomb-c\",\"refreshTokens\":0,\"maxPayloadBytes\":1048576,\"source\":{\"url\":\"%s\"}}", server);
+    cc_controller *c = open_config(config);
+    CHECK_OK(cc_controller_refresh(NULL, c, 5));
+    admin("POST", "/_admin/fault", "{\"body\":\"gzip_bomb\"}", NULL, 0);
+    CHECK_RC(CC_E_PARSE, cc_controller_refresh(NULL, c, 10));
+    CHECK_CONTAINS(cc_last_error_message(), "too large");
+    CHECK(total_of(c) == 10);
+    CHECK_OK(cc_controller_close(c));
+}
+
 int main(void) {
     server = getenv("CC_SERVER_URL");
     if (!server || !getenv("CC_ADMIN")) {
@@ -161,5 +216,7 @@ int main(void) {
     test_full_then_incremental();
     test_events_delivered_once();
     test_faults_keep_the_cache();
+    test_gzip_and_304();
+    test_gzip_bomb();
     return cc_test_finish("test_http");
 }

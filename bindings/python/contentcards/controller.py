@@ -40,6 +40,11 @@ CONFIG_KEYS: dict[str, str] = {
     "event_batch_bytes": "eventBatchBytes",
     "event_flush_interval_seconds": "eventFlushIntervalSeconds",
     "images": "images",
+    "refresh_on_open_after_seconds": "refreshOnOpenAfterSeconds",
+    "refresh_period_seconds": "refreshPeriodSeconds",
+    "refresh_period_jitter": "refreshPeriodJitter",
+    "retry_base_seconds": "retryBaseSeconds",
+    "retry_max_seconds": "retryMaxSeconds",
 }
 
 #: How many subscriber exceptions a controller keeps in ``subscriber_errors``.
