@@ -142,6 +142,30 @@ import Glibc
         #expect(sent.map { $0["if_none_match"] == .null } == [true, false, true, false])
     }
 
+    @Test func aSchema1StoreIsMigratedAndKeepsItsCards() throws {
+        let server = try ReferenceServer()
+        let dir = Fixtures.temporaryDirectory("schema1")
+        do {
+            let c = try controller(server, user: "uma", storage: dir)
+            try c.refresh()
+            c.close()
+        }
+        do {   // the store as the library before schema 2 left it
+            let db = try SQLiteDatabase(path: dir + "/contentcards.sqlite")
+            try db.execute("DROP TABLE sync_state; PRAGMA user_version = 1;")
+        }
+        let c = try controller(server, user: "uma", storage: dir)
+        #expect(try c.counts().total == 10)
+        let first = try c.refresh()          // no validator yet: the cursors only
+        #expect(!first.notModified && first.added == 0)
+        #expect(try c.refresh().notModified)
+        c.close()
+        let db = try SQLiteDatabase(path: dir + "/contentcards.sqlite")
+        let version = try db.prepare("PRAGMA user_version")
+        #expect(try version.step() && version.int(0) == 2)
+        version.reset()
+    }
+
     @Test func aForcedFullSyncIgnoresTheValidator() throws {
         let server = try ReferenceServer()
         let c = try controller(server, user: "quin")

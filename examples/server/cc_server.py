@@ -33,6 +33,7 @@ Admin endpoints (JSON in and out, never protected by the API key):
 * ``GET  /_admin/images``      -- ``{"served": N, "paths": [...]}`` (image requests answered)
 * ``GET  /_admin/transfer``    -- the transfer options and the bytes on the wire per endpoint
 * ``POST /_admin/transfer``    -- sets transfer options (see ``TransferOptions``)
+* ``GET  /_admin/arrivals``    -- ``{"sync": [unix seconds, ...]}``: when each sync request came
 * ``GET  /healthz``            -- ``ok``
 
 Images, for the image cache's tests (never protected by the API key):
@@ -774,11 +775,22 @@ class TransferOptions:
 
 
 class WireCounters:
-    """Bytes on the wire per client endpoint (request and response, headers included)."""
+    """Bytes on the wire per client endpoint (request and response, headers included), and the
+    arrival time of each sync request (the fleet simulation's request rate; at most
+    MAX_ARRIVALS kept)."""
+
+    MAX_ARRIVALS = 2_000_000
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.by_path: dict[str, dict[str, int]] = {}
+        self.arrivals: list[float] = []
+
+    def arrived(self, path: str) -> None:
+        if path == SYNC_PATH:
+            with self.lock:
+                if len(self.arrivals) < self.MAX_ARRIVALS:
+                    self.arrivals.append(time.time())
 
     def add(self, path: str, received: int, sent: int) -> None:
         with self.lock:
@@ -794,6 +806,11 @@ class WireCounters:
     def clear(self) -> None:
         with self.lock:
             self.by_path.clear()
+            self.arrivals.clear()
+
+    def arrivals_report(self) -> Json:
+        with self.lock:
+            return {"sync": list(self.arrivals)}
 
 
 class CountingReader:
@@ -1015,6 +1032,7 @@ class RequestHandler(BaseHTTPRequestHandler):
 
     def _serve_client(self, method: str, path: str) -> None:
         """Sync and events: log the request, apply a pending fault, answer."""
+        self.server.wire.arrived(path)
         entry = self.state.log_request(method, path, "X-Api-Key" in self.headers)
         if path == EVENTS_PATH and method == "POST":
             self.state.count_batch()
@@ -1249,6 +1267,9 @@ class RequestHandler(BaseHTTPRequestHandler):
         return json_response(200, {"options": self.server.transfer.__dict__,
                                    "wire": self.server.wire.report()})
 
+    def admin_arrivals(self, raw: bytes) -> Response:
+        return json_response(200, self.server.wire.arrivals_report())
+
     def admin_set_transfer(self, raw: bytes) -> Response:
         self.server.transfer.update(parse_json(raw) if raw.strip() else {})
         return json_response(200, {"options": self.server.transfer.__dict__})
@@ -1270,6 +1291,7 @@ ADMIN_ROUTES: dict[tuple[str, str], Route] = {
     ("GET", "/_admin/images"): RequestHandler.admin_images,
     ("GET", "/_admin/transfer"): RequestHandler.admin_get_transfer,
     ("POST", "/_admin/transfer"): RequestHandler.admin_set_transfer,
+    ("GET", "/_admin/arrivals"): RequestHandler.admin_arrivals,
     ("GET", "/healthz"): RequestHandler.healthz,
 }
 
