@@ -84,6 +84,7 @@ extension ContentCardsController {
             if batch.isEmpty { break }
             notes.append((.debug, "delivering \(batch.count) events to \(Self.describe(configuration.events))"))
             let outcome = CallbackContext.run { sink.deliver(batch.map(\.event), timeout: min(remaining, configuration.timeoutSeconds)) }
+            if let notice = (sink as? RemoteEventSink)?.compression?.takeNotice() { notes.append((.info, notice)) }
             lock.withLock {
                 switch outcome {
                 case .delivered, .drop:

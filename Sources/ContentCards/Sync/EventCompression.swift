@@ -13,12 +13,25 @@ final class EventCompression: @unchecked Sendable {
     static let minimumBytes = 512
     private let lock = Lock()
     private var isRefused = false
+    private var notice: String?
 
     var enabled: Bool { lock.withLock { !isRefused } }
 
+    /// Called on the delivering thread: nothing is logged from here (the controller logs once
+    /// the delivery is over, see `takeNotice`).
     func refused() {
-        lock.withLock { isRefused = true }
-        ContentCardsLog.emit(.info, "the events endpoint refused a gzip-compressed batch (HTTP 415): batches go uncompressed from now on")
+        lock.withLock {
+            isRefused = true
+            notice = "the events endpoint refused a gzip-compressed batch (HTTP 415): batches go uncompressed from now on"
+        }
+    }
+
+    /// What changed since the last call, for the controller's log; nil when nothing did.
+    func takeNotice() -> String? {
+        lock.withLock {
+            defer { notice = nil }
+            return notice
+        }
     }
 
     /// The gzip of `bytes`, or nil when it should go as it is (small, refused, no zlib).
