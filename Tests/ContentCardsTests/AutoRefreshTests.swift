@@ -65,8 +65,9 @@ import Testing
         try await Task.sleep(nanoseconds: 2_000_000_000)
         c.close()
         let atClose = try syncCount(server)
-        // 2 s / (0.25 s ± 20 %): 6 to 10, and a refresh in flight at close may still land.
-        #expect(atClose >= 5 && atClose <= 11, "\(atClose) syncs in 2 s")
+        // 2 s / (0.25 s ± 20 %): 6 to 10, and a refresh in flight at close may still land; a loaded
+        // machine may run late (fewer), never early.
+        #expect(atClose >= 3 && atClose <= 11, "\(atClose) syncs in 2 s")
         try await Task.sleep(nanoseconds: 800_000_000)
         #expect(try syncCount(server) <= atClose + 1, "refreshes went on after close")
     }
@@ -110,7 +111,7 @@ import Testing
         let during = try syncCount(server)
         // Windows 0.05, 0.1, 0.2, then 0.4 s, each wait uniform in its window: about 10 tries
         // in 2 s; without backoff a retry loop would make hundreds, with no retry there is 1.
-        #expect(during >= 4 && during <= 30, "\(during) tries in 2 s of outage")
+        #expect(during >= 3 && during <= 30, "\(during) tries in 2 s of outage")
         // The server asks for 1 s: at most one try a second from now on.
         try server.admin("POST", "/_admin/transfer", #"{"outage_retry_after":1}"#)
         try await Task.sleep(nanoseconds: 500_000_000)

@@ -3,7 +3,8 @@
  * cached cards: 500, 429 with Retry-After, a timeout, a truncated body, invalid JSON, a response
  * for another user, an unreachable server; compressed transfers (gzip asked for and decoded, a
  * gzip bomb refused at the limit, event batches sent gzip-compressed) and the conditional sync
- * (a 304 to the stored ETag: "notModified", nothing merged). */
+ * (a 304 to the stored ETag: "notModified", nothing merged); the automatic refresh policies
+ * (periodic with jitter, ending at close; on open; backoff through an outage). */
 #include "cc_test.h"
 
 #include <unistd.h>
@@ -207,6 +208,51 @@ static void test_gzip_bomb(void) {
     CHECK_OK(cc_controller_close(c));
 }
 
+/* Sync requests the server received (its wire counters). */
+static long sync_count(void) {
+    static char out[4096];
+    admin("GET", "/_admin/transfer", NULL, out, sizeof out);
+    const char *at = strstr(out, "\"/content_cards/sync\":{\"requests\":");
+    return at ? strtol(at + strlen("\"/content_cards/sync\":{\"requests\":"), NULL, 10) : 0;
+}
+
+static void sleep_seconds(double s) { usleep((useconds_t)(s * 1e6)); }
+
+static void test_automatic_refresh(void) {
+    admin("POST", "/_admin/reset", "{}", NULL, 0);
+    char config[1024];
+    /* Periodic, every 0.25 s +- 20 %: 6 to 10 in 2 s; nothing after close. */
+    snprintf(config, sizeof config,
+             "{\"userId\":\"auto-c\",\"refreshTokens\":0,\"refreshPeriodSeconds\":0.25,"
+             "\"refreshPeriodJitter\":0.2,\"source\":{\"url\":\"%s\"}}", server);
+    cc_controller *c = open_config(config);
+    sleep_seconds(2.0);
+    CHECK_OK(cc_controller_close(c));
+    long at_close = sync_count();
+    CHECK(at_close >= 3 && at_close <= 11);   /* a loaded machine may run late, never early */
+    sleep_seconds(0.8);
+    CHECK(sync_count() <= at_close + 1);
+
+    /* On open, through an outage: retried with backoff (windows 0.05 .. 0.4 s), then cards. */
+    admin("POST", "/_admin/reset", "{}", NULL, 0);
+    admin("POST", "/_admin/transfer", "{\"outage\":true}", NULL, 0);
+    snprintf(config, sizeof config,
+             "{\"userId\":\"auto-c2\",\"refreshTokens\":0,\"refreshOnOpenAfterSeconds\":0,"
+             "\"refreshPeriodSeconds\":60,\"retryBaseSeconds\":0.05,\"retryMaxSeconds\":0.4,"
+             "\"source\":{\"url\":\"%s\"}}", server);
+    c = open_config(config);
+    sleep_seconds(2.0);
+    long during = sync_count();
+    CHECK(during >= 3 && during <= 30);
+    admin("POST", "/_admin/transfer", "{\"outage\":false}", NULL, 0);
+    for (int i = 0; i < 50 && total_of(c) == 0; i++) sleep_seconds(0.1);
+    CHECK(total_of(c) == 10);
+    long recovered = sync_count();
+    sleep_seconds(0.7);
+    CHECK(sync_count() == recovered);   /* the 60 s period took over */
+    CHECK_OK(cc_controller_close(c));
+}
+
 int main(void) {
     server = getenv("CC_SERVER_URL");
     if (!server || !getenv("CC_ADMIN")) {
@@ -218,5 +264,6 @@ int main(void) {
     test_faults_keep_the_cache();
     test_gzip_and_304();
     test_gzip_bomb();
+    test_automatic_refresh();
     return cc_test_finish("test_http");
 }
