@@ -2,7 +2,7 @@
 # Installs what the build and the tests need, when it is missing: cmake and ninja (CMake builds
 # Swift only with Ninja), SQLite's headers, libcurl (loaded at run time), pkg-config (the
 # install test), valgrind (the memory check), zlib's header (gzip of event batches; zlib itself
-# is loaded at run time, as libcurl is). Debian/Ubuntu packages; a no-op when all is there.
+# is found at run time through libcurl, which links it). Debian/Ubuntu packages; a no-op when all is there.
 set -euo pipefail
 
 need=()

@@ -61,6 +61,7 @@ static struct {
 } curl;
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static void *curl_library; // the dlopen handle, once loaded (never closed)
 
 static void load_curl(void) {
     // libcurl.so.4 is the OpenSSL flavour; Debian also ships the GnuTLS one under another name.
@@ -104,7 +105,13 @@ static void load_curl(void) {
         snprintf(curl.error, sizeof curl.error, "curl_global_init failed");
         return;
     }
+    curl_library = lib;
     curl.loaded = 1;
+}
+
+void *cc_http_library(void) {
+    pthread_once(&load_once, load_curl);
+    return curl.loaded ? curl_library : NULL;
 }
 
 int cc_http_available(char *error, size_t error_len) {

@@ -1,7 +1,8 @@
-// cc_gzip.h: gzip of a request body (event batches) through the system's zlib, loaded with
-// dlopen at first use as libcurl is: zlib is always there where libcurl is (libcurl needs it to
-// decode compressed responses), and a host without it still loads the library and sends the
-// batch uncompressed. Internal to libcontentcards.so.
+// cc_gzip.h: gzip of a request body (event batches) through the system's zlib, found through
+// libcurl's handle (cc_http_library): libcurl links zlib to decode compressed responses, so its
+// deflate is there wherever libcurl is, with no dlopen of its own and no link-time dependency.
+// Only batches sent through libcurl are compressed; a host without libcurl, or a libcurl built
+// without zlib, sends them uncompressed. Internal to libcontentcards.so.
 #ifndef CC_GZIP_H
 #define CC_GZIP_H
 
@@ -13,7 +14,7 @@ extern "C" {
 
 #define CC_GZIP_INTERNAL __attribute__((visibility("hidden")))
 
-/// Returns 1 when zlib can be loaded (then cc_gzip can compress), else 0.
+/// Returns 1 when zlib can be found (then cc_gzip can compress), else 0.
 CC_GZIP_INTERNAL int cc_gzip_available(void);
 
 /// Compresses `len` bytes of `data` into a gzip member (RFC 1952) in a malloc'ed buffer the

@@ -46,6 +46,10 @@ typedef struct cc_http_response {
 /// Returns 1 when libcurl can be loaded, else 0 and a message in `error` (may be NULL).
 CC_HTTP_INTERNAL int cc_http_available(char *error, size_t error_len);
 
+/// The dlopen handle of libcurl (loading it if need be), or NULL when it cannot be loaded.
+/// dlsym through it also finds the symbols of libcurl's own dependencies (zlib: cc_gzip.c).
+CC_HTTP_INTERNAL void *cc_http_library(void);
+
 /// POSTs `body` to `url` with `headers` ("Name: value" strings); with `body` NULL, a GET (the
 /// image cache's fetches). Only http and https are allowed,
 /// redirects are not followed, signals are not used (thread-safe). Thread-safe.
