@@ -96,6 +96,23 @@ def test_an_unchanged_refresh_is_a_304(server: ReferenceServer, tmp_path) -> Non
     assert statuses == [(200, False), (304, True), (200, True), (304, True), (200, False)]
 
 
+def test_another_devices_event_changes_the_validator(server: ReferenceServer, tmp_path) -> None:
+    """Item 5's state and the 304 together: what one device of a user reports changes the
+    user's cards on the server, so the other device's next sync is a 200 with it, not a 304."""
+    phone = open_remote(server, "vera", device_id="phone", storage_path=str(tmp_path / "phone"))
+    tablet = open_remote(server, "vera", device_id="tablet", storage_path=str(tmp_path / "tablet"))
+    with phone, tablet:
+        phone.refresh(5)
+        tablet.refresh(5)
+        assert tablet.refresh(5).not_modified
+        phone.log_dismissal("tile-2")
+        phone.flush_events(5)
+        after = tablet.refresh(5)
+        assert not after.not_modified
+        assert tablet.card("tile-2").dismissed
+        assert tablet.refresh(5).not_modified
+
+
 def test_a_host_transport_passes_the_validator(server: ReferenceServer) -> None:
     """The application's own HTTP (urllib here): it forwards the headers, hands back the
     decoded body, the ETag and a 304."""
