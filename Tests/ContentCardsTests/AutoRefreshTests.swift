@@ -61,13 +61,15 @@ import Testing
 
     @Test func aPeriodicRefreshRunsWithJitterAndStopsAtClose() async throws {
         let server = try ReferenceServer()
+        let opened = Date()
         let c = try open(server, user: "per", #""refreshTokens":0,"refreshPeriodSeconds":0.25,"refreshPeriodJitter":0.2"#)
         try await Task.sleep(nanoseconds: 2_000_000_000)
         c.close()
+        let open = Date().timeIntervalSince(opened)   // 2 s, or more on a loaded machine
         let atClose = try syncCount(server)
-        // 2 s / (0.25 s ± 20 %): 6 to 10, and a refresh in flight at close may still land; a loaded
-        // machine may run late (fewer), never early.
-        #expect(atClose >= 3 && atClose <= 11, "\(atClose) syncs in 2 s")
+        // open / (0.25 s ± 20 %), and a refresh in flight at close may still land; a loaded
+        // machine may run late (fewer), never early (more than one per 0.2 s).
+        #expect(atClose >= 3 && Double(atClose) <= open / 0.2 + 1, "\(atClose) syncs in \(open) s")
         try await Task.sleep(nanoseconds: 800_000_000)
         #expect(try syncCount(server) <= atClose + 1, "refreshes went on after close")
     }
@@ -116,9 +118,11 @@ import Testing
         try server.admin("POST", "/_admin/transfer", #"{"outage_retry_after":1}"#)
         try await Task.sleep(nanoseconds: 500_000_000)
         let asked = try syncCount(server)
+        let started = Date()
         try await Task.sleep(nanoseconds: 2_000_000_000)
         let withRetryAfter = try syncCount(server) - asked
-        #expect(withRetryAfter >= 1 && withRetryAfter <= 3, "\(withRetryAfter) tries in 2 s with Retry-After: 1")
+        let waited = Date().timeIntervalSince(started)   // 2 s, or more on a loaded machine
+        #expect(withRetryAfter >= 1 && Double(withRetryAfter) <= waited + 1, "\(withRetryAfter) tries in \(waited) s with Retry-After: 1")
         // Recovery: the next try succeeds, and then the 60 s period takes over.
         try server.admin("POST", "/_admin/transfer", #"{"outage":false}"#)
         try await waitUntil { (try c.counts().total) != 0 }
