@@ -8,7 +8,8 @@
 #
 # Other targets: lib (the SwiftPM release .so), cmake (the CMake build), python (the venv with
 # the package installed), tsan, memcheck, check-repo (one version everywhere, every docs/ path
-# named exists), version (prints it), install (PREFIX=/usr/local; the library stripped), clean.
+# named exists), version (prints it), install (PREFIX=/usr/local; the library stripped), fleet
+# (the fleet simulation, docs/SYNC.md), clean.
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := demo
@@ -33,7 +34,7 @@ STRESS_ROUNDS ?= 300
 STRESS_FUZZ_SECONDS ?= 300
 FUZZ_TARGETS := payload config filter calls
 
-.PHONY: check-repo version fuzz fuzz-replay stress bench demo test deps lib cmake python test-swift test-c test-lib test-python test-install tsan memcheck install clean
+.PHONY: check-repo version fuzz fuzz-replay stress bench fleet demo test deps lib cmake python test-swift test-c test-lib test-python test-install tsan memcheck install clean
 
 deps:
 	@scripts/install-deps.sh
@@ -94,7 +95,7 @@ test-install: cmake
 # prefetch, host
 # callbacks, child processes) under ThreadSanitizer, in a separate build folder.
 tsan: deps
-	swift test --sanitize=thread --scratch-path .build-tsan --filter 'ReadersTests|FeedIndexTests|ConcurrencyTests|SubscriptionTests|ControllerStateTests|HTTPTests|LoggingTests|LogHandlerTests|DurabilityTests|HangTests|ImageCacheTests'
+	swift test --sanitize=thread --scratch-path .build-tsan --filter 'ReadersTests|FeedIndexTests|ConcurrencyTests|SubscriptionTests|ControllerStateTests|HTTPTests|LoggingTests|LogHandlerTests|DurabilityTests|HangTests|ImageCacheTests|AutoRefreshTests|TransferTests'
 
 # The C tests under valgrind: no invalid access, no "definitely lost" memory. Then the C
 # examples as a user runs them (README, "Checking a program with valgrind"): with the shipped
@@ -148,6 +149,14 @@ stress: deps
 bench: python
 	swift build -c release --product contentcards-tool
 	$(PY) bench/run.py $(BUILD) $(BENCH_FLAGS)
+
+# The fleet simulation (issue 13): 2,000 devices against the reference server on 127.0.0.1
+# through a 60-second outage; prints the request rates, writes docs/fleet.svg and
+# docs/fleet.json. A command, not a test (about 5 minutes; FLEET_ARGS="--time-scale 4" is 4
+# times faster, FLEET_ARGS="--clients 5000" more devices).
+FLEET_ARGS ?=
+fleet: python
+	cd $(BUILD) && $(PY) $(ROOT)/tools/fleet.py --svg $(ROOT)/docs/fleet.svg --json $(ROOT)/docs/fleet.json $(FLEET_ARGS)
 
 # The seed corpus replayed through the ordinary (unsanitized) build: a regression test.
 fuzz-replay: deps

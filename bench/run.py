@@ -22,6 +22,10 @@ Rows:
      sync changing 10 cards; each beside its cost at 10 cards.
   9. reads while another thread applies 1,000,000 cards (100,000 with --quick): the latency of
      a count that takes the readers' lock, beside the apply's own time.
+ 10. bandwidth: bytes on the wire (both directions, headers included, counted by the reference
+     server on 127.0.0.1) for a 10,000-card full sync, an unchanged refresh and an incremental
+     refresh changing 10 cards: before (identity, no validator: what the server sends a client
+     that does not ask for gzip nor send If-None-Match) and after (gzip and ETag), same run.
 """
 from __future__ import annotations
 
@@ -38,6 +42,7 @@ from typing import Any, Callable
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bindings", "python"))
+sys.path.insert(0, os.path.join(ROOT, "examples", "server"))
 
 FILTER = ["home_tile", "coupon_code"]
 FILTER_JSON = json.dumps(FILTER)
@@ -129,6 +134,45 @@ class Bench:
                 f.write(generate(n))
         with open(path, encoding="utf-8") as f:
             return path, f.read()
+
+    # 10 ------------------------------------------------------------------------------------
+
+    def bandwidth(self) -> dict[str, Any]:
+        """Bytes on the wire for three syncs of a 10,000-card user, before and after."""
+        from contentcards import ContentCards
+        from reference_server import ReferenceServer
+
+        feed, _ = self.payload_file(10_000)
+        rows: dict[str, Any] = {}
+        with ReferenceServer(feed=feed) as server:
+            for mode in ("before", "after"):
+                server.reset()
+                if mode == "before":
+                    server.transfer(compress=False, etag=False)
+                user = f"bandwidth-{mode}"
+
+                def wire() -> tuple[int, int]:
+                    sync = server.wire().get("/content_cards/sync", {})
+                    return sync.get("bytes_in", 0), sync.get("bytes_out", 0)
+
+                row: dict[str, Any] = {}
+                with ContentCards(user_id=user, refresh_tokens=0, timeout_seconds=60,
+                                  source={"url": server.url}) as c:
+                    changed = [{"id": f"card-{i:06d}", "tp": "short_news", "ca": 1763900000 + i,
+                                "tt": f"Changed {i}", "ds": "A card changed on the server."}
+                               for i in range(10)]
+                    for step in ("full_sync", "unchanged", "incremental"):
+                        if step == "incremental":
+                            server.set_cards(user, changed)
+                        up0, down0 = wire()
+                        summary = c.refresh(60)
+                        up1, down1 = wire()
+                        row[step] = {"up": up1 - up0, "down": down1 - down0,
+                                     "total": up1 - up0 + down1 - down0,
+                                     "not_modified": summary.not_modified,
+                                     "cards": summary.added + summary.updated}
+                rows[mode] = row
+        return rows
 
     # 1 and 6 -------------------------------------------------------------------------------
 
@@ -336,6 +380,16 @@ class Bench:
         self.results["readers"] = rd
         print(f"9. Reads during an apply of {n:,} cards on another thread ({rd['apply_ms'] / 1000:.1f} s): "
               f"{rd['reads']} counts, p50 {rd['p50_us']} us, p99 {rd['p99_us']} us, max {rd['max_us']} us\n")
+
+        bw = self.bandwidth()
+        self.results["bandwidth"] = bw
+        print("10. Bandwidth: bytes on the wire (up + down, headers included), 10,000 cards")
+        for step, name in (("full_sync", "full sync"), ("unchanged", "unchanged refresh"),
+                           ("incremental", "incremental, 10 cards")):
+            b, a = bw["before"][step], bw["after"][step]
+            print(f"   {name:24s} before {b['total']:10,d} B   after {a['total']:10,d} B   "
+                  f"{b['total'] / max(a['total'], 1):6.1f}x less{'  (304)' if a['not_modified'] else ''}")
+        print()
 
         print("6. Scaling (C ABI from C vs pure Python)")
         sizes = [100, 1_000, 10_000] if self.quick else [100, 1_000, 10_000, 100_000]

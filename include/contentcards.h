@@ -251,8 +251,10 @@ CC_API int cc_controller_close(cc_controller *controller);
 /* Refreshes from the configured source and waits at most timeout_seconds (<= 0: the
  * configuration's timeoutSeconds) for the outcome. A refresh already running is joined
  * instead of starting another. On success, if out_summary_json is not NULL, it receives
- *   {"added":N,"updated":N,"removed":N,"keptNewer":N,"fullSync":B,
+ *   {"added":N,"updated":N,"removed":N,"keptNewer":N,"fullSync":B,"notModified":B,
  *    "leftOut":[{"index":N,"id":S|null,"reason":S}],"counts":{"total":N,"unviewed":N,"unread":N}}
+ * ("notModified" true: the server answered 304 to the stored validator, docs/WIRE.md
+ * "Conditional sync"; nothing was merged or written and every other number is 0 but counts.)
  * On failure the cached cards stay as they were and *out_summary_json is set to NULL.
  * Subscribers are told of the outcome either way, on the calling thread.
  * It returns by its timeout whatever the source does: the source is read (the request sent,
@@ -544,6 +546,19 @@ typedef int (*cc_transport_fn)(void *userdata, const cc_transport_request *reque
 
 /* Records why the transport failed (copied). Errors: CC_E_INVALID_ARGUMENT. */
 CC_API CC_WARN_UNUSED_RESULT int cc_transport_response_fail(cc_transport_response *response, const char *message);
+
+/* Sets the validator of a sync answer: the response's ETag header, as the server sent it
+ * (copied; e.g. "\"v42\"" or "W/\"v42\""). The library stores it with the user's cards and
+ * sends it back as an "If-None-Match: ..." line in request->headers of the next sync, which
+ * the transport passes on; a server answering that request with 304 (not modified) is answered
+ * with cc_transport_response_set(response, 304, NULL, 0, -1): the cached cards are kept, with
+ * no merge and no write (docs/WIRE.md, "Conditional sync"). May be called before or after
+ * cc_transport_response_set, inside the callback only; a validator that cannot go back in a
+ * header as it is (over 255 bytes, a control character) is ignored. Ignored for events.
+ * Compression is the transport's own business: requests carry no Accept-Encoding, and the body
+ * handed to cc_transport_response_set is the decoded one.
+ * Errors: CC_E_INVALID_ARGUMENT (response NULL or not the one being answered, etag NULL). */
+CC_API CC_WARN_UNUSED_RESULT int cc_transport_response_set_etag(cc_transport_response *response, const char *etag);
 
 /* Sets the host transport, used where the configuration says {"callback": true}; fn NULL
  * removes it. Replaces an earlier one (whose free_userdata runs once no request uses it).

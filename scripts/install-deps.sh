@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the build and the tests need, when it is missing: cmake and ninja (CMake builds
 # Swift only with Ninja), SQLite's headers, libcurl (loaded at run time), pkg-config (the
-# install test), valgrind (the memory check). Debian/Ubuntu packages; a no-op when all is there.
+# install test), valgrind (the memory check), zlib's header (gzip of event batches; zlib itself
+# is found at run time through libcurl, which links it). Debian/Ubuntu packages; a no-op when all is there.
 set -euo pipefail
 
 need=()
@@ -10,6 +11,7 @@ command -v ninja >/dev/null || need+=(ninja-build)
 command -v pkg-config >/dev/null || need+=(pkg-config)
 command -v valgrind >/dev/null || need+=(valgrind)
 [ -f /usr/include/sqlite3.h ] || need+=(libsqlite3-dev)
+[ -f /usr/include/zlib.h ] || need+=(zlib1g-dev)
 ldconfig -p 2>/dev/null | grep -q 'libcurl.so.4 ' || need+=(libcurl4)
 
 if ! command -v swift >/dev/null && [ ! -x /opt/swift/usr/bin/swift ]; then

@@ -35,6 +35,8 @@ enum {
     CURLOPT_TIMEOUT_MS = 155,
     CURLOPT_CONNECTTIMEOUT_MS = 156,
     CURLOPT_PROTOCOLS = 181,
+    CURLOPT_ACCEPT_ENCODING = 10102,
+    CURLE_BAD_CONTENT_ENCODING = 61,
     CURLOPT_REDIR_PROTOCOLS = 182,
     CURLPROTO_HTTP = 1,
     CURLPROTO_HTTPS = 2,
@@ -59,6 +61,7 @@ static struct {
 } curl;
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static void *curl_library; // the dlopen handle, once loaded (never closed)
 
 static void load_curl(void) {
     // libcurl.so.4 is the OpenSSL flavour; Debian also ships the GnuTLS one under another name.
@@ -102,7 +105,13 @@ static void load_curl(void) {
         snprintf(curl.error, sizeof curl.error, "curl_global_init failed");
         return;
     }
+    curl_library = lib;
     curl.loaded = 1;
+}
+
+void *cc_http_library(void) {
+    pthread_once(&load_once, load_curl);
+    return curl.loaded ? curl_library : NULL;
 }
 
 int cc_http_available(char *error, size_t error_len) {
@@ -153,10 +162,28 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata) {
 
 struct headers {
     char *retry_after; // the response's field, sizeof == 64
+    char *etag;        // the response's field, sizeof == 256
     size_t bytes;
     int too_large;
     int in_headers;    // a status line came and the blank line that ends its headers did not
 };
+
+/// Copies the value of header line `ptr` (n bytes) into `field` (size `cap`) when the line is
+/// `name` (lower case, with its colon); white space trimmed, "" when it does not fit.
+static void copy_header(const char *ptr, size_t n, const char *name, char *field, size_t cap) {
+    size_t name_len = strlen(name);
+    if (n <= name_len || strncasecmp(ptr, name, name_len) != 0) return;
+    const char *v = ptr + name_len, *end = ptr + n;
+    while (v < end && (*v == ' ' || *v == '\t')) v++;
+    while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\t')) end--;
+    size_t len = (size_t)(end - v);
+    if (len < cap) {
+        memcpy(field, v, len);
+        field[len] = 0;
+    } else {
+        field[0] = 0;
+    }
+}
 
 static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata) {
     struct headers *h = userdata;
@@ -168,26 +195,16 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata) {
     }
     if (n >= 5 && strncmp(ptr, "HTTP/", 5) == 0) h->in_headers = 1;
     else if ((n == 2 && ptr[0] == '\r' && ptr[1] == '\n') || (n == 1 && ptr[0] == '\n')) h->in_headers = 0;
-    static const char name[] = "retry-after:";
-    if (n > sizeof name - 1 && strncasecmp(ptr, name, sizeof name - 1) == 0) {
-        const char *v = ptr + sizeof name - 1, *end = ptr + n;
-        while (v < end && (*v == ' ' || *v == '\t')) v++;
-        while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\t')) end--;
-        size_t len = (size_t)(end - v);
-        // Longer than any valid form: ignored. Parsed by the caller (RFC 9110 section 10.2.3).
-        if (len < 64) {
-            memcpy(h->retry_after, v, len);
-            h->retry_after[len] = 0;
-        } else {
-            h->retry_after[0] = 0;
-        }
-    }
+    // Longer than any valid form: ignored. Parsed by the caller (RFC 9110 section 10.2.3).
+    copy_header(ptr, n, "retry-after:", h->retry_after, 64);
+    // The sync validator, sent back as If-None-Match (docs/WIRE.md, "Conditional sync").
+    copy_header(ptr, n, "etag:", h->etag, 256);
     return n;
 }
 
 int cc_http_post(const char *url, const char *const *headers, size_t header_count,
                  const char *body, size_t body_len, long timeout_ms, size_t max_body,
-                 cc_http_response *out) {
+                 int accept_encoding, cc_http_response *out) {
     memset(out, 0, sizeof *out);
     if (!cc_http_available(out->error, sizeof out->error)) return CC_HTTP_UNAVAILABLE;
 
@@ -207,7 +224,7 @@ int cc_http_post(const char *url, const char *const *headers, size_t header_coun
         list = next;
     }
     struct sink sink = {.max = max_body};
-    struct headers seen = {.retry_after = out->retry_after};
+    struct headers seen = {.retry_after = out->retry_after, .etag = out->etag};
     char errbuf[CURL_ERROR_SIZE] = {0};
     curl.easy_setopt(h, CURLOPT_URL, url);
     curl.easy_setopt(h, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
@@ -225,6 +242,8 @@ int cc_http_post(const char *url, const char *const *headers, size_t header_coun
     }
     curl.easy_setopt(h, CURLOPT_HTTPHEADER, list);
     curl.easy_setopt(h, CURLOPT_USERAGENT, "contentcards/1");
+    // "": every coding this libcurl was built to decode; the body callback sees decoded bytes.
+    if (accept_encoding) curl.easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
     curl.easy_setopt(h, CURLOPT_WRITEFUNCTION, (write_fn)on_body);
     curl.easy_setopt(h, CURLOPT_WRITEDATA, &sink);
     curl.easy_setopt(h, CURLOPT_HEADERFUNCTION, (write_fn)on_header);
@@ -265,9 +284,10 @@ int cc_http_post(const char *url, const char *const *headers, size_t header_coun
             result = CC_HTTP_TOO_LARGE;
             snprintf(out->error, sizeof out->error, "response body larger than %zu bytes", max_body);
         } else {
-            result = code == CURLE_OPERATION_TIMEDOUT ? CC_HTTP_TIMEOUT
-                   : code == CURLE_OUT_OF_MEMORY      ? CC_HTTP_NO_MEMORY
-                                                      : CC_HTTP_NETWORK;
+            result = code == CURLE_OPERATION_TIMEDOUT   ? CC_HTTP_TIMEOUT
+                   : code == CURLE_OUT_OF_MEMORY        ? CC_HTTP_NO_MEMORY
+                   : code == CURLE_BAD_CONTENT_ENCODING ? CC_HTTP_BAD_ENCODING
+                                                        : CC_HTTP_NETWORK;
             snprintf(out->error, sizeof out->error, "%s", text);
         }
         free(sink.data);

@@ -11,6 +11,8 @@ import Musl
 final class TransportResponseBox {
     var response: TransportResponse?
     var failure: String?
+    /// From cc_transport_response_set_etag, in whichever order it came with the response.
+    var validator: String?
 
     private static let lock: Lock = {
         let lock = Lock()
@@ -70,9 +72,10 @@ final class CTransport: Transport, @unchecked Sendable {
             let why = box.failure ?? "the host transport returned \(status)"
             return .failure(ContentCardsError(.transport, "\(request.kind.rawValue) request failed in the host transport: \(why)"))
         }
-        guard let response = box.response else {
+        guard var response = box.response else {
             return .failure(ContentCardsError(.transport, "the host transport returned CC_OK without cc_transport_response_set"))
         }
+        if let validator = box.validator { response.validator = validator }
         return .success(response)
     }
 }
@@ -92,6 +95,14 @@ public func cc_transport_response_set(_ response: OpaquePointer?, _ status: Int3
         // Bounded to a year: a huge value is no more meaningful, and stays safe to convert.
         let retry = retryAfterSeconds.isFinite && retryAfterSeconds >= 0 ? min(retryAfterSeconds, 31_536_000) : nil
         box.response = TransportResponse(status: Int(status), body: bytes, retryAfter: retry)
+    }
+}
+
+@_cdecl("cc_transport_response_set_etag")
+public func cc_transport_response_set_etag(_ response: OpaquePointer?, _ etag: UnsafePointer<CChar>?) -> Int32 {
+    entry { () throws(ContentCardsError) in
+        let box = try TransportResponseBox.find(response)
+        box.validator = try CStrings.required(etag, "etag")
     }
 }
 

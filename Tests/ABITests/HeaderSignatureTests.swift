@@ -58,6 +58,7 @@ import Testing
         "cc_string_free",
         "cc_transport_response_fail",
         "cc_transport_response_set",
+        "cc_transport_response_set_etag",
         "cc_version",
     ]
 
@@ -113,6 +114,7 @@ import Testing
         do { var h = CContentCardsABI.cc_string_free; h = ContentCardsC.cc_string_free; var i = ContentCardsC.cc_string_free; i = CContentCardsABI.cc_string_free; _ = (h, i) }
         do { var h = CContentCardsABI.cc_transport_response_fail; h = ContentCardsC.cc_transport_response_fail; var i = ContentCardsC.cc_transport_response_fail; i = CContentCardsABI.cc_transport_response_fail; _ = (h, i) }
         do { var h = CContentCardsABI.cc_transport_response_set; h = ContentCardsC.cc_transport_response_set; var i = ContentCardsC.cc_transport_response_set; i = CContentCardsABI.cc_transport_response_set; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_transport_response_set_etag; h = ContentCardsC.cc_transport_response_set_etag; var i = ContentCardsC.cc_transport_response_set_etag; i = CContentCardsABI.cc_transport_response_set_etag; _ = (h, i) }
         do { var h = CContentCardsABI.cc_version; h = ContentCardsC.cc_version; var i = ContentCardsC.cc_version; i = CContentCardsABI.cc_version; _ = (h, i) }
     }
 

@@ -25,7 +25,7 @@ import Testing
         let sent = Counter()
         let transport = ClosureTransport { _ in sent.add(); return .success(TransportResponse(status: 200, body: [])) }
         let source = RemoteSource(url: "http://127.0.0.1:1/content_cards/sync", apiKey: "k\r\nX-Injected: 1", maxBytes: 1000) { .success(transport) }
-        let result = source.fetch(userID: "u", deviceID: "", cursors: SyncCursors(), timeout: 1)
+        let result = source.fetch(userID: "u", deviceID: "", cursors: SyncCursors(), validator: nil, timeout: 1)
         guard case .failure(let e) = result else { Issue.record("sent"); return }
         #expect(e.code == .config && e.message.contains("control character"))
         let sink = RemoteEventSink(url: "http://127.0.0.1:1/events", apiKey: "k\nx") { .success(transport) }

@@ -31,18 +31,27 @@ Admin endpoints (JSON in and out, never protected by the API key):
 * ``POST /_admin/fault``       -- queues a fault (see ``Fault``)
 * ``POST /_admin/reset``       -- clears faults, events, counters, request log; restores the feed
 * ``GET  /_admin/images``      -- ``{"served": N, "paths": [...]}`` (image requests answered)
+* ``GET  /_admin/transfer``    -- the transfer options and the bytes on the wire per endpoint
+* ``POST /_admin/transfer``    -- sets transfer options (see ``TransferOptions``)
+* ``GET  /_admin/arrivals``    -- ``{"sync": [unix seconds, ...]}``: when each sync request came
 * ``GET  /healthz``            -- ``ok``
 
 Images, for the image cache's tests (never protected by the API key):
 
 * ``GET /images/NAME?size=N&status=S`` -- N bytes (default 1000, at most 16 MiB) that depend
   only on NAME, as ``image/png``; ``status`` other than 200 answers that status instead.
+
+Transfers (docs/WIRE.md, "Compression", "Conditional sync"): a sync response goes gzip-compressed
+when the request accepts gzip, carries an ``ETag``, and is ``304 Not Modified`` when the
+request's ``If-None-Match`` names the user's current cards; ``/events`` takes gzip- or
+deflate-compressed batches (``Content-Encoding``), bounded after decompression.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import hashlib
 import hmac
 import ipaddress
 import json
@@ -55,6 +64,7 @@ import sqlite3
 import sys
 import threading
 import time
+import zlib
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -72,7 +82,7 @@ EVENT_TYPES = frozenset({"impression", "control_impression", "click", "dismissal
 EVENT_STATE = {"impression": ("v", True), "control_impression": ("v", True),
                "click": ("cl", True), "dismissal": ("d", True),
                "read": ("rd", True), "unread": ("rd", False)}
-FAULT_BODIES = frozenset({"truncated", "invalid", "wrong_user"})
+FAULT_BODIES = frozenset({"truncated", "invalid", "wrong_user", "gzip_bomb", "bad_gzip"})
 INVALID_BODY = b'{"cards": [nope'
 WRONG_USER = "someone-else"
 MAX_BODY_BYTES = 16 * 1024 * 1024
@@ -278,7 +288,9 @@ class Fault:
       processing the request;
     * ``hang``: read the request and never answer (until the client goes, shutdown, or 60 s);
     * ``body``: ``truncated`` (full Content-Length, half the bytes, then close), ``invalid``
-      (200 with a broken JSON body) or ``wrong_user`` (sync response for another user);
+      (200 with a broken JSON body), ``wrong_user`` (sync response for another user),
+      ``gzip_bomb`` (200, ``Content-Encoding: gzip``, 256 KiB that inflate to 256 MiB) or
+      ``bad_gzip`` (200, ``Content-Encoding: gzip``, bytes that are not gzip);
     * ``drip``: send the response body one byte every ``drip`` seconds.
 
     With ``body`` and ``drip`` the request is processed normally (events are stored).
@@ -693,9 +705,14 @@ def error_message(response: Response) -> str | None:
 
 
 def apply_body_fault(fault: Fault, response: Response) -> Response:
-    """Rewrites a normal response for the ``invalid`` and ``wrong_user`` faults."""
+    """Rewrites a normal response for the ``invalid``, ``wrong_user``, ``gzip_bomb`` and
+    ``bad_gzip`` faults."""
     if fault.body == "invalid":
         return Response(200, INVALID_BODY)
+    if fault.body == "gzip_bomb":
+        return Response(200, gzip_bomb(), headers={"Content-Encoding": "gzip"})
+    if fault.body == "bad_gzip":
+        return Response(200, b"this is not gzip" * 8, headers={"Content-Encoding": "gzip"})
     if fault.body == "wrong_user" and response.status == 200:
         value = json.loads(response.body)
         if isinstance(value, dict) and "user_id" in value:
@@ -713,6 +730,217 @@ def status_fault_response(fault: Fault) -> Response:
                          headers)
 
 
+# --------------------------------------------------------------------------------------------
+# Transfers: compression, validators, outage, bytes on the wire (issue 13)
+# --------------------------------------------------------------------------------------------
+
+COMPRESS_MIN_BYTES = 256  # below this gzip's 18 bytes of frame cost more than they save
+
+
+@dataclass
+class TransferOptions:
+    """What ``POST /_admin/transfer`` sets (every key optional):
+
+    * ``compress`` (true): gzip sync responses for clients that accept it;
+    * ``etag`` (true): send ``ETag`` and answer ``If-None-Match`` with 304;
+    * ``gzip_events`` (true): accept compressed event batches (else 415, and the client falls
+      back to plain JSON);
+    * ``outage`` (false): answer every client request 503, as a server that is down would
+      (with ``Retry-After: outage_retry_after`` when that is set) -- the fleet simulation;
+    * ``outage_retry_after`` (null): seconds, or null for no Retry-After.
+
+    ``compress`` and ``etag`` false give the bytes an older client sees (the "before" of the
+    bandwidth figures).
+    """
+
+    compress: bool = True
+    etag: bool = True
+    gzip_events: bool = True
+    outage: bool = False
+    outage_retry_after: float | None = None
+
+    def update(self, doc: Json) -> None:
+        doc = require_object(doc, "body")
+        for key, value in doc.items():
+            if key in ("compress", "etag", "gzip_events", "outage"):
+                if not isinstance(value, bool):
+                    raise HttpError(400, f"'{key}' must be a boolean")
+                setattr(self, key, value)
+            elif key == "outage_retry_after":
+                if value is not None and (not is_number(value) or value < 0):
+                    raise HttpError(400, "'outage_retry_after' must be a number >= 0 or null")
+                self.outage_retry_after = value
+            else:
+                raise HttpError(400, f"unknown transfer option '{key}'")
+
+
+class WireCounters:
+    """Bytes on the wire per client endpoint (request and response, headers included), and the
+    arrival time of each sync request (the fleet simulation's request rate; at most
+    MAX_ARRIVALS kept)."""
+
+    MAX_ARRIVALS = 2_000_000
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.by_path: dict[str, dict[str, int]] = {}
+        self.arrivals: list[float] = []
+
+    def arrived(self, path: str) -> None:
+        if path == SYNC_PATH:
+            with self.lock:
+                if len(self.arrivals) < self.MAX_ARRIVALS:
+                    self.arrivals.append(time.time())
+
+    def add(self, path: str, received: int, sent: int) -> None:
+        with self.lock:
+            entry = self.by_path.setdefault(path, {"requests": 0, "bytes_in": 0, "bytes_out": 0})
+            entry["requests"] += 1
+            entry["bytes_in"] += received
+            entry["bytes_out"] += sent
+
+    def report(self) -> Json:
+        with self.lock:
+            return {path: dict(entry) for path, entry in self.by_path.items()}
+
+    def clear(self) -> None:
+        with self.lock:
+            self.by_path.clear()
+            self.arrivals.clear()
+
+    def arrivals_report(self) -> Json:
+        with self.lock:
+            return {"sync": list(self.arrivals)}
+
+
+class CountingReader:
+    """A request stream that counts the bytes read from it."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+        self.count = 0
+
+    def read(self, *args: Any) -> bytes:
+        data = self.raw.read(*args)
+        self.count += len(data)
+        return data
+
+    def readline(self, *args: Any) -> bytes:
+        data = self.raw.readline(*args)
+        self.count += len(data)
+        return data
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.raw, name)
+
+
+class CountingWriter:
+    """A response stream that counts the bytes written to it."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+        self.count = 0
+
+    def write(self, data: bytes) -> int:
+        self.count += len(data)
+        return self.raw.write(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.raw, name)
+
+
+def sync_validator(user_id: str, latest: int, cards: int) -> str:
+    """The ETag of a user's cards: it changes whenever any card does (every change ticks the
+    change clock, so ``latest`` moves), and is the user's own (the user id is in it)."""
+    digest = hashlib.sha256(f"{user_id}\0{latest}\0{cards}".encode("utf-8")).hexdigest()[:20]
+    return f'"{digest}"'
+
+
+def current_validator(state: "ServerState", user_id: str) -> tuple[str, bool]:
+    """The user's validator now, and whether the next sync must be a full one."""
+    with state.lock:
+        user = state._user(user_id)
+        return sync_validator(user_id, user.max_updated(), len(user.entries)), user.force_full
+
+
+def validator_matches(header: str | None, validator: str) -> bool:
+    """If-None-Match (RFC 9110 13.1.2): ``*`` or a list of tags, compared weakly."""
+    if not header:
+        return False
+    if header.strip() == "*":
+        return True
+    strip = lambda tag: tag.strip().removeprefix("W/")  # noqa: E731
+    return any(strip(tag) == strip(validator) for tag in header.split(","))
+
+
+def accepts_gzip(header: str | None) -> bool:
+    """True when Accept-Encoding lists gzip (or ``*``) without ``q=0``."""
+    for item in (header or "").split(","):
+        coding, _, params = item.strip().partition(";")
+        if coding.strip().lower() in ("gzip", "x-gzip", "*"):
+            q = params.replace(" ", "").lower()
+            if q.startswith("q="):
+                try:
+                    if float(q[2:]) <= 0:
+                        continue
+                except ValueError:
+                    continue
+            return True
+    return False
+
+
+def gzip_response(response: Response) -> Response:
+    """The response gzip-compressed (level 6), unless small or already encoded."""
+    if len(response.body) < COMPRESS_MIN_BYTES or "Content-Encoding" in response.headers:
+        return response
+    compressor = zlib.compressobj(6, zlib.DEFLATED, 31)
+    body = compressor.compress(response.body) + compressor.flush()
+    return Response(response.status, body, response.content_type,
+                    {**response.headers, "Content-Encoding": "gzip", "Vary": "Accept-Encoding"})
+
+
+def decode_request_body(raw: bytes, encoding: str | None, options: TransferOptions) -> bytes:
+    """An events body decoded by its Content-Encoding, bounded to MAX_BODY_BYTES decoded:
+    a gzip bomb is a 413, never an allocation."""
+    coding = (encoding or "identity").strip().lower()
+    if coding == "identity":
+        return raw
+    if coding not in ("gzip", "x-gzip", "deflate") or not options.gzip_events:
+        raise HttpError(415, f"Content-Encoding {coding!r} is not accepted here: send the JSON as it is")
+    # wbits 47: gzip or zlib, detected from the header (a "deflate" body is zlib, RFC 9110).
+    decompressor = zlib.decompressobj(47)
+    try:
+        data = decompressor.decompress(raw, MAX_BODY_BYTES + 1)
+    except zlib.error as exc:
+        raise HttpError(400, f"the body does not decode as {coding}: {exc}") from None
+    if len(data) > MAX_BODY_BYTES or decompressor.unconsumed_tail:
+        raise HttpError(413, f"body larger than {MAX_BODY_BYTES} bytes once decompressed")
+    if not decompressor.eof:
+        raise HttpError(400, f"the body is a truncated {coding} stream")
+    return data
+
+
+_GZIP_BOMB: bytes | None = None
+
+
+def gzip_bomb() -> bytes:
+    """256 KiB of gzip that inflate to 256 MiB of zeros (made once, on first use)."""
+    global _GZIP_BOMB
+    if _GZIP_BOMB is None:
+        compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
+        chunk = bytes(1 << 20)
+        _GZIP_BOMB = b"".join(compressor.compress(chunk) for _ in range(256)) + compressor.flush()
+    return _GZIP_BOMB
+
+
+def outage_response(options: TransferOptions) -> Response:
+    headers = {}
+    if options.outage_retry_after is not None:
+        value = options.outage_retry_after
+        headers["Retry-After"] = str(int(value)) if float(value).is_integer() else str(value)
+    return json_response(503, {"error": "the service is down (simulated outage)"}, headers)
+
+
 class CardServer(ThreadingHTTPServer):
     """The HTTP server: one thread per connection, sharing one ``ServerState``."""
 
@@ -722,6 +950,8 @@ class CardServer(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], state: ServerState, quiet: bool) -> None:
         self.state = state
         self.quiet = quiet
+        self.transfer = TransferOptions()
+        self.wire = WireCounters()
         super().__init__(address, RequestHandler)
 
     def server_bind(self) -> None:
@@ -743,10 +973,25 @@ class RequestHandler(BaseHTTPRequestHandler):
 
     server: CardServer
     protocol_version = "HTTP/1.1"  # keep-alive, Expect: 100-continue
+    allow_not_modified = True      # per request: False while a body fault is applied
     server_version = "cc_server/1"
     timeout = 300  # idle keep-alive connections do not hold a thread forever
 
     # -- entry points --------------------------------------------------------------------
+
+    def setup(self) -> None:
+        super().setup()
+        self.rfile = CountingReader(self.rfile)
+        self.wfile = CountingWriter(self.wfile)
+
+    def handle_one_request(self) -> None:
+        """One request; its bytes in and out count for its client endpoint (docs/PERFORMANCE.md)."""
+        before = (self.rfile.count, self.wfile.count)
+        self.path = ""
+        super().handle_one_request()
+        path = urlsplit(self.path).path if self.path else ""
+        if path in CLIENT_PATHS:
+            self.server.wire.add(path, self.rfile.count - before[0], self.wfile.count - before[1])
 
     def do_GET(self) -> None:
         self._dispatch("GET")
@@ -787,6 +1032,7 @@ class RequestHandler(BaseHTTPRequestHandler):
 
     def _serve_client(self, method: str, path: str) -> None:
         """Sync and events: log the request, apply a pending fault, answer."""
+        self.server.wire.arrived(path)
         entry = self.state.log_request(method, path, "X-Api-Key" in self.headers)
         if path == EVENTS_PATH and method == "POST":
             self.state.count_batch()
@@ -808,10 +1054,15 @@ class RequestHandler(BaseHTTPRequestHandler):
                     return
             if fault is not None and fault.status is not None:
                 response = status_fault_response(fault)
+            elif self.server.transfer.outage:
+                response = outage_response(self.server.transfer)
             else:
+                # A fault that works on the body (truncated, drip, ...) needs one: no 304 then.
+                self.allow_not_modified = fault is None or (fault.body is None and not fault.drip)
                 response = self._client_response(method, path, raw)
                 if fault is not None:
                     response = apply_body_fault(fault, response)
+        response = self._encode_response(path, response, entry)
         self.state.note(entry, status=response.status, error=error_message(response))
         self._send(response, truncate=fault is not None and fault.body == "truncated",
                    drip=fault.drip if fault is not None else None)
@@ -823,13 +1074,44 @@ class RequestHandler(BaseHTTPRequestHandler):
                 raise HttpError(405, f"{path} takes POST")
             if not self.state.api_key_ok(self.headers.get("X-Api-Key")):
                 raise HttpError(401, "missing or wrong API key (X-Api-Key)")
-            doc = parse_json(raw)
             if path == SYNC_PATH:
-                return json_response(200, self.state.sync(*parse_sync_request(doc)))
+                return self._conditional_sync(parse_json(raw))
+            doc = parse_json(decode_request_body(raw, self.headers.get("Content-Encoding"),
+                                                 self.server.transfer))
             accepted, duplicates = self.state.store_events(parse_events_request(doc))
             return json_response(200, {"accepted": accepted, "duplicates": duplicates})
         except HttpError as exc:
             return error_response(exc.status, exc.message)
+
+    # -- transfers (issue 13): validators and compression --------------------------------
+
+    def _conditional_sync(self, doc: Json) -> Response:
+        """A sync answered 304 when If-None-Match names the user's current cards, else with
+        the cards and their ETag. The validator is taken before the cards: a change in between
+        makes it older than the answer (one more sync later), never newer (a missed change)."""
+        user_id, last_full_sync_at, last_card_updated_at = parse_sync_request(doc)
+        if not self.server.transfer.etag:
+            return json_response(200, self.state.sync(user_id, last_full_sync_at, last_card_updated_at))
+        validator, full_pending = current_validator(self.state, user_id)
+        if (self.allow_not_modified and last_full_sync_at > 0 and not full_pending
+                and validator_matches(self.headers.get("If-None-Match"), validator)):
+            return Response(304, b"", headers={"ETag": validator})
+        response = json_response(200, self.state.sync(user_id, last_full_sync_at, last_card_updated_at))
+        response.headers["ETag"] = validator
+        return response
+
+    def _encode_response(self, path: str, response: Response, entry: dict[str, Json]) -> Response:
+        """Gzips a sync response for a client that accepts it; notes what was negotiated."""
+        accept = self.headers.get("Accept-Encoding")
+        if (path == SYNC_PATH and response.status == 200 and self.server.transfer.compress
+                and accepts_gzip(accept)):
+            response = gzip_response(response)
+        self.state.note(entry, accept_encoding=accept,
+                        content_encoding=self.headers.get("Content-Encoding"),
+                        if_none_match=self.headers.get("If-None-Match"),
+                        response_encoding=response.headers.get("Content-Encoding"),
+                        body_bytes=len(response.body))
+        return response
 
     # -- reading -------------------------------------------------------------------------
 
@@ -878,8 +1160,9 @@ class RequestHandler(BaseHTTPRequestHandler):
         """Sends a response; ``truncate`` sends half the body, ``drip`` one byte at a time."""
         closing = truncate or bool(drip) or self.close_connection
         self.send_response(response.status)
-        self.send_header("Content-Type", response.content_type)
-        self.send_header("Content-Length", str(len(response.body)))
+        if response.status != 304:  # a 304 has no body, and says nothing of one
+            self.send_header("Content-Type", response.content_type)
+            self.send_header("Content-Length", str(len(response.body)))
         for name, value in response.headers.items():
             self.send_header(name, value)
         if closing:
@@ -953,6 +1236,8 @@ class RequestHandler(BaseHTTPRequestHandler):
         return json_response(200, {"fault": fault.to_json()})
 
     def admin_reset(self, raw: bytes) -> Response:
+        self.server.transfer = TransferOptions()
+        self.server.wire.clear()
         return json_response(200, self.state.reset())
 
     def _image(self, path: str) -> Response:
@@ -978,6 +1263,17 @@ class RequestHandler(BaseHTTPRequestHandler):
             return json_response(200, {"served": len(self.state.images_served),
                                        "paths": list(self.state.images_served)})
 
+    def admin_get_transfer(self, raw: bytes) -> Response:
+        return json_response(200, {"options": self.server.transfer.__dict__,
+                                   "wire": self.server.wire.report()})
+
+    def admin_arrivals(self, raw: bytes) -> Response:
+        return json_response(200, self.server.wire.arrivals_report())
+
+    def admin_set_transfer(self, raw: bytes) -> Response:
+        self.server.transfer.update(parse_json(raw) if raw.strip() else {})
+        return json_response(200, {"options": self.server.transfer.__dict__})
+
     def healthz(self, raw: bytes) -> Response:
         return Response(200, b"ok", content_type="text/plain; charset=utf-8")
 
@@ -993,6 +1289,9 @@ ADMIN_ROUTES: dict[tuple[str, str], Route] = {
     ("POST", "/_admin/fault"): RequestHandler.admin_add_fault,
     ("POST", "/_admin/reset"): RequestHandler.admin_reset,
     ("GET", "/_admin/images"): RequestHandler.admin_images,
+    ("GET", "/_admin/transfer"): RequestHandler.admin_get_transfer,
+    ("POST", "/_admin/transfer"): RequestHandler.admin_set_transfer,
+    ("GET", "/_admin/arrivals"): RequestHandler.admin_arrivals,
     ("GET", "/healthz"): RequestHandler.healthz,
 }
 

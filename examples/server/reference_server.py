@@ -190,6 +190,15 @@ class ReferenceServer:
         """The paths of the image requests answered (GET /images/...), oldest first."""
         return list(self.admin("GET", "/_admin/images")["paths"])
 
+    def transfer(self, **options: Any) -> dict[str, Any]:
+        """Sets transfer options, e.g. ``transfer(compress=False, etag=False)`` (the bytes an
+        older client sees) or ``transfer(outage=True, outage_retry_after=5)``."""
+        return self.admin("POST", "/_admin/transfer", options)["options"]
+
+    def wire(self) -> dict[str, dict[str, int]]:
+        """Bytes on the wire per client endpoint: ``{path: {requests, bytes_in, bytes_out}}``."""
+        return self.admin("GET", "/_admin/transfer")["wire"]
+
     def reset(self) -> None:
         """Clears faults, events, counters and the request log; restores the feed."""
         self.admin("POST", "/_admin/reset", {})

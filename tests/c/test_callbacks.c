@@ -367,6 +367,58 @@ static void test_calls_from_inside_the_transport(void) {
     CHECK_RC(CC_E_INVALID_HANDLE, cc_controller_close(c));
 }
 
+/* The validator through the host transport: the first sync answers with an ETag
+ * (cc_transport_response_set_etag), the next request carries it as If-None-Match, and a 304
+ * keeps the cards ("notModified"). */
+typedef struct {
+    int calls;
+    int saw_validator;
+} etag_transport;
+
+static int transport_with_etag(void *userdata, const cc_transport_request *req, cc_transport_response *resp) {
+    etag_transport *t = userdata;
+    t->calls++;
+    for (size_t i = 0; i < req->header_count; i++)
+        if (strcmp(req->headers[i], "If-None-Match: \"v1\"") == 0) t->saw_validator = 1;
+    if (t->saw_validator) return cc_transport_response_set(resp, 304, NULL, 0, -1);
+    const char *body = "{\"cards\":[{\"id\":\"a\",\"tp\":\"short_news\",\"ca\":1763700000,\"ds\":\"x\"}],"
+                       "\"full_sync\":true,\"last_full_sync_at\":1763700000,\"last_card_updated_at\":1763700000}";
+    int rc = cc_transport_response_set_etag(resp, "\"v1\"");
+    if (rc != CC_OK) return rc;
+    return cc_transport_response_set(resp, 200, body, strlen(body), -1);
+}
+
+static int etag_misuse_rc = CC_OK;
+static int transport_etag_misuse(void *userdata, const cc_transport_request *req, cc_transport_response *resp) {
+    (void)userdata; (void)req;
+    etag_misuse_rc = cc_transport_response_set_etag(resp, NULL);
+    return cc_transport_response_set(resp, 200, "{\"cards\":[]}", 12, -1);
+}
+
+static void test_host_transport_validator(void) {
+    cc_controller *c = NULL;
+    CHECK_OK(cc_controller_open(&c, "{\"userId\":\"u\",\"refreshTokens\":0,\"source\":{\"callback\":true}}"));
+    etag_transport t = {0};
+    CHECK_OK(cc_controller_set_transport(c, transport_with_etag, &t, NULL));
+    char *summary = NULL;
+    CHECK_OK(cc_controller_refresh(&summary, c, 5));
+    CHECK_CONTAINS(summary, "\"notModified\":false");
+    cc_string_free(summary);
+    CHECK(!t.saw_validator);
+    CHECK_OK(cc_controller_refresh(&summary, c, 5));
+    CHECK(t.saw_validator);
+    CHECK_CONTAINS(summary, "\"notModified\":true");
+    CHECK_CONTAINS(summary, "\"total\":1");
+    cc_string_free(summary);
+    CHECK(t.calls == 2);
+    /* Outside a callback, and with a NULL etag: refused, nothing else happens. */
+    CHECK_RC(CC_E_INVALID_ARGUMENT, cc_transport_response_set_etag(NULL, "\"x\""));
+    CHECK_OK(cc_controller_set_transport(c, transport_etag_misuse, NULL, NULL));
+    CHECK_OK(cc_controller_refresh(NULL, c, 5));
+    CHECK(etag_misuse_rc == CC_E_INVALID_ARGUMENT);
+    CHECK_OK(cc_controller_close(c));
+}
+
 int main(void) {
     test_subscriber_data_and_free();
     test_reentrancy();
@@ -375,5 +427,6 @@ int main(void) {
     test_async_refresh();
     test_callbacks_that_call_back_on_every_update();
     test_calls_from_inside_the_transport();
+    test_host_transport_validator();
     return cc_test_finish("test_callbacks");
 }

@@ -23,7 +23,8 @@ enum {
     CC_HTTP_TOO_LARGE = 3,     // the body exceeded max_body bytes
     CC_HTTP_NETWORK = 4,       // connection refused, reset, DNS, TLS, truncated body...
     CC_HTTP_NO_MEMORY = 5,
-    CC_HTTP_HEADER_TOO_LARGE = 6 // a response header line, or all of them, over the bound
+    CC_HTTP_HEADER_TOO_LARGE = 6, // a response header line, or all of them, over the bound
+    CC_HTTP_BAD_ENCODING = 7   // the body does not decode under its Content-Encoding
 };
 
 /// The bound on the response headers of one request, all lines together.
@@ -37,18 +38,28 @@ typedef struct cc_http_response {
     size_t body_len;
     char retry_after[64];     // the Retry-After header's value, white space trimmed; "" when
                               // absent or longer than this (the caller parses it, RFC 9110)
+    char etag[256];           // the ETag header's value (the sync validator, docs/WIRE.md), white
+                              // space trimmed; "" when absent or longer than this
     char error[256];          // human-readable reason when the outcome is not CC_HTTP_OK
 } cc_http_response;
 
 /// Returns 1 when libcurl can be loaded, else 0 and a message in `error` (may be NULL).
 CC_HTTP_INTERNAL int cc_http_available(char *error, size_t error_len);
 
+/// The dlopen handle of libcurl (loading it if need be), or NULL when it cannot be loaded.
+/// dlsym through it also finds the symbols of libcurl's own dependencies (zlib: cc_gzip.c).
+CC_HTTP_INTERNAL void *cc_http_library(void);
+
 /// POSTs `body` to `url` with `headers` ("Name: value" strings); with `body` NULL, a GET (the
 /// image cache's fetches). Only http and https are allowed,
 /// redirects are not followed, signals are not used (thread-safe). Thread-safe.
+/// `accept_encoding` non-zero asks for a compressed response (Accept-Encoding with every coding
+/// this libcurl decodes: gzip and deflate at least) and decodes it: `max_body` then bounds the
+/// decoded bytes, which curl hands over 16 KiB at a time, so a small body that inflates to
+/// gigabytes (a gzip bomb) ends as CC_HTTP_TOO_LARGE with at most max_body bytes held.
 CC_HTTP_INTERNAL int cc_http_post(const char *url, const char *const *headers, size_t header_count,
                  const char *body, size_t body_len, long timeout_ms, size_t max_body,
-                 cc_http_response *out);
+                 int accept_encoding, cc_http_response *out);
 
 CC_HTTP_INTERNAL void cc_http_response_free(cc_http_response *response);
 

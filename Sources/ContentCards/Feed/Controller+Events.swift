@@ -84,6 +84,7 @@ extension ContentCardsController {
             if batch.isEmpty { break }
             notes.append((.debug, "delivering \(batch.count) events to \(Self.describe(configuration.events))"))
             let outcome = CallbackContext.run { sink.deliver(batch.map(\.event), timeout: min(remaining, configuration.timeoutSeconds)) }
+            if let notice = (sink as? RemoteEventSink)?.compression?.takeNotice() { notes.append((.info, notice)) }
             lock.withLock {
                 switch outcome {
                 case .delivered, .drop:
@@ -163,7 +164,8 @@ extension ContentCardsController {
             deliveryAttempt += 1
             if deliveryScheduled { return nil }   // one retry pending is enough
             deliveryScheduled = true
-            return (Backoff().delay(attempt: deliveryAttempt, retryAfter: error.retryAfter, random: Double.random(in: 0...1)), deliveryAttempt)
+            let backoff = Backoff(base: configuration.retryBaseSeconds, cap: configuration.retryMaxSeconds)
+            return (backoff.delay(attempt: deliveryAttempt, retryAfter: error.retryAfter, random: Double.random(in: 0...1)), deliveryAttempt)
         }
         if let retry {
             ContentCardsLog.emit(.info, "event delivery retry in \((retry.delay * 1000).rounded() / 1000) s (failed attempt \(retry.attempt))")

@@ -6,11 +6,17 @@ import Musl
 
 /// One refresh in flight; callers that ask for a refresh meanwhile wait for this one instead of
 /// starting another (and taking another token).
+/// A sync's outcome once decoded: cards to merge, or the server's "not modified".
+enum SyncAnswer {
+    case payload(Payload, validator: String?)
+    case notModified
+}
+
 final class RefreshTicket {
     var result: Result<SyncSummary, ContentCardsError>?
     /// What the fetch thread got (set under the controller's lock); ignored once the refresh
     /// was abandoned at its deadline.
-    var fetched: Result<Payload, ContentCardsError>?
+    var fetched: Result<SyncAnswer, ContentCardsError>?
     /// What the fetch did, for the log (emitted once the refresh is over).
     var fetchNote: String?
 }
@@ -41,6 +47,7 @@ extension ContentCardsController {
         let source: CardSource
         let userID: String
         let cursors: SyncCursors
+        let validator: String?
     }
 
     private enum Begin {
@@ -131,7 +138,8 @@ extension ContentCardsController {
             }
             let ticket = RefreshTicket()
             refreshInFlight = ticket
-            return .success(.started(RefreshStart(ticket: ticket, source: source, userID: userID, cursors: stored.cursors)))
+            return .success(.started(RefreshStart(ticket: ticket, source: source, userID: userID, cursors: stored.cursors,
+                                                  validator: stored.sync.validator)))
         }
         switch outcome {
         case .success(let begin): return begin
@@ -161,7 +169,7 @@ extension ContentCardsController {
             lock.withLock { background.fetchThreads.append(me) }
             var fetched = CallbackContext.run {
                 start.source.fetch(userID: start.userID, deviceID: configuration.deviceID,
-                                   cursors: start.cursors, timeout: timeout)
+                                   cursors: start.cursors, validator: start.validator, timeout: timeout)
             }
             lock.withLock {
                 if let i = background.fetchThreads.firstIndex(where: { pthread_equal($0, me) != 0 }) {
@@ -170,12 +178,14 @@ extension ContentCardsController {
             }
             let note: String
             switch fetched {
-            case .success(let bytes): note = "refresh fetched \(bytes.count) bytes from the source"
+            case .success(.payload(let bytes, _)): note = "refresh fetched \(bytes.count) bytes from the source"
+            case .success(.notModified): note = "refresh: the source answered not modified (304) to the stored validator"
             case .failure(let e): note = "refresh fetch failed (\(e.code.statusName)): \(e.message)"
             }
             // Decoding happens outside the lock: it is pure, and can take a while on a big payload.
-            var decoded: Result<Payload, ContentCardsError>? = fetched.flatMap { bytes in
-                do throws(PayloadError) { return .success(try decoder.decode(bytes)) } catch {
+            var decoded: Result<SyncAnswer, ContentCardsError>? = fetched.flatMap { answer in
+                guard case .payload(let bytes, let validator) = answer else { return .success(.notModified) }
+                do throws(PayloadError) { return .success(.payload(try decoder.decode(bytes), validator: validator)) } catch {
                     return .failure(ContentCardsError(.parse, "the sync response was refused: \(error.message)"))
                 }
             }
@@ -191,7 +201,7 @@ extension ContentCardsController {
                 changed.broadcast()
             }
         }
-        let decoded: Result<Payload, ContentCardsError> = lock.withLock {
+        let decoded: Result<SyncAnswer, ContentCardsError> = lock.withLock {
             guard launched else {
                 background.fetches -= 1
                 return .failure(ContentCardsError(.noMemory, "cannot start a thread for the refresh"))
@@ -212,7 +222,21 @@ extension ContentCardsController {
             switch decoded {
             case .failure(let e):
                 result = .failure(e)
-            case .success(var payload):
+            case .success(.notModified):
+                // The cards held are the server's: no decode, no merge, no write. The time of
+                // this check is kept in memory only (refreshOnOpenAfterSeconds reads the stored
+                // time of the last merge, so a reopen may check once more: a cheap 304).
+                if store == nil {
+                    result = .failure(Self.closedError)
+                } else if userID != start.userID {
+                    result = .failure(ContentCardsError(.wrongUser, "the user changed to \"\(userID)\" during the refresh for \"\(start.userID)\": response discarded"))
+                } else {
+                    var summary = SyncSummary()
+                    summary.notModified = true
+                    summary.counts = currentCounts()
+                    result = .success(summary)
+                }
+            case .success(.payload(var payload, let validator)):
                 if store == nil {
                     result = .failure(Self.closedError)
                 } else if let other = payload.userID, other != start.userID {
@@ -221,11 +245,13 @@ extension ContentCardsController {
                 } else if userID != start.userID {
                     result = .failure(ContentCardsError(.wrongUser, "the user changed to \"\(userID)\" during the refresh for \"\(start.userID)\": response discarded"))
                 } else {
-                    result = mergeLocked(&payload)
+                    result = mergeLocked(&payload, sync: SyncState(validator: validator, syncedAt: clock.now()))
                 }
             }
             switch result {
-            case .success(let summary): record.lastRefresh = .init(time: clock.now(), error: nil, summary: summary)
+            case .success(let summary):
+                record.lastRefresh = .init(time: clock.now(), error: nil, summary: summary)
+                lastSyncedAt = clock.now()
             case .failure(let e):
                 noteRefreshFailure(e)
                 // Honour a server's Retry-After (bounded to an hour) for the next refreshes.
@@ -244,6 +270,8 @@ extension ContentCardsController {
         ContentCardsLog.emit(.debug, "refresh started for user \(Self.quoted(start.userID)) (\(Self.describe(configuration.source)))")
         if let note = lock.withLock({ ticket.fetchNote }) { ContentCardsLog.emit(.debug, note) }
         switch result {
+        case .success(let summary) where summary.notModified:
+            ContentCardsLog.emit(.info, "refresh for user \(Self.quoted(start.userID)): not modified (304); the cached feed is current")
         case .success(let summary): Self.logMerge("refresh for user \(Self.quoted(start.userID))", summary)
         case .failure(let e): ContentCardsLog.emit(.warning, "refresh failed (\(e.code.statusName)): \(e.message); the cached feed stays readable")
         }
@@ -280,13 +308,15 @@ extension ContentCardsController {
         }
     }
 
-    /// Merges a decoded payload into the current user's state and persists it. Called with the
+    /// Merges a decoded payload into the current user's state and persists it, with `sync`
+    /// (the validator and time of a refresh; for cards the application applies, the validator
+    /// is dropped: the cards held are then no longer exactly the server's). Called with the
     /// lock held; on failure nothing changes.
     ///
     /// The payload's cards are let go once the merge has planned its changes (which hold what
     /// they keep of them): when the caller held the only reference, a large apply does not keep
     /// the decoded cards alive beside the stored ones while it publishes.
-    func mergeLocked(_ payload: inout Payload) -> Result<SyncSummary, ContentCardsError> {
+    func mergeLocked(_ payload: inout Payload, sync: SyncState? = nil) -> Result<SyncSummary, ContentCardsError> {
         do {
             try reloadIfChangedElsewhere()
         } catch {
@@ -299,8 +329,10 @@ extension ContentCardsController {
                 return .failure(ContentCardsError(.storage, error.message))
             }
         }
-        let merge = Merge.plan(payload, from: stored, pendingRead: pendingRead)
+        var merge = Merge.plan(payload, from: stored, pendingRead: pendingRead)
         payload.cards = []
+        let nextSync = sync ?? SyncState(validator: nil, syncedAt: stored.sync.syncedAt)
+        if nextSync != stored.sync { merge.changes.sync = nextSync }
         do { try persist(merge.changes, for: userID) } catch { return .failure(error) }
         publish(merge.changes)
         record.leftOut = payload.leftOut

@@ -47,6 +47,11 @@ public final class ContentCardsController: @unchecked Sendable {
     /// When the server answered 429 or 503 with Retry-After: no refresh goes out before this
     /// time (wall clock), so a client does not hammer a server that asked it to wait.
     var serverRetryAt: Double = 0
+    /// When the user's cards were last known to be the server's (a merge of a refresh, or a
+    /// 304), unix seconds; starts from the store's `SyncState.syncedAt`.
+    var lastSyncedAt: Double = 0
+    /// The automatic refresh policies' state (Controller+AutoRefresh.swift).
+    var autoRefresh = AutoRefreshState()
     var refreshInFlight: RefreshTicket?
     /// The controller's own background threads and fetches (issue 10, items 1 and 2).
     let background = Background()
@@ -80,6 +85,7 @@ public final class ContentCardsController: @unchecked Sendable {
             stored = try store.load(user: configuration.userID, decoder: decoder)
             index = FeedIndex(stored.cards.values)
             storeVersion = try store.dataVersion()
+            lastSyncedAt = stored.sync.syncedAt
             self.store = store
         } catch {
             throw ContentCardsError(.storage, error.message)
@@ -99,6 +105,7 @@ public final class ContentCardsController: @unchecked Sendable {
             }
         }
         scheduleDeliveryIfPending()
+        startAutoRefresh()
     }
 
     /// Opens a controller from configuration JSON (README.md, "Configuration").
@@ -119,7 +126,8 @@ public final class ContentCardsController: @unchecked Sendable {
         case nil: return nil
         case .file(let path): return FileSource(path: path, maxBytes: max)
         case .url(let base, let apiKey):
-            return RemoteSource(url: base + "/content_cards/sync", apiKey: apiKey, maxBytes: max) { .success(CurlTransport()) }
+            return RemoteSource(url: base + "/content_cards/sync", apiKey: apiKey, maxBytes: max,
+                                acceptsCompression: true) { .success(CurlTransport()) }
         case .callback:
             return RemoteSource(url: "/content_cards/sync", apiKey: "", maxBytes: max, transport: hostTransport.get)
         }
@@ -130,7 +138,7 @@ public final class ContentCardsController: @unchecked Sendable {
         case nil: return nil
         case .file(let path): return FileEventSink(path: path)
         case .url(let base, let apiKey):
-            return RemoteEventSink(url: base + "/events", apiKey: apiKey) { .success(CurlTransport()) }
+            return RemoteEventSink(url: base + "/events", apiKey: apiKey, compression: EventCompression()) { .success(CurlTransport()) }
         case .callback:
             return RemoteEventSink(url: "/events", apiKey: "", transport: hostTransport.get)
         }

@@ -29,6 +29,7 @@ extension StoredUser {
         for id in changes.dismissalsAdded { dismissed.insert(CardKey(id)) }
         for id in changes.dismissalsRemoved { dismissed.remove(CardKey(id)) }
         if let c = changes.cursors { cursors = c }
+        if let s = changes.sync { sync = s }
         return transitions
     }
 

@@ -34,6 +34,22 @@ public struct Configuration: Equatable, Sendable {
     /// Seconds after an event is logged before delivery starts on its own; 0 delivers only when
     /// the application flushes. (Extension.)
     public var eventFlushIntervalSeconds: Double = 30
+    /// At open (and at a user change), refresh in the background when the user's last sync is
+    /// older than this many seconds, or there was none; nil: never on its own. (Extension:
+    /// docs/BEHAVIOUR.md, "Automatic refresh".)
+    public var refreshOnOpenAfterSeconds: Double? = nil
+    /// Refresh in the background every this many seconds, give or take `refreshPeriodJitter`;
+    /// 0: never on its own. (Extension.)
+    public var refreshPeriodSeconds: Double = 0
+    /// The spread of the periodic refresh, as a fraction of the period (0 to 1): each wait is
+    /// uniform in period × (1 ± jitter), so devices that started together drift apart.
+    public var refreshPeriodJitter: Double = 0.2
+    /// Retries (automatic refreshes and event delivery) wait a uniformly random time between 0
+    /// and min(retryMaxSeconds, retryBaseSeconds × 2^(failures − 1)): exponential backoff with
+    /// full jitter; a server's Retry-After is waited first. (Extension.)
+    public var retryBaseSeconds: Double = 1
+    public var retryMaxSeconds: Double = 300
+
     /// The image cache (docs/BEHAVIOUR.md, "Images"); nil: no images are fetched.
     public var images: Images? = nil
 

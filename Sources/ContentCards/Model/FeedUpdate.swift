@@ -35,6 +35,9 @@ public struct SyncSummary: Sendable, Equatable {
     /// Server copies older than the stored ones, ignored (merge rule 2).
     public var keptNewer = 0
     public var fullSync = false
+    /// The server answered 304 (not modified) to the stored validator: nothing was decoded,
+    /// merged or written (docs/BEHAVIOUR.md, "Conditional refresh").
+    public var notModified = false
     /// Cards of the payload that were left out, and why.
     public var leftOut: [Payload.LeftOut] = []
     public var counts = FeedCounts()

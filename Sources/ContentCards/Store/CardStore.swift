@@ -18,6 +18,16 @@ struct StoredUser {
     /// Ids the user dismissed locally: kept dismissed across refreshes (docs/BEHAVIOUR.md, "Merge", rule 4).
     var dismissed: Set<CardKey> = []
     var cursors = SyncCursors()
+    var sync = SyncState()
+}
+
+/// What the user's last sync left besides the cursors (docs/BEHAVIOUR.md, "Conditional
+/// refresh"): the server's validator for the cards held (its ETag, sent back as If-None-Match),
+/// and when the last merge of a sync happened (unix seconds; 0: never), which
+/// `refreshOnOpenAfterSeconds` compares against.
+struct SyncState: Equatable {
+    var validator: String? = nil
+    var syncedAt: Double = 0
 }
 
 /// One write to a user's cards, applied in a single transaction.
@@ -27,11 +37,12 @@ struct StoreChanges {
     var dismissalsAdded: [String] = []
     var dismissalsRemoved: [String] = []
     var cursors: SyncCursors? = nil
+    var sync: SyncState? = nil
     var events: [Event] = []
 
     var isEmpty: Bool {
         upserts.isEmpty && deletes.isEmpty && dismissalsAdded.isEmpty && dismissalsRemoved.isEmpty
-            && cursors == nil && events.isEmpty
+            && cursors == nil && sync == nil && events.isEmpty
     }
 }
 
@@ -47,7 +58,7 @@ struct PendingEvent {
 /// WAL mode so that readers never wait for a writer and two processes can share it. Every
 /// mutation is one transaction. With no directory the store lives in memory.
 final class CardStore {
-    static let schemaVersion: Int64 = 1
+    static let schemaVersion: Int64 = 2
     static let fileName = "contentcards.sqlite"
 
     let db: SQLiteDatabase
@@ -62,7 +73,7 @@ final class CardStore {
     static let applicationID: Int32 = 0x4343_7264
     /// The tables a store of ours holds (`sqlite_sequence` comes with AUTOINCREMENT). A store
     /// of the first version has application_id 0: it is adopted when its tables are these.
-    static let ownTables: Set<String> = ["cards", "dismissals", "cursors", "events", "sqlite_sequence"]
+    static let ownTables: Set<String> = ["cards", "dismissals", "cursors", "events", "sqlite_sequence", "sync_state"]
 
     init(directory: String?) throws(StoreError) {
         if let directory {
@@ -197,6 +208,7 @@ final class CardStore {
         }
         try db.execute("PRAGMA foreign_keys=ON")
         if version < 1 { try migrateTo1() }
+        if version < 2 { try migrateTo2() }
         if appID == 0 && !isEmpty {
             // A store of ours from before the application id: adopt it.
             try db.execute("PRAGMA application_id = \(CardStore.applicationID)")
@@ -247,6 +259,21 @@ final class CardStore {
         }
     }
 
+    /// Schema 2: the validator of each user's last sync and its time (`SyncState`), in a table
+    /// of their own so schema 1's tables stay as they were.
+    private func migrateTo2() throws(StoreError) {
+        try db.transaction { () throws(StoreError) in
+            try db.execute("""
+                CREATE TABLE IF NOT EXISTS sync_state (
+                    user_id TEXT PRIMARY KEY,
+                    validator TEXT,
+                    synced_at REAL NOT NULL DEFAULT 0
+                );
+                PRAGMA user_version = 2;
+                """)
+        }
+    }
+
     private func statement(_ sql: String) throws(StoreError) -> SQLiteStatement {
         if let s = statements[sql] { return s.reset() }
         let s = try db.prepare(sql)
@@ -277,6 +304,10 @@ final class CardStore {
             stored.cursors = SyncCursors(lastFullSyncAt: cursors.int(0), lastCardUpdatedAt: cursors.int(1))
         }
         cursors.reset()
+        let sync = try statement("SELECT validator, synced_at FROM sync_state WHERE user_id = ?")
+        try sync.bind(1, user)
+        if try sync.step() { stored.sync = SyncState(validator: sync.text(0), syncedAt: sync.double(1)) }
+        sync.reset()
         return stored
     }
 
@@ -323,6 +354,10 @@ final class CardStore {
                 if let c = changes.cursors {
                     try statement("INSERT OR REPLACE INTO cursors (user_id, last_full_sync_at, last_card_updated_at) VALUES (?, ?, ?)")
                         .run([.text(user), .int(c.lastFullSyncAt), .int(c.lastCardUpdatedAt)])
+                }
+                if let sync = changes.sync {
+                    try statement("INSERT OR REPLACE INTO sync_state (user_id, validator, synced_at) VALUES (?, ?, ?)")
+                        .run([.text(user), sync.validator.map { .text($0) } ?? .null, .real(sync.syncedAt)])
                 }
             }
             if !changes.events.isEmpty {

@@ -4,10 +4,21 @@ import Glibc
 import Musl
 #endif
 
+/// What a source answered.
+enum Fetched: Equatable {
+    /// A payload, and the server's validator for it (its ETag; nil when it sent none).
+    case payload([UInt8], validator: String?)
+    /// HTTP 304 to the validator sent: the cards did not change, nothing to decode or merge
+    /// (docs/WIRE.md, "Conditional sync").
+    case notModified
+}
+
 /// Where a refresh gets its payload from. Sources only fetch bytes; decoding and merging belong
 /// to the controller, so every source gets the same rules.
 protocol CardSource: Sendable {
-    func fetch(userID: String, deviceID: String, cursors: SyncCursors, timeout: Double) -> Result<[UInt8], ContentCardsError>
+    /// `validator` is the stored ETag of the user's last sync (nil when none): a source that
+    /// can, asks the server whether anything changed since.
+    func fetch(userID: String, deviceID: String, cursors: SyncCursors, validator: String?, timeout: Double) -> Result<Fetched, ContentCardsError>
 }
 
 /// A payload file, read on each refresh.
@@ -15,7 +26,7 @@ struct FileSource: CardSource {
     let path: String
     let maxBytes: Int
 
-    func fetch(userID: String, deviceID: String, cursors: SyncCursors, timeout: Double) -> Result<[UInt8], ContentCardsError> {
+    func fetch(userID: String, deviceID: String, cursors: SyncCursors, validator: String?, timeout: Double) -> Result<Fetched, ContentCardsError> {
         // Only a regular file: reading a FIFO with no writer, or a device, would block (or
         // never end). stat does not open it, so it cannot block on a FIFO; a stalled mount
         // is bounded by the refresh's own wait.
@@ -31,7 +42,7 @@ struct FileSource: CardSource {
             }
             return .failure(ContentCardsError(.network, "cannot read the source file: \(path) is \(kind), not a regular file"))
         }
-        do { return .success(try Files.read(path, limit: maxBytes)) } catch {
+        do { return .success(.payload(try Files.read(path, limit: maxBytes), validator: nil)) } catch {
             if error.tooLarge {
                 return .failure(ContentCardsError(.parse, "the source file \(path) is too large: over the limit of \(maxBytes) bytes (raise \"maxPayloadBytes\" in the configuration to read it)"))
             }
@@ -46,9 +57,12 @@ struct RemoteSource: CardSource {
     let url: String
     let apiKey: String
     let maxBytes: Int
+    /// Ask for a compressed response: the library's own HTTP transport (libcurl decodes it,
+    /// bounded by maxBytes of decoded bytes); a host transport decodes on its side.
+    var acceptsCompression = false
     let transport: @Sendable () -> Result<Transport, ContentCardsError>
 
-    func fetch(userID: String, deviceID: String, cursors: SyncCursors, timeout: Double) -> Result<[UInt8], ContentCardsError> {
+    func fetch(userID: String, deviceID: String, cursors: SyncCursors, validator: String?, timeout: Double) -> Result<Fetched, ContentCardsError> {
         let transport: Transport
         switch self.transport() {
         case .success(let t): transport = t
@@ -56,19 +70,34 @@ struct RemoteSource: CardSource {
         }
         var headers: [(name: String, value: String)] = [("Content-Type", "application/json"), ("Accept", "application/json")]
         if !apiKey.isEmpty { headers.append(("X-Api-Key", apiKey)) }
+        // The validator goes only with cursors: a client asking for a full sync (no cursors)
+        // wants the cards, whatever it kept.
+        let conditional = validator.map { !$0.isEmpty && cursors.lastFullSyncAt > 0 } ?? false
+        if conditional, let validator { headers.append(("If-None-Match", validator)) }
         if let bad = TransportRequest.checkHeaders(headers, kind: .sync) { return .failure(bad) }
-        let request = TransportRequest(kind: .sync, url: url, headers: headers,
+        var request = TransportRequest(kind: .sync, url: url, headers: headers,
                                        body: SyncJSON.request(userID: userID, deviceID: deviceID, cursors: cursors),
                                        timeout: timeout, maxResponseBytes: maxBytes)
+        request.acceptsCompression = acceptsCompression
         switch transport.send(request) {
         case .failure(let e):
             return .failure(e)
         case .success(let response):
+            if response.status == 304 {
+                guard conditional else {
+                    return .failure(ContentCardsError(.server, "sync answered 304 (not modified) to a request without If-None-Match: there is nothing it could refer to"))
+                }
+                return .success(.notModified)
+            }
             if (200..<300).contains(response.status) {
                 if response.body.count > maxBytes {
                     return .failure(ContentCardsError(.parse, "sync response is \(response.body.count) bytes, over the limit of \(maxBytes)"))
                 }
-                return .success(response.body)
+                // A validator is kept only if it can go back in a header as it is.
+                let tag = response.validator.flatMap { v in
+                    v.isEmpty || v.utf8.count > 255 || Redact.controlCharacter(inHeaderValue: v) != nil ? nil : v
+                }
+                return .success(.payload(response.body, validator: tag))
             }
             return .failure(HTTPStatus.error(for: response, what: "sync"))
         }

@@ -47,20 +47,31 @@ struct RateLimiter {
     }
 }
 
-/// Capped exponential backoff for event delivery, honouring the server's `Retry-After`.
+/// Capped exponential backoff with full jitter, for event delivery and automatic refreshes
+/// (docs/BEHAVIOUR.md, "Retries"), honouring the server's `Retry-After`.
+///
+/// Full jitter (each wait uniform between 0 and the exponential bound) rather than a fixed or
+/// half-random wait: clients that failed together (a server outage) come back spread over the
+/// whole window instead of in step, which is what keeps the recovery from being a herd.
 struct Backoff {
     var base: Double = 1
     var cap: Double = 300
     /// The longest `Retry-After` obeyed, so a bad header cannot stop delivery for days.
-    var maxRetryAfter: Double = 3600
+    var maxRetryAfter: Double = RetryAfter.maxSeconds
 
-    /// The delay before retry number `attempt` (1 for the first retry). Half of it is random,
-    /// so many clients do not retry in step.
+    /// The exponential bound for failure number `attempt` (1 for the first):
+    /// min(cap, base × 2^(attempt − 1)).
+    func window(attempt: Int) -> Double {
+        let exponent = min(max(attempt - 1, 0), 40)
+        return min(cap, base * Double(UInt64(1) << UInt64(exponent)))
+    }
+
+    /// The delay before retry number `attempt`: uniform in [0, window) (`random` in 0...1). With
+    /// a `Retry-After`, that many seconds (bounded) first, then the jittered part: the server's
+    /// wait is honoured, and clients told the same wait still do not return in the same second.
     func delay(attempt: Int, retryAfter: Double?, random: Double) -> Double {
-        let exponent = min(max(attempt - 1, 0), 30)
-        let full = min(cap, base * Double(1 << exponent))
-        let jittered = full / 2 + full / 2 * min(max(random, 0), 1)
+        let jittered = window(attempt: attempt) * min(max(random, 0), 1)
         guard let retryAfter, retryAfter.isFinite, retryAfter > 0 else { return jittered }
-        return max(jittered, min(retryAfter, maxRetryAfter))
+        return min(retryAfter, maxRetryAfter) + jittered
     }
 }

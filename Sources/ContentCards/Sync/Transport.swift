@@ -18,6 +18,9 @@ public struct TransportRequest: Sendable {
     /// Seconds the request may take in all.
     public var timeout: Double
     public var maxResponseBytes: Int
+    /// Ask for a compressed response and decode it (docs/WIRE.md, "Compression"). Only the
+    /// library's own HTTP transport does; a host transport hands over decoded bytes.
+    public var acceptsCompression = false
 }
 
 extension TransportRequest {
@@ -40,8 +43,11 @@ public struct TransportResponse: Sendable {
     public var body: [UInt8]
     /// Seconds from a `Retry-After` header, when present.
     public var retryAfter: Double?
-    public init(status: Int, body: [UInt8], retryAfter: Double? = nil) {
-        self.status = status; self.body = body; self.retryAfter = retryAfter
+    /// The `ETag` of a sync response: the validator sent back as `If-None-Match` on the next
+    /// sync (docs/WIRE.md, "Conditional sync").
+    public var validator: String?
+    public init(status: Int, body: [UInt8], retryAfter: Double? = nil, validator: String? = nil) {
+        self.status = status; self.body = body; self.retryAfter = retryAfter; self.validator = validator
     }
 }
 
@@ -79,7 +85,7 @@ public struct CurlTransport: Transport {
         let outcome: Int32 = withCStrings(lines) { headers in
             if request.kind == .image {   // a GET: cc_http_post with no body
                 return cc_http_post(request.url, headers.baseAddress, headers.count, nil, 0, timeoutMs,
-                                    max(request.maxResponseBytes, 0), &response)
+                                    max(request.maxResponseBytes, 0), 0, &response)
             }
             // A POST always passes a body pointer (NULL asks for a GET), also for an empty body.
             var body = request.body
@@ -87,7 +93,8 @@ public struct CurlTransport: Transport {
             return body.withUnsafeBufferPointer { bytes in
                 bytes.withMemoryRebound(to: CChar.self) { chars in
                     cc_http_post(request.url, headers.baseAddress, headers.count, chars.baseAddress,
-                                 request.body.count, timeoutMs, max(request.maxResponseBytes, 0), &response)
+                                 request.body.count, timeoutMs, max(request.maxResponseBytes, 0),
+                                 request.acceptsCompression ? 1 : 0, &response)
                 }
             }
         }
@@ -102,8 +109,12 @@ public struct CurlTransport: Transport {
             let retryAfter = withUnsafeBytes(of: response.retry_after) { raw in
                 String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
             }
+            let etag = withUnsafeBytes(of: response.etag) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
             return .success(TransportResponse(status: response.status, body: body,
-                                              retryAfter: RetryAfter.parse(retryAfter, now: SystemClock().now())))
+                                              retryAfter: RetryAfter.parse(retryAfter, now: SystemClock().now()),
+                                              validator: etag.isEmpty ? nil : etag))
         case Int(CC_HTTP_UNAVAILABLE):
             return .failure(ContentCardsError(.unavailable, message))
         case Int(CC_HTTP_TIMEOUT):
@@ -115,6 +126,8 @@ public struct CurlTransport: Transport {
             return .failure(ContentCardsError(.network, "\(request.kind.rawValue) response refused: \(message); the server (or a proxy on the way) sent more header data than a response may have"))
         case Int(CC_HTTP_NO_MEMORY):
             return .failure(ContentCardsError(.noMemory, "out of memory during the \(request.kind.rawValue) request"))
+        case Int(CC_HTTP_BAD_ENCODING):
+            return .failure(ContentCardsError(.parse, "\(request.kind.rawValue) response refused: its body does not decode as its Content-Encoding says (\(message))"))
         default:
             return .failure(ContentCardsError(.network, "\(request.kind.rawValue) request failed: \(message)"))
         }

@@ -4,7 +4,8 @@ public enum ConfigurationJSON {
     public static let keys: Set<String> = [
         "userId", "storagePath", "source", "events", "refreshTokens", "refreshIntervalSeconds",
         "timeoutSeconds", "knownClassTypes", "maxPayloadBytes", "deviceId", "eventBatchSize",
-        "eventBatchBytes", "eventFlushIntervalSeconds", "images",
+        "eventBatchBytes", "eventFlushIntervalSeconds", "images", "refreshOnOpenAfterSeconds",
+        "refreshPeriodSeconds", "refreshPeriodJitter", "retryBaseSeconds", "retryMaxSeconds",
     ]
 
     /// The largest payload limit accepted (1 GiB): a bound, so a typo cannot ask for 1 TB.
@@ -54,8 +55,19 @@ public enum ConfigurationJSON {
             case "eventBatchBytes": c.eventBatchBytes = try int(value, key, min: 1024, max: maxPayloadLimit)
             case "eventFlushIntervalSeconds": c.eventFlushIntervalSeconds = try seconds(value, key, allowZero: true)
             case "images": c.images = try images(value)
+            case "refreshOnOpenAfterSeconds": c.refreshOnOpenAfterSeconds = try seconds(value, key, allowZero: true)
+            case "refreshPeriodSeconds": c.refreshPeriodSeconds = try seconds(value, key, allowZero: true)
+            case "refreshPeriodJitter":
+                guard let d = value.doubleValue else { throw wrongType(key, value, "a number from 0 to 1") }
+                guard d >= 0 && d <= 1 else { throw ConfigurationError("\"\(key)\" is \(d), expected 0 to 1 (a fraction of the period)") }
+                c.refreshPeriodJitter = d
+            case "retryBaseSeconds": c.retryBaseSeconds = try seconds(value, key, allowZero: false)
+            case "retryMaxSeconds": c.retryMaxSeconds = try seconds(value, key, allowZero: false)
             default: break
             }
+        }
+        if c.retryMaxSeconds < c.retryBaseSeconds {
+            throw ConfigurationError("\"retryMaxSeconds\" (\(c.retryMaxSeconds)) is less than \"retryBaseSeconds\" (\(c.retryBaseSeconds))")
         }
         if c.images != nil && c.storagePath == nil {
             throw ConfigurationError("\"images\" needs \"storagePath\": the image cache is kept on disk beside the store")

@@ -50,6 +50,7 @@ public enum ResultJSON {
         w.key("removed"); w.int(s.removed)
         w.key("keptNewer"); w.int(s.keptNewer)
         w.key("fullSync"); w.bool(s.fullSync)
+        w.key("notModified"); w.bool(s.notModified)
         w.key("leftOut"); leftOut(s.leftOut, to: &w)
         w.key("counts"); counts(s.counts, to: &w)
         w.endObject()

@@ -113,6 +113,7 @@ SIGNATURES: dict[str, tuple[Any, list[Any], str]] = {
     "cc_transport_response_set": (
         c_int, [c_void_p, c_int, c_char_p, c_size_t, c_double], STATUS),
     "cc_transport_response_fail": (c_int, [c_void_p, c_char_p], STATUS),
+    "cc_transport_response_set_etag": (c_int, [c_void_p, c_char_p], STATUS),
     "cc_controller_set_transport": (c_int, [handle_t, TRANSPORT_FN, c_void_p, FREE_FN], STATUS),
     # snapshots
     "cc_controller_snapshot": (c_int, [POINTER(handle_t), handle_t, c_char_p], STATUS),
@@ -457,6 +458,10 @@ def controller_set_transport(handle: int, key: int | None) -> None:
 def transport_response_set(response: int | None, status: int, body: bytes,
                            retry_after_seconds: float) -> None:
     lib.cc_transport_response_set(response, status, body, len(body), retry_after_seconds)
+
+
+def transport_response_set_etag(response: int | None, etag: bytes) -> None:
+    lib.cc_transport_response_set_etag(response, etag)
 
 
 def transport_response_fail(response: int | None, message: bytes) -> None:

@@ -40,6 +40,11 @@ CONFIG_KEYS: dict[str, str] = {
     "event_batch_bytes": "eventBatchBytes",
     "event_flush_interval_seconds": "eventFlushIntervalSeconds",
     "images": "images",
+    "refresh_on_open_after_seconds": "refreshOnOpenAfterSeconds",
+    "refresh_period_seconds": "refreshPeriodSeconds",
+    "refresh_period_jitter": "refreshPeriodJitter",
+    "retry_base_seconds": "retryBaseSeconds",
+    "retry_max_seconds": "retryMaxSeconds",
 }
 
 #: How many subscriber exceptions a controller keeps in ``subscriber_errors``.
@@ -224,6 +229,7 @@ def _transport_entry(fn: TransportFunction,
     failure is kept on the controller, to become the TransportError's ``__cause__`` (the
     callback runs on a library thread for a refresh, so a thread-local would not do)."""
     response_set = _ffi.transport_response_set
+    response_set_etag = _ffi.transport_response_set_etag
     response_fail = _ffi.transport_response_fail
 
     def entry(request: Any, response: int | None) -> int:
@@ -234,6 +240,10 @@ def _transport_entry(fn: TransportFunction,
                                 "expected a TransportResponse")
             status, body, retry_after = answer._encoded()
             response_set(response, status, body, retry_after)
+            if answer.etag is not None:
+                if not isinstance(answer.etag, str) or "\0" in answer.etag:
+                    raise TypeError("TransportResponse.etag must be a str without NUL characters")
+                response_set_etag(response, answer.etag.encode("utf-8"))
             return 0
         except BaseException as exc:  # noqa: BLE001 - a transport failure for the library
             owner = controller()

@@ -71,6 +71,8 @@ class SyncSummary:
     full_sync: bool
     left_out: tuple[LeftOut, ...]
     counts: Counts
+    #: The server answered 304 to the stored validator: nothing was merged or written.
+    not_modified: bool = False
 
     @classmethod
     def from_json(cls, data: Any) -> SyncSummary:
@@ -84,6 +86,7 @@ class SyncSummary:
                 left_out=tuple(LeftOut(int(item["index"]), item["id"], str(item["reason"]))
                                for item in data["leftOut"]),
                 counts=Counts.from_json(data["counts"]),
+                not_modified=bool(data.get("notModified", False)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ParseError(f"unexpected sync summary from the library: {exc!r}") from exc

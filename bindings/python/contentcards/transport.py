@@ -58,12 +58,16 @@ class TransportRequest:
 
 @dataclass(frozen=True, slots=True)
 class TransportResponse:
-    """The server's answer: the HTTP ``status``, the ``body`` (str is sent as UTF-8) and the
-    Retry-After seconds (None for none)."""
+    """The server's answer: the HTTP ``status``, the ``body`` (str is sent as UTF-8, decoded:
+    compression is the transport's own business), the Retry-After seconds (None for none) and,
+    for a sync, the response's ``etag`` (its ETag header, None for none): the library keeps it
+    and sends it back as an ``If-None-Match`` header of the next sync; a 304 answer to that
+    keeps the cached cards with no merge and no write (docs/WIRE.md, "Conditional sync")."""
 
     status: int
     body: bytes | str = b""
     retry_after: float | None = None
+    etag: str | None = None
 
     def _encoded(self) -> tuple[int, bytes, float]:
         status = self.status
