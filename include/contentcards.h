@@ -271,10 +271,34 @@ CC_API int cc_controller_close(cc_controller *controller);
  * CC_E_UNAVAILABLE, CC_E_TRANSPORT, CC_E_STORAGE, CC_E_REFUSED, CC_E_CLOSED. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_refresh(char **out_summary_json, cc_controller *controller, double timeout_seconds);
 
-/* Starts a refresh on a library thread (this controller's own) and returns at once; the
- * outcome reaches the subscribers (on that library thread), by timeoutSeconds at the latest. Returns CC_OK also when a refresh was already running.
- * Refusals known at once are returned (and told to subscribers): CC_E_NO_SOURCE,
- * CC_E_RATE_LIMITED. Errors: CC_E_INVALID_HANDLE. */
+/* Called once with the outcome of a refresh started by cc_controller_refresh_in_background:
+ * status is CC_OK or the CC_E_* code the refresh failed with; result_json (valid only during
+ * the call) is the summary of cc_controller_refresh on CC_OK, else the error
+ *   {"code":N,"name":S,"message":S[,"retryAfter":F]}
+ * It runs on the library thread that did the refresh, after the subscribers were told (or on
+ * the calling thread, before cc_controller_refresh_in_background returns, when the refresh it
+ * joined had just finished). It may call any cc_ function. */
+typedef void (*cc_refresh_done_fn)(void *userdata, int status, const char *result_json);
+
+/* Starts a refresh on a library thread (this controller's own) and returns at once: "refresh
+ * in background" in every language (docs/API.md). The source is waited for at most
+ * min(timeout_seconds, timeoutSeconds) (<= 0: timeoutSeconds). The outcome reaches the
+ * subscribers, then fn (may be NULL: fire and forget). When a refresh is already running this
+ * joins it: CC_OK, and fn gets that refresh's outcome. A caller that stops waiting (a binding's
+ * cancelled await) simply lets fn run later; nothing blocks on it.
+ * fn runs exactly once when this returns CC_OK, and never when it returns an error. free_userdata
+ * (may be NULL) runs exactly once: right after fn, or right away when this call fails or fn
+ * is NULL. Refusals known at once are returned (and told to subscribers, not to fn):
+ * CC_E_NO_SOURCE, CC_E_RATE_LIMITED, CC_E_TIMEOUT (4 abandoned fetches still blocked).
+ * Any thread. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (NaN timeout), CC_E_NO_SOURCE,
+ * CC_E_RATE_LIMITED, CC_E_TIMEOUT, CC_E_CLOSED. */
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_refresh_in_background(cc_controller *controller, double timeout_seconds,
+                                                               cc_refresh_done_fn fn, void *userdata,
+                                                               void (*free_userdata)(void *userdata));
+
+/* The former name of cc_controller_refresh_in_background(controller, 0, NULL, NULL, NULL), kept
+ * for ABI 1 ("async" names an awaitable call in docs/API.md; this is fire and forget).
+ * Errors: CC_E_INVALID_HANDLE, CC_E_NO_SOURCE, CC_E_RATE_LIMITED, CC_E_TIMEOUT, CC_E_CLOSED. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_refresh_async(cc_controller *controller);
 
 /* Hands in cards the application got itself (a push message, its own networking): a sync
@@ -328,6 +352,20 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_log_dismissal(cc_controller *cont
 
 /* Records that the application showed a feed. Errors: CC_E_INVALID_HANDLE, CC_E_STORAGE. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_log_feed_displayed(cc_controller *controller);
+
+/* Logs by action name, with the result the Swift and Python APIs return: action is
+ * "impression", "click", "dismissal" (card_id required) or "feed_displayed" (card_id NULL).
+ * The rules are those of the four functions above. If out_result_json is not NULL it receives
+ *   {"recorded":B,"reason":S|null,"eventId":S|null,"stateChanged":B}
+ * on CC_OK (recorded) and also on CC_E_REFUSED (recorded false, reason the message), so a
+ * refusal says why in the same fields as elsewhere; on any other error it is set to NULL.
+ * A card that is stored but not visible (expired or dismissed) is logged like any other
+ * (docs/BEHAVIOUR.md, "Logging"). Free *out_result_json with cc_string_free. Any thread.
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (action NULL or unknown, card_id NULL for
+ * a card action or not NULL for "feed_displayed", invalid UTF-8), CC_E_NOT_FOUND,
+ * CC_E_REFUSED, CC_E_STORAGE, CC_E_CLOSED, CC_E_NO_MEMORY. */
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_log(char **out_result_json, cc_controller *controller, const char *action,
+                             const char *card_id);
 
 /* ---------------------------------------------------------------------------------------------
  * Read state: an inbox's read / unread flag, apart from impressions (docs/BEHAVIOUR.md,

@@ -265,6 +265,13 @@ public final class ContentCardsController: @unchecked Sendable {
         return Subscription(id: id, subscribers: subscribers)
     }
 
+    /// The state as an update (reason `.current`, the counts of the whole visible feed now):
+    /// what a new subscriber draws before the first change reaches it.
+    public func currentUpdate() throws(ContentCardsError) -> FeedUpdate {
+        let counts = try counts()
+        return FeedUpdate(reason: .current, error: nil, cardID: nil, counts: counts, sync: nil)
+    }
+
     /// Removes a subscriber by id; false when there is none (already removed, or closed).
     @discardableResult
     public func unsubscribe(_ id: UInt64) -> Bool { subscribers.remove(id) }

@@ -12,6 +12,8 @@ public struct FeedUpdate: Sendable, Equatable {
         /// Cards marked read (one card, or `markAllRead`: `cardID` nil), or one marked unread.
         case read
         case unread
+        /// Not a change: the state as it is, from `currentUpdate()` (a new subscriber's start).
+        case current
     }
 
     public var reason: Reason
@@ -44,12 +46,33 @@ public struct SyncSummary: Sendable, Equatable {
     public init() {}
 }
 
-/// What a logging call did.
+/// What a logging call did: the same four fields in Swift, C (`cc_controller_log`'s JSON) and
+/// Python (docs/API.md). A refusal (a click on a card without a valid url, a dismissal of a card
+/// that is not dismissible or dismissed already) is a result, not an error: `recorded` is false
+/// and `reason` says why. An unknown card is an error (`.notFound`).
 public struct LogResult: Sendable, Equatable {
+    /// An event was written to the outbox.
+    public var recorded: Bool
+    /// Why nothing was recorded (nil when `recorded`).
+    public var reason: String?
     /// The event's id (nil when nothing was recorded).
     public var eventID: String?
     /// The card's state changed (first impression, first click, the dismissal).
     public var stateChanged: Bool
+
+    public init(recorded: Bool, reason: String?, eventID: String?, stateChanged: Bool) {
+        self.recorded = recorded; self.reason = reason; self.eventID = eventID; self.stateChanged = stateChanged
+    }
+
+    /// A recorded event.
+    public static func recorded(eventID: String, stateChanged: Bool) -> LogResult {
+        LogResult(recorded: true, reason: nil, eventID: eventID, stateChanged: stateChanged)
+    }
+
+    /// Nothing recorded, and why.
+    public static func refused(_ reason: String) -> LogResult {
+        LogResult(recorded: false, reason: reason, eventID: nil, stateChanged: false)
+    }
 }
 
 /// What a flush of the event outbox did.
