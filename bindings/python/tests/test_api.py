@@ -3,7 +3,6 @@ a correct program meets. Plus the Card model."""
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.metadata
 import json
 import os
@@ -36,7 +35,7 @@ def test_versions() -> None:
     # The binding's table of names agrees with the library's.
     for code, name in cc.errors.STATUS_NAMES.items():
         assert _ffi.status_name(code) == name
-    assert os.path.exists(cc.library_path)
+    assert os.path.exists(cc.library_path())
 
 
 def test_refresh_feed_counts(sample: cc.ContentCards) -> None:
@@ -79,7 +78,7 @@ def test_card_model(refreshed: cc.ContentCards) -> None:
     assert tile.extras["tile_price"] == "34.50"
     with pytest.raises(TypeError):
         tile.extras["tile_price"] = "0"  # type: ignore[index]
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(AttributeError):
         tile.title = "x"  # type: ignore[misc]
     assert tile.image_aspect_ratio == 1.0
     assert tile.domain == "shop.example.com"
@@ -321,5 +320,5 @@ def test_cards_built_directly_equal_checked_ones(sample: cc.ContentCards) -> Non
     for card in sample.cards():
         checked = cc.Card.from_json(card.to_json())
         assert card == checked and hash(card) == hash(checked) and repr(card) == repr(checked)
-        with pytest.raises(dataclasses.FrozenInstanceError):
+        with pytest.raises(AttributeError):
             card.title = "x"  # type: ignore[misc]
