@@ -316,6 +316,11 @@ def controller_wait_images(handle: int, timeout: float) -> str:
     return _call_string_out(lib.cc_controller_wait_images, handle, timeout)
 
 
+def controller_refresh_async(handle: int) -> None:
+    """The former name of the background refresh (kept in the C ABI; tests call it)."""
+    lib.cc_controller_refresh_async(handle)
+
+
 def controller_log_impression(handle: int, card_id: bytes) -> None:
     lib.cc_controller_log_impression(handle, card_id)
 

@@ -4,7 +4,8 @@ a ``repr`` and :meth:`Value._replace`.
 
 Written by hand rather than with ``dataclasses``: importing ``dataclasses`` (with ``inspect``)
 and generating the methods was about half of ``import contentcards`` (docs/PERFORMANCE.md,
-"Import time"). A subclass lists its fields in ``__slots__`` and sets them in ``__init__`` with
+"Import time"). ``dataclass_transform`` tells type checkers so: ``mypy --strict`` rejects an
+assignment to a field as it did for the frozen dataclasses. A subclass lists its fields in ``__slots__`` and sets them in ``__init__`` with
 ``object.__setattr__`` (or through the slot descriptors, as ``cards._build`` does).
 """
 
@@ -14,7 +15,11 @@ from __future__ import annotations
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from typing import Any, ClassVar, Self
+    from typing import Any, ClassVar, Self, dataclass_transform
+else:
+    def dataclass_transform(**_options: object) -> object:
+        """Only for type checkers (typing is not imported at run time)."""
+        return lambda cls: cls
 
 __all__ = ["FrozenInstanceError", "Value"]
 
@@ -25,6 +30,7 @@ class FrozenInstanceError(AttributeError):
     """Assigning to (or deleting) a field of an immutable value."""
 
 
+@dataclass_transform(frozen_default=True, eq_default=True)
 class Value:
     """An immutable value: subclasses declare ``__slots__`` (the fields, in order)."""
 
@@ -43,14 +49,20 @@ class Value:
         raise FrozenInstanceError(f"cannot delete field {name!r}: "
                                   f"{type(self).__name__} is immutable")
 
+    @property
+    def _fields(self) -> tuple[str, ...]:
+        """The fields, in order (the subclass's __slots__)."""
+        fields: tuple[str, ...] = type(self).__slots__
+        return fields
+
     def _compared(self) -> tuple[Any, ...]:
         skip = self._not_compared
-        return tuple(getattr(self, name) for name in self.__slots__ if name not in skip)
+        return tuple(getattr(self, name) for name in self._fields if name not in skip)
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return self._compared() == other._compared()  # type: ignore[attr-defined, no-any-return]
+        return bool(self._compared() == other._compared())
 
     def __ne__(self, other: object) -> bool:
         result = self.__eq__(other)
@@ -58,22 +70,22 @@ class Value:
 
     def __hash__(self) -> int:
         skip = self._not_compared | self._not_hashed
-        return hash(tuple(getattr(self, name) for name in self.__slots__ if name not in skip))
+        return hash(tuple(getattr(self, name) for name in self._fields if name not in skip))
 
     def __repr__(self) -> str:
         skip = self._not_compared
-        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._fields
                            if name not in skip)
         return f"{type(self).__name__}({fields})"
 
     def _replace(self, **changes: Any) -> Self:
         """A copy with some fields changed (as ``NamedTuple._replace``); an unknown field is a
         TypeError."""
-        unknown = set(changes) - set(self.__slots__)
+        unknown = set(changes) - set(self._fields)
         if unknown:
             raise TypeError(f"{type(self).__name__} has no field {sorted(unknown)[0]!r}")
         new = object.__new__(type(self))
-        for name in self.__slots__:
+        for name in self._fields:
             _set(new, name, changes[name] if name in changes else getattr(self, name))
         return new
 
@@ -84,11 +96,12 @@ class Value:
         return self
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (type(self), tuple(getattr(self, name) for name in self.__slots__)))
+        return (_rebuild, (type(self), tuple(getattr(self, name) for name in self._fields)))
 
 
 def _rebuild(cls: type[Value], values: tuple[Any, ...]) -> Value:
     new = object.__new__(cls)
-    for name, value in zip(cls.__slots__, values):
+    fields: tuple[str, ...] = cls.__slots__
+    for name, value in zip(fields, values):
         _set(new, name, value)
     return new

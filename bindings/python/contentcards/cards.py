@@ -170,6 +170,11 @@ class Card(Value):
         _set(self, "domain", domain)
         _set(self, "image_path", image_path)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # extras is a read-only view (mappingproxy), which pickle cannot take: a dict instead.
+        return (_unpickle_card, (tuple(dict(self.extras) if name == "extras" else
+                                       getattr(self, name) for name in self.__slots__),))
+
     @property
     def created(self) -> datetime:
         """When the server created the card (UTC)."""
@@ -240,6 +245,13 @@ class Card(Value):
 _SLOT_SETTERS = tuple(Card.__dict__[name].__set__ for name in Card.__slots__)
 _new_card = object.__new__
 _mapping = types.MappingProxyType
+
+
+def _unpickle_card(values: tuple[Any, ...]) -> Card:
+    card = _new_card(Card)
+    for setter, name, value in zip(_SLOT_SETTERS, Card.__slots__, values):
+        setter(card, _mapping(value) if name == "extras" else value)
+    return card
 
 
 def _build(d: dict[str, Any]) -> Card:

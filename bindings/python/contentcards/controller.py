@@ -24,8 +24,8 @@ from .transport import TransportRequest, TransportResponse
 if TYPE_CHECKING:
     import asyncio
     from collections.abc import AsyncIterator
-    from typing import (Any, Callable, Concatenate, Literal, ParamSpec, TypeAlias, TypedDict,
-                        TypeVar)
+    from typing import (Any, Callable, Concatenate, Literal, Never, ParamSpec, TypeAlias,
+                        TypedDict, TypeVar)
 
     from .transport import TransportFunction
 
@@ -104,6 +104,17 @@ def _dumps(value: Any, error: type[ContentCardsError], what: str) -> bytes:
     except RecursionError as exc:
         raise error(f"{what} is nested too deeply") from exc
     return _ffi.cstr(text, what)
+
+
+def _unknown_keyword(options: Mapping[str, object]) -> None:
+    """A misspelt keyword argument: a TypeError naming the closest one (mypy rejects it too:
+    the catch-all is typed Never)."""
+    import difflib   # only for a misspelt key: an import should not pay for it
+
+    name = next(iter(options))
+    close = difflib.get_close_matches(name, CONFIG_KEYS, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise TypeError(f"ContentCards() got an unexpected keyword argument {name!r}{hint}")
 
 
 def _config_json(config: Mapping[str, Any] | str | bytes | None,
@@ -393,7 +404,8 @@ class ContentCards:
                  device_id: str | None = None,
                  event_batch_size: int | None = None,
                  event_batch_bytes: int | None = None,
-                 event_flush_interval_seconds: float | None = None) -> None:
+                 event_flush_interval_seconds: float | None = None,
+                 **misspelt: Never) -> None:
         self._handle: int | None = None
         self._lock = threading.RLock()
         self._errors_lock = threading.Lock()
@@ -403,6 +415,8 @@ class ContentCards:
         self._streams: weakref.WeakSet[UpdateStream] = weakref.WeakSet()
         #: Exceptions raised by subscribers of this controller, oldest first (latest 100).
         self.subscriber_errors: list[BaseException] = []
+        if misspelt:
+            _unknown_keyword(misspelt)
         config_json = _config_json(config, {
             "user_id": user_id, "storage_path": storage_path, "source": source,
             "events": events, "refresh_tokens": refresh_tokens,
