@@ -16,6 +16,12 @@
  *
  *   Status.      A function that can fail returns int: CC_OK (0) or a negative CC_E_* code.
  *                The codes are stable forever once published.
+ *   Statuses.    Each function's "Errors:" lists every status it can return, also those these
+ *                conventions imply: CC_E_INVALID_ARGUMENT for a NULL output or string, or invalid
+ *                UTF-8; CC_E_INVALID_HANDLE; CC_E_STORAGE on a controller inherited across fork();
+ *                CC_E_CLOSED when another thread closes the controller during the call; and
+ *                CC_E_NO_MEMORY where the call allocates a result or a handle.
+ *                bindings/python/tests/test_statuses.py checks the lists against real calls.
  *   Errors.      After a failure, cc_last_error_message() gives a message for people, for the
  *                calling thread. Every entry point clears it on entry, so read it right after
  *                the failing call.
@@ -235,7 +241,8 @@ typedef struct cc_controller cc_controller;
  * (PRAGMA quick_check) is refused before anything is written. Events left pending by an earlier run
  * are delivered in the background when an event sink is configured.
  * On success *out is the new handle; on failure *out is set to NULL.
- * Errors: CC_E_INVALID_ARGUMENT (out NULL, invalid UTF-8), CC_E_CONFIG, CC_E_STORAGE. */
+ * Errors: CC_E_INVALID_ARGUMENT (out NULL, invalid UTF-8), CC_E_CONFIG, CC_E_STORAGE,
+ * CC_E_NO_MEMORY (no handle left). */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_open(cc_controller **out, const char *config_json);
 
 /* Closes the controller: the store is closed and every subscriber is removed (their
@@ -268,7 +275,7 @@ CC_API int cc_controller_close(cc_controller *controller);
  * inside the transport callback), CC_E_CLOSED.
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (NaN timeout), CC_E_NO_SOURCE,
  * CC_E_RATE_LIMITED, CC_E_NETWORK, CC_E_TIMEOUT, CC_E_SERVER, CC_E_PARSE, CC_E_WRONG_USER,
- * CC_E_UNAVAILABLE, CC_E_TRANSPORT, CC_E_STORAGE, CC_E_REFUSED, CC_E_CLOSED. */
+ * CC_E_UNAVAILABLE, CC_E_TRANSPORT, CC_E_STORAGE, CC_E_REFUSED, CC_E_CLOSED, CC_E_NO_MEMORY. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_refresh(char **out_summary_json, cc_controller *controller, double timeout_seconds);
 
 /* Called once with the outcome of a refresh started by cc_controller_refresh_in_background:
@@ -291,35 +298,42 @@ typedef void (*cc_refresh_done_fn)(void *userdata, int status, const char *resul
  * is NULL. Refusals known at once are returned (and told to subscribers, not to fn):
  * CC_E_NO_SOURCE, CC_E_RATE_LIMITED, CC_E_TIMEOUT (4 abandoned fetches still blocked).
  * Any thread. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (NaN timeout), CC_E_NO_SOURCE,
- * CC_E_RATE_LIMITED, CC_E_TIMEOUT, CC_E_CLOSED. */
-CC_API CC_WARN_UNUSED_RESULT int cc_controller_refresh_in_background(cc_controller *controller, double timeout_seconds,
-                                                               cc_refresh_done_fn fn, void *userdata,
-                                                               void (*free_userdata)(void *userdata));
+ * CC_E_RATE_LIMITED, CC_E_TIMEOUT, CC_E_STORAGE (inherited across fork()), CC_E_CLOSED. */
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_refresh_in_background(cc_controller *controller,
+                                                                  double timeout_seconds,
+                                                                  cc_refresh_done_fn fn, void *userdata,
+                                                                  void (*free_userdata)(void *userdata));
 
 /* The former name of cc_controller_refresh_in_background(controller, 0, NULL, NULL, NULL), kept
  * for ABI 1 ("async" names an awaitable call in docs/API.md; this is fire and forget).
- * Errors: CC_E_INVALID_HANDLE, CC_E_NO_SOURCE, CC_E_RATE_LIMITED, CC_E_TIMEOUT, CC_E_CLOSED. */
+ * Errors: CC_E_INVALID_HANDLE, CC_E_NO_SOURCE, CC_E_RATE_LIMITED, CC_E_TIMEOUT,
+ * CC_E_STORAGE (inherited across fork()), CC_E_CLOSED. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_refresh_async(cc_controller *controller);
 
 /* Hands in cards the application got itself (a push message, its own networking): a sync
  * response object or a bare JSON array of server cards, merged exactly as a refresh. No rate
- * limit. Output as cc_controller_refresh. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT,
- * CC_E_PARSE, CC_E_WRONG_USER, CC_E_STORAGE. */
+ * limit. Output as cc_controller_refresh. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT
+ * (payload_json NULL or invalid UTF-8),
+ * CC_E_PARSE, CC_E_WRONG_USER, CC_E_STORAGE, CC_E_CLOSED, CC_E_NO_MEMORY. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_apply(char **out_summary_json, cc_controller *controller, const char *payload_json);
 
 /* The visible feed (not dismissed, not expired now), in feed order (pinned first, then newest,
  * then id descending), as a JSON array of cards, filtered by class types (see Filters).
  * Control cards are included: log their impression, do not draw them. No network I/O.
- * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_PARSE (filter), CC_E_STORAGE. */
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (out_json NULL, invalid UTF-8),
+ * CC_E_PARSE (filter), CC_E_STORAGE, CC_E_CLOSED, CC_E_NO_MEMORY. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_feed(char **out_json, cc_controller *controller, const char *filter_json);
 
 /* One stored card by id as JSON, visible or not (dismissed and expired cards come back with
- * their flags). Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_NOT_FOUND. */
+ * their flags). Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (out_json or card_id NULL,
+ * invalid UTF-8),
+ * CC_E_NOT_FOUND, CC_E_STORAGE, CC_E_CLOSED, CC_E_NO_MEMORY. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_card(char **out_json, cc_controller *controller, const char *card_id);
 
 /* The badge counts of the visible feed, optionally for a filter: total counts control cards,
  * unviewed does not. Either output may be NULL. No network I/O.
- * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_PARSE (filter). */
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (invalid UTF-8), CC_E_PARSE (filter),
+ * CC_E_STORAGE, CC_E_CLOSED. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_counts(int64_t *out_total, int64_t *out_unviewed, cc_controller *controller,
                                 const char *filter_json);
 
@@ -330,27 +344,35 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_counts(int64_t *out_total, int64_
  * Speed: with a NULL filter on a controller with an in-memory store (no storagePath), this and
  * cc_controller_counts answer from counts the library republishes on every change, without a
  * lock or an allocation (tens of nanoseconds). A file store is asked for changes made by other
- * processes first (a few microseconds). */
+ * processes first (a few microseconds).
+ * Errors: returned negative: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (invalid UTF-8),
+ * CC_E_PARSE (filter), CC_E_STORAGE, CC_E_CLOSED. */
 CC_API CC_WARN_UNUSED_RESULT int64_t cc_controller_total_count(cc_controller *controller, const char *filter_json);
 CC_API CC_WARN_UNUSED_RESULT int64_t cc_controller_unviewed_count(cc_controller *controller, const char *filter_json);
 
 /* Logs an impression: marks the card viewed (once) and records an event, a control impression
  * for a control card. Logging again records another event. The state change and the event are
  * on disk before the call returns. Subscribers are told.
- * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_NOT_FOUND, CC_E_STORAGE. */
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (card_id NULL or invalid UTF-8),
+ * CC_E_NOT_FOUND,
+ * CC_E_STORAGE, CC_E_CLOSED. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_log_impression(cc_controller *controller, const char *card_id);
 
 /* Logs a click: records an event and marks the card clicked, only when the card has a valid
  * url (a scheme and more; javascript: and data: are refused). Otherwise records nothing and
- * returns CC_E_REFUSED. Errors as cc_controller_log_impression, plus CC_E_REFUSED. */
+ * returns CC_E_REFUSED. Errors: as cc_controller_log_impression, plus CC_E_REFUSED:
+ * CC_E_INVALID_HANDLE,
+ * CC_E_INVALID_ARGUMENT, CC_E_NOT_FOUND, CC_E_REFUSED, CC_E_STORAGE, CC_E_CLOSED. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_log_click(cc_controller *controller, const char *card_id);
 
 /* Dismisses a dismissible card that is not dismissed yet: it leaves the feed at once and stays
  * out after later refreshes until the server removes it. Otherwise records nothing and returns
- * CC_E_REFUSED. Errors as cc_controller_log_click. */
+ * CC_E_REFUSED. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_NOT_FOUND, CC_E_REFUSED,
+ * CC_E_STORAGE, CC_E_CLOSED. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_log_dismissal(cc_controller *controller, const char *card_id);
 
-/* Records that the application showed a feed. Errors: CC_E_INVALID_HANDLE, CC_E_STORAGE. */
+/* Records that the application showed a feed. Errors: CC_E_INVALID_HANDLE, CC_E_STORAGE,
+ * CC_E_CLOSED. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_log_feed_displayed(cc_controller *controller);
 
 /* Logs by action name, with the result the Swift and Python APIs return: action is
@@ -412,10 +434,13 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_all_counts(int64_t *out_total, in
 /* Switches to another user's cards, state and cursors at once; nothing of the previous user's
  * state is reset, and events logged before keep their user. A refresh still running for the
  * previous user is discarded. Subscribers are told (unless the user is the same).
- * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_STORAGE. */
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (user_id NULL or invalid UTF-8), CC_E_STORAGE,
+ * CC_E_CLOSED. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_change_user(cc_controller *controller, const char *user_id);
 
-/* The current user id. Free *out_user_id with cc_string_free. Errors: CC_E_INVALID_HANDLE. */
+/* The current user id. Free *out_user_id with cc_string_free. Errors: CC_E_INVALID_HANDLE,
+ * CC_E_INVALID_ARGUMENT (out_user_id NULL),
+ * CC_E_STORAGE (inherited across fork()), CC_E_CLOSED, CC_E_NO_MEMORY. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_user(char **out_user_id, cc_controller *controller);
 
 /* Delivers every pending event now, waiting at most timeout_seconds (<= 0: the configuration's
@@ -427,13 +452,14 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_user(char **out_user_id, cc_contr
  * retry never writes an event twice nor leaves half a line. A server's Retry-After (seconds
  * or an HTTP-date) is obeyed up to 3600 s; see cc_last_error_retry_after. Called from
  * inside this controller's own events transport callback it fails at once with CC_E_REFUSED.
- * Errors: CC_E_INVALID_HANDLE, CC_E_NO_SOURCE (no event sink), CC_E_NETWORK, CC_E_TIMEOUT,
- * CC_E_SERVER, CC_E_RATE_LIMITED, CC_E_UNAVAILABLE, CC_E_TRANSPORT, CC_E_STORAGE,
- * CC_E_REFUSED, CC_E_CLOSED. */
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (NaN timeout), CC_E_NO_SOURCE (no event
+ * sink), CC_E_NETWORK, CC_E_TIMEOUT, CC_E_SERVER, CC_E_RATE_LIMITED, CC_E_UNAVAILABLE,
+ * CC_E_TRANSPORT, CC_E_STORAGE, CC_E_REFUSED, CC_E_CLOSED, CC_E_NO_MEMORY. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_flush_events(char **out_result_json, cc_controller *controller, double timeout_seconds);
 
 /* The number of events waiting in the store's outbox (every user's).
- * Errors: CC_E_INVALID_HANDLE, CC_E_STORAGE. */
+ * Errors: CC_E_INVALID_ARGUMENT (out_count NULL), CC_E_INVALID_HANDLE, CC_E_STORAGE,
+ * CC_E_CLOSED. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_pending_events(int64_t *out_count, cc_controller *controller);
 
 /* The events waiting in the store's outbox (every user's), oldest first, at most `limit` of
@@ -454,7 +480,10 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_pending_events_json(char **out_js
 /* Diagnostics as JSON: user, last refresh (time, error, summary), last delivery, last error,
  * rate-limit state, cards left out of the last payload, counts, pending/delivered/dropped
  * events, subscriber count, and "unreadableStoredCards": rows of the user's cards in the store
- * that do not decode (left out of the feed, counted here). Errors: CC_E_INVALID_HANDLE. */
+ * that do not decode (left out of the feed, counted here). Errors: CC_E_INVALID_ARGUMENT (out_json
+ * NULL), CC_E_INVALID_HANDLE,
+ * CC_E_STORAGE (inherited across fork()), CC_E_NO_MEMORY. A closed controller's diagnostics say
+ * "closed":true. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_diagnostics(char **out_json, cc_controller *controller);
 
 /* ---------------------------------------------------------------------------------------------
@@ -528,7 +557,9 @@ typedef void (*cc_update_fn)(void *userdata, const char *update_json);
 
 /* Subscribes. *out_subscription receives an id for cc_controller_unsubscribe (never 0).
  * free_userdata (may be NULL) runs exactly once: at unsubscribe, at close, or right away when
- * this call fails. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (fn NULL). */
+ * this call fails. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (out_subscription or fn
+ * NULL),
+ * CC_E_STORAGE (inherited across fork()), CC_E_CLOSED. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_subscribe(uint64_t *out_subscription, cc_controller *controller, cc_update_fn fn,
                                    void *userdata, void (*free_userdata)(void *userdata));
 
@@ -543,7 +574,7 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_subscribe(uint64_t *out_subscript
  * the only call that waits for a callback; see docs/RELIABILITY.md. Do not call it (or close)
  * outside a callback while holding a lock your fn takes.
  * Errors: CC_E_INVALID_HANDLE, CC_E_NOT_FOUND (no such subscription, e.g. already
- * unsubscribed). */
+ * unsubscribed), CC_E_STORAGE (inherited across fork()). */
 CC_API int cc_controller_unsubscribe(cc_controller *controller, uint64_t subscription);
 
 /* ---------------------------------------------------------------------------------------------
@@ -567,7 +598,7 @@ typedef struct cc_transport_response cc_transport_response;
 
 /* Sets the answer: the HTTP status, the body (copied; may be NULL when body_len is 0) and
  * Retry-After seconds (< 0 for none). Errors: CC_E_INVALID_ARGUMENT (response NULL or not the
- * one being answered, body NULL with body_len > 0). */
+ * one being answered, body NULL with body_len > 0, status not within 100...999). */
 CC_API CC_WARN_UNUSED_RESULT int cc_transport_response_set(cc_transport_response *response, int status, const char *body,
                                      size_t body_len, double retry_after_seconds);
 
@@ -601,7 +632,7 @@ CC_API CC_WARN_UNUSED_RESULT int cc_transport_response_set_etag(cc_transport_res
 /* Sets the host transport, used where the configuration says {"callback": true}; fn NULL
  * removes it. Replaces an earlier one (whose free_userdata runs once no request uses it).
  * free_userdata runs exactly once: when replaced, at close, or right away when this call fails.
- * Errors: CC_E_INVALID_HANDLE. */
+ * Errors: CC_E_INVALID_HANDLE, CC_E_STORAGE (inherited across fork()), CC_E_CLOSED. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_set_transport(cc_controller *controller, cc_transport_fn fn, void *userdata,
                                        void (*free_userdata)(void *userdata));
 
@@ -614,10 +645,12 @@ typedef struct cc_snapshot cc_snapshot;
 
 /* Takes a snapshot of the visible feed (as cc_controller_feed, same order and filter). It does
  * not change when the controller does. Close it with cc_snapshot_close.
- * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_PARSE (filter). */
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (out NULL, invalid UTF-8), CC_E_PARSE
+ * (filter),
+ * CC_E_STORAGE, CC_E_CLOSED, CC_E_NO_MEMORY (no handle left). */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_snapshot(cc_snapshot **out, cc_controller *controller, const char *filter_json);
 
-/* The number of cards. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT. */
+/* The number of cards. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (out_count NULL). */
 CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_count(size_t *out_count, const cc_snapshot *snapshot);
 
 /* A string field of card `index` by its name: "id", "type", "url", "classType", "image",
@@ -625,28 +658,34 @@ CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_count(size_t *out_count, const cc_s
  * card's image in the image cache, as when the snapshot was taken; NULL when not cached, see
  * "images" in cc_controller_open). *out is NULL where the card has no such value (JSON null).
  * The string is owned by the snapshot and lives until it is closed.
- * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (index out of range, unknown field, a
- * field that is not a string). */
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (out or field NULL, index out of range,
+ * unknown field, a field that is not a string). */
 CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_string(const char **out, const cc_snapshot *snapshot, size_t index, const char *field);
 
-/* An integer field: "created", "expiresAt" (unix seconds; -1 = never). Errors as above. */
+/* An integer field: "created", "expiresAt" (unix seconds; -1 = never). Errors: as
+ * cc_snapshot_string (a field that is not an integer): CC_E_INVALID_HANDLE,
+ * CC_E_INVALID_ARGUMENT. */
 CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_int(int64_t *out, const cc_snapshot *snapshot, size_t index, const char *field);
 
 /* A boolean field (1 or 0): "viewed", "clicked", "dismissed", "read", "dismissible", "pinned",
- * "isTest", "isControl", "openURLInWebView". Errors as above. */
+ * "isTest", "isControl", "openURLInWebView". Errors: as cc_snapshot_string (a field that is
+ * not a boolean): CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT. */
 CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_bool(int *out, const cc_snapshot *snapshot, size_t index, const char *field);
 
 /* "imageAspectRatio": *out_present is 0 when the card has none (then *out is 0).
- * Errors as above. */
+ * Errors: as cc_snapshot_string (a field other than imageAspectRatio):
+ * CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT. */
 CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_double(double *out, int *out_present, const cc_snapshot *snapshot, size_t index,
                               const char *field);
 
 /* An extras value by key; *out is NULL when the card has no such key. Owned by the snapshot.
- * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT. */
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (out or key NULL, index out of range). */
 CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_extra(const char **out, const cc_snapshot *snapshot, size_t index, const char *key);
 
 /* The number of extras of card `index`, and the key and value of extra `extra_index` (keys in
- * sorted order). Owned by the snapshot. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT. */
+ * sorted order). Owned by the snapshot. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (an
+ * output NULL, index or extra_index out
+ * of range). */
 CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_extras_count(size_t *out_count, const cc_snapshot *snapshot, size_t index);
 CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_extra_at(const char **out_key, const char **out_value, const cc_snapshot *snapshot,
                                 size_t index, size_t extra_index);
