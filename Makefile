@@ -95,7 +95,7 @@ test-install: cmake
 # prefetch, host
 # callbacks, child processes) under ThreadSanitizer, in a separate build folder.
 tsan: deps
-	swift test --sanitize=thread --scratch-path .build-tsan --filter 'ReadersTests|FeedIndexTests|ConcurrencyTests|SubscriptionTests|ControllerStateTests|HTTPTests|LoggingTests|LogHandlerTests|DurabilityTests|HangTests|ImageCacheTests|AutoRefreshTests|TransferTests'
+	swift test --sanitize=thread --scratch-path .build-tsan --filter 'ReadersTests|FeedIndexTests|ConcurrencyTests|SubscriptionTests|ControllerStateTests|HTTPTests|LoggingTests|LogHandlerTests|DurabilityTests|HangTests|ImageCacheTests|AutoRefreshTests|TransferTests|OneAPITests|ExpiryUpdateTests'
 
 # The C tests under valgrind: no invalid access, no "definitely lost" memory. Then the C
 # examples as a user runs them (README, "Checking a program with valgrind"): with the shipped

@@ -539,14 +539,19 @@ CC_API int cc_set_log_handler(cc_log_fn fn, int min_level, void *userdata, void 
  * ------------------------------------------------------------------------------------------- */
 
 /* Called after every refresh (success or failure), apply, user change, logged impression,
- * click or dismissal, and read-state change, with update_json (valid only during the call):
+ * click or dismissal, read-state change, and when a card expires, with update_json (valid only
+ * during the call):
  *   {"reason":"refresh"|"cards_applied"|"user_changed"|"impression"|"click"|"dismissal"
- *             |"read"|"unread",
+ *             |"read"|"unread"|"expired",
  *    "ok":B, "error":null|{"code":N,"name":S,"message":S}, "cardId":S|null,
- *    "counts":{"total":N,"unviewed":N,"unread":N}, "sync":null|{...as cc_controller_refresh's summary}}
- * ("read" with "cardId" null: cc_controller_mark_all_read.)
+ *    "counts":{"total":N,"unviewed":N,"unread":N},
+ *    "sync":null|{...as cc_controller_refresh's summary}, "origin":"server"|"application"|"store"}
+ * ("read" with "cardId" null: cc_controller_mark_all_read.) "expired": a card's expiry time
+ * passed, and the counts are those after it (a badge drawn from updates stays true). "origin":
+ * where the cards described came from: "server" for a refresh that succeeded, "application"
+ * for an apply that succeeded, "store" for the rest.
  * It runs on the thread that made the change: the caller's, or a library thread for
- * cc_controller_refresh_async and background work.
+ * cc_controller_refresh_in_background, expiry and background work.
  * An update caused from inside a callback (fn refreshes, logs, applies; a transport callback
  * applies) is not delivered on that callback's stack: it is queued, and delivered on the same
  * thread as soon as the outermost callback running there returns, before the call that ran

@@ -122,3 +122,33 @@ private final class Outcomes: @unchecked Sendable {
     var all: [Result<SyncSummary, ContentCardsError>] { lock.lock(); defer { lock.unlock() }; return items }
     var count: Int { all.count }
 }
+
+/// Issue 11, item 6: subscribers see a visible card expire, and where an update's cards came from.
+@Suite struct ExpiryUpdateTests {
+    @Test func subscribersAreToldWhenAVisibleCardExpires() async throws {
+        let c = try ContentCardsController(json: #"{"userId":"u","refreshTokens":0}"#)
+        defer { c.close() }
+        let soon = Int64(Date().timeIntervalSince1970) + 2
+        try c.apply(Fixtures.payload([Fixtures.wire("soon", extra: #""ea":\#(soon)"#), Fixtures.wire("stays")]))
+        #expect(try c.counts() == FeedCounts(total: 2, unviewed: 2))
+        let log = UpdateLog()
+        try c.subscribe { log.add($0) }
+        for _ in 0..<600 where log.all.isEmpty { try await Task.sleep(nanoseconds: 10_000_000) }
+        let update = try #require(log.all.first)
+        #expect(update.reason == .expired && update.origin == .store)
+        #expect(update.counts == FeedCounts(total: 1, unviewed: 1))
+        #expect(Date().timeIntervalSince1970 >= Double(soon))
+    }
+
+    @Test func updatesSayWhereTheirCardsCameFrom() throws {
+        let c = try makeController()
+        let log = UpdateLog()
+        try c.subscribe { log.add($0) }
+        try c.refresh()
+        try c.apply("[]")
+        _ = try? c.apply("not json")
+        try c.logImpression(cardID: "tile-1")
+        #expect(log.all.map(\.origin) == [.server, .application, .store, .store])
+        #expect(ResultJSON.update(log.all[0]).hasSuffix(#""origin":"server"}"#))
+    }
+}

@@ -198,10 +198,53 @@ static void test_joined_refresh_gets_the_same_outcome(void) {
     usleep(100 * 1000); /* the abandoned fetch returns before the gate goes out of scope */
 }
 
+/* Subscribers are told when a visible card expires (issue 11, item 6). */
+typedef struct {
+    pthread_mutex_t lock;
+    char last[1024];
+    int updates;
+} update_log;
+
+static void on_update(void *userdata, const char *json) {
+    update_log *u = userdata;
+    pthread_mutex_lock(&u->lock);
+    u->updates++;
+    snprintf(u->last, sizeof u->last, "%s", json);
+    pthread_mutex_unlock(&u->lock);
+}
+
+static void test_expiry_reaches_subscribers(void) {
+    cc_controller *c = NULL;
+    CHECK_OK(cc_controller_open(&c, "{\"userId\":\"x\"}"));
+    char payload[512];
+    long long soon = (long long)time(NULL) + 2;
+    snprintf(payload, sizeof payload,
+             "[{\"id\":\"soon\",\"tp\":\"short_news\",\"ca\":5,\"ea\":%lld,\"ds\":\"a\"},"
+             "{\"id\":\"stays\",\"tp\":\"short_news\",\"ca\":6,\"ds\":\"b\"}]", soon);
+    CHECK_OK(cc_controller_apply(NULL, c, payload));
+    CHECK(cc_controller_total_count(c, NULL) == 2);
+    update_log u = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    uint64_t sub = 0;
+    CHECK_OK(cc_controller_subscribe(&sub, c, on_update, &u, NULL));
+    for (int i = 0; i < 600; i++) {
+        pthread_mutex_lock(&u.lock);
+        int n = u.updates;
+        pthread_mutex_unlock(&u.lock);
+        if (n > 0) break;
+        usleep(10 * 1000);
+    }
+    CHECK(u.updates == 1);
+    CHECK(strcmp(u.last, "{\"reason\":\"expired\",\"ok\":true,\"error\":null,\"cardId\":null,"
+                         "\"counts\":{\"total\":1,\"unviewed\":1},\"sync\":null,\"origin\":\"store\"}") == 0);
+    CHECK((long long)time(NULL) >= soon);
+    CHECK_OK(cc_controller_close(c));
+}
+
 int main(void) {
     test_log_results();
     test_expired_card_is_logged();
     test_refresh_in_background();
     test_joined_refresh_gets_the_same_outcome();
+    test_expiry_reaches_subscribers();
     return cc_test_finish("test_one_api");
 }

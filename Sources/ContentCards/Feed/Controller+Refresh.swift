@@ -32,6 +32,8 @@ final class Background: @unchecked Sendable {
     let refreshQueue = WorkQueue()
     /// Runs background event delivery.
     let deliveryQueue = WorkQueue()
+    /// Tells the subscribers when a visible card expires (Controller+Expiry.swift).
+    let expiryQueue = WorkQueue()
     /// Fetch threads still running, including those abandoned at their deadline (a source
     /// that never answers): at most `maxFetches`, so a stuck source cannot pile up threads.
     var fetches = 0

@@ -37,6 +37,9 @@ public final class ContentCardsController: @unchecked Sendable {
     /// See `observeBadge`; both guarded by `readLock`.
     var badgeObserver: BadgeObserver?
     var lastBadge: FeedIndex.Badge?
+    /// The expiry timer (see Controller+Expiry.swift): the wall-clock time it is set for.
+    /// Guarded by `readLock`.
+    var expiryTimerAt: Double?
     /// An in-memory store has no other connection to hear from: reads skip the version check.
     let storeIsInMemory: Bool
     /// An in-memory store's users other than the current one (its SQLite keeps only events).

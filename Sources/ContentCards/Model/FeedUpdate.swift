@@ -14,6 +14,9 @@ public struct FeedUpdate: Sendable, Equatable {
         case unread
         /// Not a change: the state as it is, from `currentUpdate()` (a new subscriber's start).
         case current
+        /// A visible card expired: the counts went down without any call (a badge drawn from
+        /// updates stays true).
+        case expired
     }
 
     public var reason: Reason
@@ -27,6 +30,23 @@ public struct FeedUpdate: Sendable, Equatable {
     public var sync: SyncSummary?
 
     public var succeeded: Bool { error == nil }
+
+    /// Where the cards the update describes came from: `.server` for a refresh that succeeded,
+    /// `.application` for cards handed in with `apply`, `.store` for everything else (a failed
+    /// refresh or apply keeps the stored cards; logging, a user change, an expiry, the current
+    /// state read the store).
+    public enum Origin: String, Sendable, CaseIterable {
+        case server, application, store
+    }
+
+    public var origin: Origin {
+        guard error == nil else { return .store }
+        switch reason {
+        case .refresh: return .server
+        case .cardsApplied: return .application
+        default: return .store
+        }
+    }
 }
 
 /// The outcome of a refresh or of cards handed in.

@@ -79,6 +79,7 @@ public enum ResultJSON {
         w.key("counts"); counts(u.counts, to: &w)
         w.key("sync")
         if let s = u.sync { summary(s, to: &w) } else { w.null() }
+        w.key("origin"); w.string(u.origin.rawValue)
         w.endObject()
         return w.string
     }

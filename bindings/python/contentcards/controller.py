@@ -734,7 +734,7 @@ class ContentCards:
         counts = self.counts()
         return Update(UpdateReason.CURRENT, True, None, None, counts, None,
                       {"reason": "current", "ok": True, "error": None, "cardId": None,
-                       "counts": counts.to_json(), "sync": None})
+                       "counts": counts.to_json(), "sync": None, "origin": "store"})
 
     # -- callbacks -------------------------------------------------------------------------
 

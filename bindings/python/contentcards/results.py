@@ -257,6 +257,8 @@ class UpdateReason(str, enum.Enum):
     UNREAD = "unread"
     #: Not a change: the state as it is (:meth:`ContentCards.current_update`).
     CURRENT = "current"
+    #: A visible card expired: the counts are those after it.
+    EXPIRED = "expired"
 
     def __str__(self) -> str:
         return str(self.value)
@@ -271,10 +273,12 @@ class Update(Value):
 
     ``reason`` is an :class:`UpdateReason`; ``error`` is the failure as an exception object (not
     raised) when ``ok`` is False; ``sync`` is the summary of a successful refresh or apply;
-    ``raw`` the update's JSON as the library gave it (not compared).
+    ``origin`` where the cards came from: "server" (a refresh that succeeded), "application"
+    (an apply that succeeded) or "store" (the rest); ``raw`` the update's JSON as the library
+    gave it (not compared).
     """
 
-    __slots__ = ("reason", "ok", "error", "card_id", "counts", "sync", "raw")
+    __slots__ = ("reason", "ok", "error", "card_id", "counts", "sync", "origin", "raw")
     _not_compared = frozenset({"raw"})
     reason: UpdateReason
     ok: bool
@@ -282,17 +286,19 @@ class Update(Value):
     card_id: str | None
     counts: Counts
     sync: SyncSummary | None
+    origin: str
     raw: dict[str, Any]
 
     def __init__(self, reason: UpdateReason | str, ok: bool, error: ContentCardsError | None,
                  card_id: str | None, counts: Counts, sync: SyncSummary | None,
-                 raw: dict[str, Any] | None = None) -> None:
+                 raw: dict[str, Any] | None = None, origin: str = "store") -> None:
         _set(self, "reason", UpdateReason(reason))
         _set(self, "ok", ok)
         _set(self, "error", error)
         _set(self, "card_id", card_id)
         _set(self, "counts", counts)
         _set(self, "sync", sync)
+        _set(self, "origin", origin)
         _set(self, "raw", {} if raw is None else raw)
 
     @classmethod
@@ -313,6 +319,7 @@ class Update(Value):
             counts=Counts.from_json(data["counts"]),
             sync=None if sync_data is None else SyncSummary.from_json(sync_data),
             raw=data,
+            origin=str(data.get("origin", "store")),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -320,7 +327,8 @@ class Update(Value):
         return {"reason": self.reason.value, "ok": self.ok,
                 "error": None if error is None else _error_json(error),
                 "cardId": self.card_id, "counts": self.counts.to_json(),
-                "sync": None if self.sync is None else self.sync.to_json()}
+                "sync": None if self.sync is None else self.sync.to_json(),
+                "origin": self.origin}
 
 
 def _error_json(error: ContentCardsError) -> dict[str, Any]:

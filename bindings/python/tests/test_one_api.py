@@ -164,6 +164,34 @@ def test_current_update(refreshed: cc.ContentCards) -> None:
     assert current.counts == cc.Counts(10, 9) and current.ok and current.error is None
 
 
+def test_subscribers_see_a_visible_card_expire() -> None:
+    """Item 6: a badge drawn from updates stays true when a card expires."""
+    with cc.ContentCards(user_id="x") as c:
+        soon = int(time.time()) + 2
+        c.apply([{"id": "soon", "tp": "short_news", "ca": 5, "ea": soon, "ds": "a"},
+                  {"id": "stays", "tp": "short_news", "ca": 6, "ds": "b"}])
+        updates: list[cc.Update] = []
+        c.subscribe(updates.append)
+        deadline = time.monotonic() + 6
+        while not updates and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert [(u.reason, u.counts, u.origin) for u in updates] == [
+            (cc.UpdateReason.EXPIRED, cc.Counts(1, 1), "store")]
+        assert time.time() >= soon
+
+
+def test_updates_say_where_their_cards_came_from(sample: cc.ContentCards) -> None:
+    updates: list[cc.Update] = []
+    sample.subscribe(updates.append)
+    sample.refresh()
+    sample.apply([])
+    with pytest.raises(cc.ParseError):
+        sample.apply("not json")
+    sample.log_impression("tile-1")
+    assert [u.origin for u in updates] == ["server", "application", "store", "store"]
+    assert updates[0].to_json() == updates[0].raw
+
+
 # -- item 4: Python as Python developers expect -----------------------------------------------
 
 
