@@ -465,13 +465,14 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_pending_events(int64_t *out_count
 /* The events waiting in the store's outbox (every user's), oldest first, at most `limit` of
  * them (0: all), so the outbox can be inspected without opening the SQLite file:
  *   {"pending":N,"failedAttempts":N,
- *    "events":[{"id":S,"type":S,"cardId":S|null,"classType":S|null,"userId":S,"time":F}]}
+ *    "events":[{"id":S,"type":S,"cardId":S|null,"classType":S|null,"userId":S,"time":F,
+ *               "attempts":N}]}
  * "pending" counts every event of the outbox, also those a limit left out. "type" is
  * "impression", "control_impression", "click", "dismissal", "feed_displayed", "read" or
- * "unread" (cc_controller_mark_read); "time" is unix seconds. The outbox keeps no per-event
- * attempt count: "failedAttempts" is the number of
- * delivery attempts of this controller that failed in a row since it last delivered (0 in a
- * new process); they concern the oldest events, which are always sent first. Free *out_json
+ * "unread" (cc_controller_mark_read); "time" is unix seconds; "attempts" the failed delivery
+ * attempts of that event in this process (the store keeps no count: 0 in a new process).
+ * "failedAttempts" is the number of delivery attempts of this controller that failed in a row
+ * since it last delivered; they concern the oldest events, which are always sent first. Free *out_json
  * with cc_string_free; on failure *out_json is set to NULL. Any thread.
  * Errors: CC_E_INVALID_ARGUMENT (out_json NULL), CC_E_INVALID_HANDLE, CC_E_STORAGE,
  * CC_E_CLOSED, CC_E_NO_MEMORY. */

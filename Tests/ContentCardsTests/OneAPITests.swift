@@ -152,3 +152,37 @@ private final class Outcomes: @unchecked Sendable {
         #expect(ResultJSON.update(log.all[0]).hasSuffix(#""origin":"server"}"#))
     }
 }
+
+/// Issue 11, item 7: the outbox lists each event's failed delivery attempts.
+@Suite struct OutboxAttemptsTests {
+    @Test func eachEventSaysHowOftenItsDeliveryFailed() throws {
+        let failing = FailSwitch()
+        let transport = ClosureTransport { _ in
+            failing.on ? .failure(ContentCardsError(.network, "down (test)")) : .success(TransportResponse(status: 202, body: []))
+        }
+        let c = try ContentCardsController(json: #"{"userId":"u","events":{"callback":true},"eventFlushIntervalSeconds":0,"refreshTokens":0}"#,
+                                           transport: transport)
+        defer { c.close() }
+        try c.apply(Fixtures.payload([Fixtures.wire("a"), Fixtures.wire("b")]))
+        try c.logImpression(cardID: "a")
+        failing.on = true
+        for _ in 0..<2 { #expect(throws: ContentCardsError.self) { try c.flushEvents(timeout: 5) } }
+        try c.logImpression(cardID: "b")
+        let list = try c.pendingEventList()
+        #expect(list.events.map(\.cardID) == ["a", "b"] && list.attempts == [2, 0])
+        #expect(ResultJSON.pendingEvents(list).contains(#""cardId":"a","classType":"","userId":"u","#))
+        #expect(ResultJSON.pendingEvents(list).contains(#""attempts":2}"#))
+        failing.on = false
+        #expect(try c.flushEvents(timeout: 5).delivered == 2)
+        #expect(try c.pendingEventList().events.isEmpty)
+    }
+}
+
+private final class FailSwitch: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    var on: Bool {
+        get { lock.lock(); defer { lock.unlock() }; return value }
+        set { lock.lock(); value = newValue; lock.unlock() }
+    }
+}

@@ -240,11 +240,47 @@ static void test_expiry_reaches_subscribers(void) {
     CHECK_OK(cc_controller_close(c));
 }
 
+/* The outbox lists each event's failed delivery attempts (issue 11, item 7). */
+static int fail_events;
+
+static int events_transport(void *userdata, const cc_transport_request *req, cc_transport_response *resp) {
+    (void)userdata;
+    (void)req;
+    if (fail_events) return -1;
+    return cc_transport_response_set(resp, 202, NULL, 0, -1);
+}
+
+static void test_outbox_attempts(void) {
+    cc_controller *c = NULL;
+    CHECK_OK(cc_controller_open(&c, "{\"userId\":\"u\",\"events\":{\"callback\":true},\"eventFlushIntervalSeconds\":0}"));
+    CHECK_OK(cc_controller_set_transport(c, events_transport, NULL, NULL));
+    CHECK_OK(cc_controller_apply(NULL, c, "[{\"id\":\"a\",\"tp\":\"short_news\",\"ca\":5,\"ds\":\"x\"},"
+                                          "{\"id\":\"b\",\"tp\":\"short_news\",\"ca\":6,\"ds\":\"y\"}]"));
+    CHECK_OK(cc_controller_log_impression(c, "a"));
+    fail_events = 1;
+    CHECK_RC(CC_E_TRANSPORT, cc_controller_flush_events(NULL, c, 5));
+    CHECK_RC(CC_E_TRANSPORT, cc_controller_flush_events(NULL, c, 5));
+    CHECK_OK(cc_controller_log_impression(c, "b"));
+    char *json = NULL;
+    CHECK_OK(cc_controller_pending_events_json(&json, c, 0));
+    CHECK_CONTAINS(json, "\"cardId\":\"a\",\"classType\":\"\",\"userId\":\"u\",\"time\":");
+    const char *a = json ? strstr(json, "\"cardId\":\"a\"") : NULL;
+    const char *b = json ? strstr(json, "\"cardId\":\"b\"") : NULL;
+    CHECK(a && b && a < b);
+    CHECK(a && strstr(a, "\"attempts\":2}") && strstr(a, "\"attempts\":2}") < b);
+    CHECK(b && strstr(b, "\"attempts\":0}"));
+    cc_string_free(json);
+    fail_events = 0;
+    CHECK_OK(cc_controller_flush_events(NULL, c, 5));
+    CHECK_OK(cc_controller_close(c));
+}
+
 int main(void) {
     test_log_results();
     test_expired_card_is_logged();
     test_refresh_in_background();
     test_joined_refresh_gets_the_same_outcome();
     test_expiry_reaches_subscribers();
+    test_outbox_attempts();
     return cc_test_finish("test_one_api");
 }

@@ -61,6 +61,10 @@ public final class ContentCardsController: @unchecked Sendable {
     var deliveryInFlight = false
     var deliveryScheduled = false
     var deliveryAttempt = 0
+    /// Failed delivery attempts of each event in this process, by outbox sequence: only events
+    /// of batches that failed (the oldest, which go out first), removed once delivered or
+    /// dropped (the outbox's listing shows them; the store keeps no count).
+    var eventAttempts: [Int64: Int] = [:]
     /// The host's transport, shared with the sources and sinks that use it.
     let hostTransport = HostTransportSlot()
     var record = DiagnosticsRecord()

@@ -183,7 +183,7 @@ public enum ResultJSON {
         w.key("failedAttempts"); w.int(p.failedAttempts)
         w.key("events")
         w.beginArray()
-        for e in p.events {
+        for (i, e) in p.events.enumerated() {
             w.beginObject()
             w.key("id"); w.string(e.id)
             w.key("type"); w.string(e.kind.rawValue)
@@ -191,6 +191,7 @@ public enum ResultJSON {
             w.key("classType"); w.string(e.classType)
             w.key("userId"); w.string(e.userID)
             w.key("time"); w.double(e.time)
+            w.key("attempts"); w.int(i < p.attempts.count ? p.attempts[i] : 0)
             w.endObject()
         }
         w.endArray()

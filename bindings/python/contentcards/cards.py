@@ -6,12 +6,12 @@ import enum
 import types
 from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
-# typing is not imported at run time (issue 9: import time); mypy reads this as True.
-TYPE_CHECKING = False
 
 from ._value import Value
 from .errors import ParseError
 
+# typing is not imported at run time (issue 9: import time); mypy reads this as True.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 

@@ -9,8 +9,6 @@ import sys
 import threading
 import weakref
 from collections.abc import Iterable, Mapping
-# typing is not imported at run time (issue 9: import time); mypy reads this as True.
-TYPE_CHECKING = False
 
 from . import _ffi, _logs
 from .cards import Card
@@ -21,6 +19,8 @@ from .results import (Counts, Diagnostics, FlushResult, ImageStats, LogResult, P
                       SyncSummary, Update, UpdateReason)
 from .transport import TransportRequest, TransportResponse
 
+# typing is not imported at run time (issue 9: import time); mypy reads this as True.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import asyncio
     from collections.abc import AsyncIterator

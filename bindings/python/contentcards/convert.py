@@ -31,12 +31,12 @@ of the application and propagates.
 
 from __future__ import annotations
 
-# typing is not imported at run time (issue 9: import time); mypy reads this as True.
-TYPE_CHECKING = False
 
 from ._value import Value
 from .cards import Card, normalize_class_type
 
+# typing is not imported at run time (issue 9: import time); mypy reads this as True.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
     from typing import Callable, ClassVar, Self, TypeVar, overload

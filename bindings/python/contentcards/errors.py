@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import math
 import re
+
 # typing is not imported at run time (issue 9: import time); mypy reads this as True.
 TYPE_CHECKING = False
-
 if TYPE_CHECKING:
     from typing import ClassVar
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import enum
 import json
-# typing is not imported at run time (issue 9: import time); mypy reads this as True.
-TYPE_CHECKING = False
 
 from ._value import Value
+from .cards import json_number
 from .errors import ContentCardsError, ParseError, error_for
 
+# typing is not imported at run time (issue 9: import time); mypy reads this as True.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
@@ -340,28 +341,32 @@ def _error_json(error: ContentCardsError) -> dict[str, Any]:
 
 class PendingEvent(Value):
     """An event waiting in the outbox: ``type`` is "impression", "control_impression",
-    "click", "dismissal" or "feed_displayed"; ``time`` is unix seconds."""
+    "click", "dismissal" or "feed_displayed"; ``time`` is unix seconds; ``attempts`` the failed
+    delivery attempts of this event in this process (the store keeps no count)."""
 
-    __slots__ = ("id", "type", "card_id", "class_type", "user_id", "time")
+    __slots__ = ("id", "type", "card_id", "class_type", "user_id", "time", "attempts")
     id: str
     type: str
     card_id: str | None
     class_type: str | None
     user_id: str
     time: float
+    attempts: int
 
     def __init__(self, id: str, type: str, card_id: str | None,  # noqa: A002
-                 class_type: str | None, user_id: str, time: float) -> None:
+                 class_type: str | None, user_id: str, time: float, attempts: int = 0) -> None:
         _set(self, "id", id)
         _set(self, "type", type)
         _set(self, "card_id", card_id)
         _set(self, "class_type", class_type)
         _set(self, "user_id", user_id)
         _set(self, "time", time)
+        _set(self, "attempts", attempts)
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "type": self.type, "cardId": self.card_id,
-                "classType": self.class_type, "userId": self.user_id, "time": self.time}
+                "classType": self.class_type, "userId": self.user_id,
+                "time": json_number(self.time), "attempts": self.attempts}
 
 
 class PendingEvents(Value):
@@ -385,7 +390,8 @@ class PendingEvents(Value):
     def from_json(cls, data: Any) -> PendingEvents:
         return cls(int(data["pending"]), int(data["failedAttempts"]),
                    tuple(PendingEvent(e["id"], e["type"], e["cardId"], e["classType"],
-                                      e["userId"], float(e["time"])) for e in data["events"]))
+                                      e["userId"], float(e["time"]), int(e.get("attempts", 0)))
+                         for e in data["events"]))
 
     def to_json(self) -> dict[str, Any]:
         return {"pending": self.pending, "failedAttempts": self.failed_attempts,

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import ctypes
 import math
-# typing is not imported at run time (issue 9: import time); mypy reads this as True.
-TYPE_CHECKING = False
 
 from ._value import Value
 
+# typing is not imported at run time (issue 9: import time); mypy reads this as True.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable, TypeAlias
 

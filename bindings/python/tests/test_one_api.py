@@ -192,6 +192,34 @@ def test_updates_say_where_their_cards_came_from(sample: cc.ContentCards) -> Non
     assert updates[0].to_json() == updates[0].raw
 
 
+def test_the_outbox_lists_each_events_failed_attempts() -> None:
+    """Item 7: type, card, user, time, id and attempts, without opening the SQLite file."""
+    failing = [True]
+
+    def transport(request: cc.TransportRequest) -> cc.TransportResponse:
+        if failing[0]:
+            raise ConnectionError("down (test)")
+        return cc.TransportResponse(202)
+
+    with cc.ContentCards(user_id="u", events={"callback": True},
+                         event_flush_interval_seconds=0) as c:
+        c.set_transport(transport)
+        c.apply([{"id": "a", "tp": "short_news", "ca": 5, "ds": "x"},
+                 {"id": "b", "tp": "short_news", "ca": 6, "ds": "y"}])
+        c.log_impression("a")
+        for _ in range(2):
+            with pytest.raises(cc.TransportError):
+                c.flush_events(5)
+        c.log_impression("b")
+        outbox = c.list_pending_events()
+        assert [(e.card_id, e.user_id, e.type, e.attempts) for e in outbox.events] == [
+            ("a", "u", "impression", 2), ("b", "u", "impression", 0)]
+        assert all(e.id and e.time > 0 for e in outbox.events)
+        failing[0] = False
+        assert c.flush_events(5).delivered == 2
+        assert c.list_pending_events().events == ()
+
+
 # -- item 4: Python as Python developers expect -----------------------------------------------
 
 
