@@ -159,7 +159,7 @@ CC_API int cc_abi_version(void);
                                        callback (the call waiting for that callback)             */
 #define CC_E_RATE_LIMITED (-7)      /* refresh refused by the rate limit (local or the server's) */
 #define CC_E_NETWORK (-8)           /* connection failed, reset, truncated; a response header
-                                       over 64 KiB (or one curl refuses); source file unreadable */
+                                       over 64 KiB (or one curl refuses)                         */
 #define CC_E_TIMEOUT (-9)           /* the operation did not finish in time                      */
 #define CC_E_SERVER (-10)           /* the server answered with an HTTP error status (also when
                                        its error body is over the size limit: the message keeps
@@ -178,6 +178,9 @@ CC_API int cc_abi_version(void);
 #define CC_E_CLOSED (-17)           /* the controller was closed while this call was running (by
                                        another thread, or from inside a callback this call ran,
                                        e.g. its transport callback): the call had no effect      */
+#define CC_E_SOURCE_FILE (-18)      /* a file source ("source": {"file": PATH}) that cannot be
+                                       read: missing, unreadable, or not a regular file (a FIFO,
+                                       a directory, a device): a local problem, not the network  */
 #define CC_E_INTERNAL (-99)         /* a bug in the library; please report it                    */
 
 /* The message of the last failing cc_ call on this thread, or "" when it succeeded. Owned by the
@@ -269,12 +272,13 @@ CC_API int cc_controller_close(cc_controller *controller);
  * thread waits; at min(timeout_seconds, timeoutSeconds) the refresh ends with CC_E_TIMEOUT and
  * the fetch is abandoned: its late answer is discarded. While 4 abandoned fetches of this
  * controller are still blocked, a refresh fails at once with CC_E_TIMEOUT (no thread pile-up).
- * A file source must be a regular file: a FIFO, device, socket or directory is CC_E_NETWORK
- * at once. Called from inside this controller's own transport callback it fails at once with
- * CC_E_REFUSED (the running refresh is waiting for that callback); closed meanwhile (e.g. from
- * inside the transport callback), CC_E_CLOSED.
+ * A file source must be a regular file: a FIFO, device, socket or directory is
+ * CC_E_SOURCE_FILE at once, as is a missing or unreadable file. Called from inside this
+ * controller's own transport callback it fails at once with CC_E_REFUSED (the running refresh
+ * is waiting for that callback); closed meanwhile (e.g. from inside the transport callback),
+ * CC_E_CLOSED.
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (NaN timeout), CC_E_NO_SOURCE,
- * CC_E_RATE_LIMITED, CC_E_NETWORK, CC_E_TIMEOUT, CC_E_SERVER, CC_E_PARSE, CC_E_WRONG_USER,
+ * CC_E_RATE_LIMITED, CC_E_NETWORK, CC_E_SOURCE_FILE, CC_E_TIMEOUT, CC_E_SERVER, CC_E_PARSE, CC_E_WRONG_USER,
  * CC_E_UNAVAILABLE, CC_E_TRANSPORT, CC_E_STORAGE, CC_E_REFUSED, CC_E_CLOSED, CC_E_NO_MEMORY. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_refresh(char **out_summary_json, cc_controller *controller, double timeout_seconds);
 

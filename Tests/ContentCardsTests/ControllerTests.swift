@@ -177,11 +177,11 @@ final class UpdateLog: @unchecked Sendable {
         }
         try FileManager.default.removeItem(atPath: feed)
         do { try c.refresh(); Issue.record("refreshed from nothing") } catch {
-            #expect(error.code == .network)
+            #expect(error.code == .sourceFile)   // a local problem, not the network (issue 11)
         }
         #expect(try c.cards().map(\.id) == ["b", "a"])
         let d = c.diagnostics()
-        #expect(d.lastRefresh?.error?.code == .network)
+        #expect(d.lastRefresh?.error?.code == .sourceFile)
     }
 
     @Test func noSourceIsReported() throws {
@@ -374,7 +374,7 @@ final class UpdateLog: @unchecked Sendable {
         let log = UpdateLog()
         try c.subscribe { log.add($0) }
         _ = try? c.refresh()
-        #expect(log.all.count == 1 && log.all[0].reason == .refresh && log.all[0].error?.code == .network)
+        #expect(log.all.count == 1 && log.all[0].reason == .refresh && log.all[0].error?.code == .sourceFile)
     }
 
     @Test func unsubscribeIsImmediateAndOnRemoveRunsOnce() throws {

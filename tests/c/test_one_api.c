@@ -275,6 +275,16 @@ static void test_outbox_attempts(void) {
     CHECK_OK(cc_controller_close(c));
 }
 
+/* A missing source file is a local problem, not the network (issue 11, item 4). */
+static void test_missing_source_file(void) {
+    cc_controller *c = NULL;
+    CHECK_OK(cc_controller_open(&c, "{\"userId\":\"u\",\"refreshTokens\":0,\"source\":{\"file\":\"/nonexistent/feed.json\"}}"));
+    CHECK_RC(CC_E_SOURCE_FILE, cc_controller_refresh(NULL, c, 5));
+    CHECK_MESSAGE("/nonexistent/feed.json");
+    CHECK(strcmp(cc_status_name(CC_E_SOURCE_FILE), "CC_E_SOURCE_FILE") == 0);
+    CHECK_OK(cc_controller_close(c));
+}
+
 int main(void) {
     test_log_results();
     test_expired_card_is_logged();
@@ -282,5 +292,6 @@ int main(void) {
     test_joined_refresh_gets_the_same_outcome();
     test_expiry_reaches_subscribers();
     test_outbox_attempts();
+    test_missing_source_file();
     return cc_test_finish("test_one_api");
 }

@@ -26,8 +26,8 @@ from .convert import ContentCardable, ContentCardData, Registry
 from .errors import (CardNotFoundError, ClosedError, ConfigError, ContentCardsError,
                      InternalError, InvalidArgumentError, InvalidHandleError, NetworkError,
                      NoMemoryError, NoSourceError, ParseError, RateLimitedError, RefusedError,
-                     RequestTimeoutError, ServerError, StorageError, TransportError,
-                     UnavailableError, WrongUserError)
+                     RequestTimeoutError, ServerError, SourceFileError, StorageError,
+                     TransportError, UnavailableError, WrongUserError)
 from .results import (Counts, Diagnostics, FlushResult, ImageStats, LeftOut, LogResult,
                       PendingEvent, PendingEvents, SyncSummary, Update, UpdateReason)
 from .transport import TransportRequest, TransportResponse
@@ -62,7 +62,7 @@ __all__ = [
     "LogResult", "NetworkError", "NoMemoryError", "NoSourceError", "ParseError", "PendingEvent",
     "PendingEvents",
     "RateLimitedError", "RefusedError", "Registry", "RequestTimeoutError", "ServerError",
-    "StorageError", "Subscription", "SyncSummary", "TransportError", "TransportRequest",
+    "SourceFileError", "StorageError", "Subscription", "SyncSummary", "TransportError", "TransportRequest",
     "TransportResponse", "UnavailableError", "Update", "UpdateReason", "UpdateStream",
     "WrongUserError", "abi_version",
     "library_path", "library_version", "normalize_class_type",

@@ -38,6 +38,7 @@ __all__ = [
     "RefusedError",
     "RequestTimeoutError",
     "ServerError",
+    "SourceFileError",
     "StorageError",
     "TransportError",
     "UnavailableError",
@@ -65,6 +66,7 @@ STATUS_NAMES: dict[int, str] = {
     -15: "CC_E_TRANSPORT",
     -16: "CC_E_NO_MEMORY",
     -17: "CC_E_CLOSED",
+    -18: "CC_E_SOURCE_FILE",
     -99: "CC_E_INTERNAL",
 }
 
@@ -150,7 +152,8 @@ class RateLimitedError(ContentCardsError):
 
 
 class NetworkError(ContentCardsError, OSError):
-    """The connection failed, was reset or truncated; or a source file is unreadable."""
+    """The connection failed, was reset or truncated (a file source that cannot be read is a
+    :class:`SourceFileError`)."""
 
     default_code = -8
 
@@ -221,6 +224,14 @@ class ClosedError(ContentCardsError, ValueError):
     default_code = -17
 
 
+class SourceFileError(ContentCardsError, OSError):
+    """A file source that cannot be read (missing, unreadable, not a regular file): a local
+    problem, not a :class:`NetworkError` (it is an :class:`OSError`, as an ``open()`` of the file
+    would raise)."""
+
+    default_code = -18
+
+
 class InternalError(ContentCardsError):
     """A bug in the library; please report it."""
 
@@ -232,7 +243,8 @@ _CLASSES: dict[int, type[ContentCardsError]] = {
     for cls in (InvalidArgumentError, InvalidHandleError, ConfigError, ParseError,
                 CardNotFoundError, RefusedError, RateLimitedError, NetworkError,
                 RequestTimeoutError, ServerError, StorageError, NoSourceError, UnavailableError,
-                WrongUserError, TransportError, NoMemoryError, ClosedError, InternalError)
+                WrongUserError, TransportError, NoMemoryError, ClosedError, SourceFileError,
+                InternalError)
 }
 
 

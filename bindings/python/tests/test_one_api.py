@@ -229,6 +229,7 @@ def test_the_outbox_lists_each_events_failed_attempts() -> None:
     (cc.RequestTimeoutError, TimeoutError), (cc.NetworkError, OSError),
     (cc.ServerError, OSError), (cc.StorageError, OSError), (cc.TransportError, OSError),
     (cc.ClosedError, ValueError), (cc.NoMemoryError, MemoryError),
+    (cc.SourceFileError, OSError),
 ])
 def test_exceptions_are_the_builtins_they_mean(cls: type[cc.ContentCardsError],
                                                base: type[BaseException]) -> None:
@@ -249,6 +250,15 @@ def test_builtin_exceptions_from_real_calls(refreshed: cc.ContentCards) -> None:
     refreshed.close()
     with pytest.raises(ValueError):
         refreshed.cards()
+
+
+def test_a_missing_feed_file_is_not_a_network_error(tmp_path: os.PathLike[str]) -> None:
+    missing = os.path.join(os.fspath(tmp_path), "missing.json")
+    with cc.ContentCards(user_id="u", source={"file": missing}, refresh_tokens=0) as c:
+        with pytest.raises(cc.SourceFileError) as info:
+            c.refresh()
+    assert isinstance(info.value, OSError) and not isinstance(info.value, cc.NetworkError)
+    assert info.value.name == "CC_E_SOURCE_FILE" and "missing.json" in info.value.message
 
 
 def test_keyword_arguments_are_explicit() -> None:
