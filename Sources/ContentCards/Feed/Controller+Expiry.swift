@@ -9,11 +9,11 @@ extension ContentCardsController {
     /// Sets the timer for the next expiry, unless one is set for then or earlier. Called with
     /// the readers' lock held (from `publishBadge`, after every change and count).
     func armExpiryTimer() {
-        guard isOpen, let badge = index.badge, badge.validBefore.isFinite else { return }
-        let now = clock.now()
-        let at = badge.validBefore
-        guard at > now else { return }
+        // Cheap when a timer is set already: this runs on every count (a polled badge).
+        guard isOpen, let at = index.validBefore, at.isFinite else { return }
         if let set = expiryTimerAt, set <= at { return }
+        let now = clock.now()
+        guard at > now else { return }
         expiryTimerAt = at
         // A weak reference: a timer set for a card that expires next year must not keep a
         // controller the application dropped alive until then.
