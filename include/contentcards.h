@@ -424,14 +424,16 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_mark_all_read(int64_t *out_change
  * one). Returns the count (>= 0) or a negative CC_E_* status with the thread's error set, as
  * cc_controller_unviewed_count, and as fast: with a NULL filter on an in-memory store it is
  * answered from the same lock-free badge cell. No network I/O. Any thread.
- * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_PARSE (filter), CC_E_STORAGE. */
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (invalid UTF-8), CC_E_PARSE (filter),
+ * CC_E_STORAGE, CC_E_CLOSED. */
 CC_API CC_WARN_UNUSED_RESULT int64_t cc_controller_unread_count(cc_controller *controller, const char *filter_json);
 
 /* The three badge counts of the visible feed at one moment (the same state for all three, which
  * separate calls cannot promise while another thread changes the feed): total (control cards
  * included), unviewed and unread (control cards left out). Any output may be NULL. Fast as
  * cc_controller_counts (the badge cell for a NULL filter on an in-memory store). Any thread.
- * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_PARSE (filter), CC_E_STORAGE. */
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (invalid UTF-8), CC_E_PARSE (filter),
+ * CC_E_STORAGE, CC_E_CLOSED. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_all_counts(int64_t *out_total, int64_t *out_unviewed, int64_t *out_unread,
                                                           cc_controller *controller, const char *filter_json);
 
@@ -506,7 +508,7 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_diagnostics(char **out_json, cc_c
  * not an error). A failed fetch never fails a refresh; it is counted here and logged. Free
  * *out_json with cc_string_free; on failure it is set to NULL. Any thread.
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (NaN timeout), CC_E_NO_SOURCE (no "images"
- * in the configuration), CC_E_CLOSED, CC_E_NO_MEMORY. */
+ * in the configuration), CC_E_STORAGE (inherited across fork()), CC_E_CLOSED, CC_E_NO_MEMORY. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_wait_images(char **out_json, cc_controller *controller, double timeout_seconds);
 
 /* ---------------------------------------------------------------------------------------------

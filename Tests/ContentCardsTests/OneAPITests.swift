@@ -130,13 +130,13 @@ private final class Outcomes: @unchecked Sendable {
         defer { c.close() }
         let soon = Int64(Date().timeIntervalSince1970) + 2
         try c.apply(Fixtures.payload([Fixtures.wire("soon", extra: #""ea":\#(soon)"#), Fixtures.wire("stays")]))
-        #expect(try c.counts() == FeedCounts(total: 2, unviewed: 2))
+        #expect(try c.counts() == FeedCounts(total: 2, unviewed: 2, unread: 2))
         let log = UpdateLog()
         try c.subscribe { log.add($0) }
         for _ in 0..<600 where log.all.isEmpty { try await Task.sleep(nanoseconds: 10_000_000) }
         let update = try #require(log.all.first)
         #expect(update.reason == .expired && update.origin == .store)
-        #expect(update.counts == FeedCounts(total: 1, unviewed: 1))
+        #expect(update.counts == FeedCounts(total: 1, unviewed: 1, unread: 1))
         #expect(Date().timeIntervalSince1970 >= Double(soon))
     }
 

@@ -235,7 +235,7 @@ static void test_expiry_reaches_subscribers(void) {
     }
     CHECK(u.updates == 1);
     CHECK(strcmp(u.last, "{\"reason\":\"expired\",\"ok\":true,\"error\":null,\"cardId\":null,"
-                         "\"counts\":{\"total\":1,\"unviewed\":1},\"sync\":null,\"origin\":\"store\"}") == 0);
+                         "\"counts\":{\"total\":1,\"unviewed\":1,\"unread\":1},\"sync\":null,\"origin\":\"store\"}") == 0);
     CHECK((long long)time(NULL) >= soon);
     CHECK_OK(cc_controller_close(c));
 }

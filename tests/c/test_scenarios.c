@@ -105,11 +105,12 @@ static void run_step(buffer *t, cc_controller **c, const char *op, const char *a
     else if (strcmp(op, "cards") == 0) rc = cc_controller_feed(&out, *c, filter);
     else if (strcmp(op, "card") == 0) rc = cc_controller_card(&out, *c, arg);
     else if (strcmp(op, "counts") == 0) {
-        int64_t total = 0, unviewed = 0;
-        rc = cc_controller_counts(&total, &unviewed, *c, filter);
+        int64_t total = 0, unviewed = 0, unread = 0;
+        rc = cc_controller_all_counts(&total, &unviewed, &unread, *c, filter);
         if (rc == CC_OK) {
-            char json[96];
-            snprintf(json, sizeof json, "{\"total\":%lld,\"unviewed\":%lld}", (long long)total, (long long)unviewed);
+            char json[128];
+            snprintf(json, sizeof json, "{\"total\":%lld,\"unviewed\":%lld,\"unread\":%lld}", (long long)total,
+                     (long long)unviewed, (long long)unread);
             result_ok(t, json, masked_keys);
             return;
         }

@@ -50,6 +50,13 @@ if TYPE_CHECKING:
 
         callback: Literal[True]
 
+    class ImagesConfig(TypedDict, total=False):
+        """The image cache (the "images" key): its limits."""
+
+        maxBytes: int
+        maxCount: int
+        maxImageBytes: int
+
     #: Where cards come from, or where events go (the "source" and "events" keys).
     Endpoint: TypeAlias = "FileEndpoint | UrlEndpoint | CallbackEndpoint"
 
@@ -405,6 +412,7 @@ class ContentCards:
                  event_batch_size: int | None = None,
                  event_batch_bytes: int | None = None,
                  event_flush_interval_seconds: float | None = None,
+                 images: ImagesConfig | None = None,
                  **misspelt: Never) -> None:
         self._handle: int | None = None
         self._lock = threading.RLock()
@@ -424,7 +432,7 @@ class ContentCards:
             "timeout_seconds": timeout_seconds, "known_class_types": known_class_types,
             "max_payload_bytes": max_payload_bytes, "device_id": device_id,
             "event_batch_size": event_batch_size, "event_batch_bytes": event_batch_bytes,
-            "event_flush_interval_seconds": event_flush_interval_seconds})
+            "event_flush_interval_seconds": event_flush_interval_seconds, "images": images})
         _logs.follow_logger_level()
         self._handle = _ffi.controller_open(config_json)
         _open_controllers.add(self)
@@ -655,7 +663,8 @@ class ContentCards:
     def _mark(self, card: CardRef, read: bool) -> LogResult:
         card_id = _ffi.cstr(_card_id(card), "card id")
         if self._call(_ffi.controller_mark_read, card_id, read):
-            return LogResult(True, None)
+            # The C call says whether the state changed, not the event's id (Swift has it).
+            return LogResult(True, None, None, True)
         return LogResult(False, f"already {'read' if read else 'unread'}")
 
     def mark_all_read(self, class_types: Iterable[str] | str | None = None) -> int:

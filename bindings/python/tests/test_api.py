@@ -182,7 +182,7 @@ def test_apply_user_diagnostics() -> None:
         assert diagnostics.rate_limit["capacity"] == 5
         assert diagnostics.last_refresh is not None and diagnostics.last_refresh["ok"] is False
         assert isinstance(diagnostics.last_error, cc.NoSourceError)
-        assert diagnostics.counts == (0, 0) and diagnostics.subscribers == 0
+        assert diagnostics.counts == (0, 0, 0) and diagnostics.subscribers == 0
 
 
 def test_rate_limit_and_config() -> None:

@@ -161,7 +161,7 @@ def test_updates_stream_closes_with_async_with(refreshed: cc.ContentCards) -> No
 def test_current_update(refreshed: cc.ContentCards) -> None:
     current = refreshed.current_update()
     assert current.reason == "current" and current.reason is cc.UpdateReason.CURRENT
-    assert current.counts == cc.Counts(10, 9) and current.ok and current.error is None
+    assert current.counts == cc.Counts(10, 9, 9) and current.ok and current.error is None
 
 
 def test_subscribers_see_a_visible_card_expire() -> None:
@@ -176,7 +176,7 @@ def test_subscribers_see_a_visible_card_expire() -> None:
         while not updates and time.monotonic() < deadline:
             time.sleep(0.01)
         assert [(u.reason, u.counts, u.origin) for u in updates] == [
-            (cc.UpdateReason.EXPIRED, cc.Counts(1, 1), "store")]
+            (cc.UpdateReason.EXPIRED, cc.Counts(1, 1, 1), "store")]
         assert time.time() >= soon
 
 
@@ -296,7 +296,7 @@ def test_value_classes(refreshed: cc.ContentCards) -> None:
     assert repr(card).startswith("Card(id='tile-1', type=<CardType.CAPTIONED_IMAGE")
     summary = refreshed.refresh()
     assert summary == summary._replace() and "kept_newer=0" in repr(summary)
-    assert summary.counts.total == 10 and tuple(summary.counts) == (10, 9)
+    assert summary.counts.total == 10 and tuple(summary.counts) == (10, 9, 9)
     log = refreshed.log_impression("tile-2")
     assert log == cc.LogResult.from_json(log.to_json()) and hash(log) == hash(log._replace())
 
