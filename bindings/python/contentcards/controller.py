@@ -413,6 +413,11 @@ class ContentCards:
                  event_batch_bytes: int | None = None,
                  event_flush_interval_seconds: float | None = None,
                  images: ImagesConfig | None = None,
+                 refresh_on_open_after_seconds: float | None = None,
+                 refresh_period_seconds: float | None = None,
+                 refresh_period_jitter: float | None = None,
+                 retry_base_seconds: float | None = None,
+                 retry_max_seconds: float | None = None,
                  **misspelt: Never) -> None:
         self._handle: int | None = None
         self._lock = threading.RLock()
@@ -432,7 +437,11 @@ class ContentCards:
             "timeout_seconds": timeout_seconds, "known_class_types": known_class_types,
             "max_payload_bytes": max_payload_bytes, "device_id": device_id,
             "event_batch_size": event_batch_size, "event_batch_bytes": event_batch_bytes,
-            "event_flush_interval_seconds": event_flush_interval_seconds, "images": images})
+            "event_flush_interval_seconds": event_flush_interval_seconds, "images": images,
+            "refresh_on_open_after_seconds": refresh_on_open_after_seconds,
+            "refresh_period_seconds": refresh_period_seconds,
+            "refresh_period_jitter": refresh_period_jitter,
+            "retry_base_seconds": retry_base_seconds, "retry_max_seconds": retry_max_seconds})
         _logs.follow_logger_level()
         self._handle = _ffi.controller_open(config_json)
         _open_controllers.add(self)

@@ -161,7 +161,8 @@ class LeftOut(Value):
 class SyncSummary(Value):
     """What a refresh or an apply did (``cc_controller_refresh``'s summary)."""
 
-    __slots__ = ("added", "updated", "removed", "kept_newer", "full_sync", "left_out", "counts")
+    __slots__ = ("added", "updated", "removed", "kept_newer", "full_sync", "left_out", "counts",
+                 "not_modified")
     added: int
     updated: int
     removed: int
@@ -170,10 +171,11 @@ class SyncSummary(Value):
     left_out: tuple[LeftOut, ...]
     counts: Counts
     #: The server answered 304 to the stored validator: nothing was merged or written.
-    not_modified: bool = False
+    not_modified: bool
 
     def __init__(self, added: int, updated: int, removed: int, kept_newer: int, full_sync: bool,
-                 left_out: tuple[LeftOut, ...], counts: Counts) -> None:
+                 left_out: tuple[LeftOut, ...], counts: Counts,
+                 not_modified: bool = False) -> None:
         _set(self, "added", added)
         _set(self, "updated", updated)
         _set(self, "removed", removed)
@@ -181,6 +183,7 @@ class SyncSummary(Value):
         _set(self, "full_sync", full_sync)
         _set(self, "left_out", left_out)
         _set(self, "counts", counts)
+        _set(self, "not_modified", not_modified)
 
     @classmethod
     def from_json(cls, data: Any) -> SyncSummary:
@@ -206,7 +209,7 @@ class SyncSummary(Value):
     def to_json(self) -> dict[str, Any]:
         return {"added": self.added, "updated": self.updated, "removed": self.removed,
                 "keptNewer": self.kept_newer, "fullSync": self.full_sync,
-                "leftOut": [item.to_json() for item in self.left_out],
+                "notModified": self.not_modified, "leftOut": [item.to_json() for item in self.left_out],
                 "counts": self.counts.to_json()}
 
 
