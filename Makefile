@@ -55,8 +55,8 @@ cmake: deps
 # built by CMake goes inside the package).
 python: cmake
 	@[ -x $(PY) ] || $(PYTHON) -m venv --system-site-packages $(VENV)
-	@$(PY) -c 'import pytest, hypothesis, build, setuptools; assert int(setuptools.__version__.split(".")[0]) >= 77' 2>/dev/null \
-	  || $(PY) -m pip install --quiet pytest hypothesis build 'setuptools>=77'
+	@$(PY) -c 'import pytest, hypothesis, build, mypy, setuptools; assert int(setuptools.__version__.split(".")[0]) >= 77' 2>/dev/null \
+	  || $(PY) -m pip install --quiet pytest hypothesis build mypy 'setuptools>=77'
 	CONTENTCARDS_LIB_BUILD=$(BUILD)/lib/libcontentcards.so.1 $(PY) -m pip install --quiet --no-deps --force-reinstall ./bindings/python
 
 demo: python
@@ -95,7 +95,7 @@ test-install: cmake
 # prefetch, host
 # callbacks, child processes) under ThreadSanitizer, in a separate build folder.
 tsan: deps
-	swift test --sanitize=thread --scratch-path .build-tsan --filter 'ReadersTests|FeedIndexTests|ConcurrencyTests|SubscriptionTests|ControllerStateTests|HTTPTests|LoggingTests|LogHandlerTests|DurabilityTests|HangTests|ImageCacheTests|AutoRefreshTests|TransferTests'
+	swift test --sanitize=thread --scratch-path .build-tsan --filter 'ReadersTests|FeedIndexTests|ConcurrencyTests|SubscriptionTests|ControllerStateTests|HTTPTests|LoggingTests|LogHandlerTests|DurabilityTests|HangTests|ImageCacheTests|AutoRefreshTests|TransferTests|OneAPITests|ExpiryUpdateTests'
 
 # The C tests under valgrind: no invalid access, no "definitely lost" memory. Then the C
 # examples as a user runs them (README, "Checking a program with valgrind"): with the shipped
@@ -106,7 +106,7 @@ memcheck: cmake
 	    --suppressions=$(ROOT)/share/contentcards/contentcards.supp $(BUILD)/bin/$$t > /dev/null || exit 1; \
 	  echo "valgrind: example $$t clean with contentcards.supp"; \
 	done
-	@for t in test_api test_misuse test_callbacks test_threads test_badge test_log test_open_at_exit; do \
+	@for t in test_api test_misuse test_callbacks test_threads test_badge test_log test_open_at_exit test_one_api; do \
 	  valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite \
 	    --show-leak-kinds=definite $(BUILD)/bin/$$t > /dev/null || exit 1; \
 	  echo "valgrind: $$t clean"; \

@@ -16,6 +16,12 @@
  *
  *   Status.      A function that can fail returns int: CC_OK (0) or a negative CC_E_* code.
  *                The codes are stable forever once published.
+ *   Statuses.    Each function's "Errors:" lists every status it can return, also those these
+ *                conventions imply: CC_E_INVALID_ARGUMENT for a NULL output or string, or invalid
+ *                UTF-8; CC_E_INVALID_HANDLE; CC_E_STORAGE on a controller inherited across fork();
+ *                CC_E_CLOSED when another thread closes the controller during the call; and
+ *                CC_E_NO_MEMORY where the call allocates a result or a handle.
+ *                bindings/python/tests/test_statuses.py checks the lists against real calls.
  *   Errors.      After a failure, cc_last_error_message() gives a message for people, for the
  *                calling thread. Every entry point clears it on entry, so read it right after
  *                the failing call.
@@ -153,7 +159,7 @@ CC_API int cc_abi_version(void);
                                        callback (the call waiting for that callback)             */
 #define CC_E_RATE_LIMITED (-7)      /* refresh refused by the rate limit (local or the server's) */
 #define CC_E_NETWORK (-8)           /* connection failed, reset, truncated; a response header
-                                       over 64 KiB (or one curl refuses); source file unreadable */
+                                       over 64 KiB (or one curl refuses)                         */
 #define CC_E_TIMEOUT (-9)           /* the operation did not finish in time                      */
 #define CC_E_SERVER (-10)           /* the server answered with an HTTP error status (also when
                                        its error body is over the size limit: the message keeps
@@ -172,6 +178,9 @@ CC_API int cc_abi_version(void);
 #define CC_E_CLOSED (-17)           /* the controller was closed while this call was running (by
                                        another thread, or from inside a callback this call ran,
                                        e.g. its transport callback): the call had no effect      */
+#define CC_E_SOURCE_FILE (-18)      /* a file source ("source": {"file": PATH}) that cannot be
+                                       read: missing, unreadable, or not a regular file (a FIFO,
+                                       a directory, a device): a local problem, not the network  */
 #define CC_E_INTERNAL (-99)         /* a bug in the library; please report it                    */
 
 /* The message of the last failing cc_ call on this thread, or "" when it succeeded. Owned by the
@@ -235,7 +244,8 @@ typedef struct cc_controller cc_controller;
  * (PRAGMA quick_check) is refused before anything is written. Events left pending by an earlier run
  * are delivered in the background when an event sink is configured.
  * On success *out is the new handle; on failure *out is set to NULL.
- * Errors: CC_E_INVALID_ARGUMENT (out NULL, invalid UTF-8), CC_E_CONFIG, CC_E_STORAGE. */
+ * Errors: CC_E_INVALID_ARGUMENT (out NULL, invalid UTF-8), CC_E_CONFIG, CC_E_STORAGE,
+ * CC_E_NO_MEMORY (no handle left). */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_open(cc_controller **out, const char *config_json);
 
 /* Closes the controller: the store is closed and every subscriber is removed (their
@@ -262,40 +272,72 @@ CC_API int cc_controller_close(cc_controller *controller);
  * thread waits; at min(timeout_seconds, timeoutSeconds) the refresh ends with CC_E_TIMEOUT and
  * the fetch is abandoned: its late answer is discarded. While 4 abandoned fetches of this
  * controller are still blocked, a refresh fails at once with CC_E_TIMEOUT (no thread pile-up).
- * A file source must be a regular file: a FIFO, device, socket or directory is CC_E_NETWORK
- * at once. Called from inside this controller's own transport callback it fails at once with
- * CC_E_REFUSED (the running refresh is waiting for that callback); closed meanwhile (e.g. from
- * inside the transport callback), CC_E_CLOSED.
+ * A file source must be a regular file: a FIFO, device, socket or directory is
+ * CC_E_SOURCE_FILE at once, as is a missing or unreadable file. Called from inside this
+ * controller's own transport callback it fails at once with CC_E_REFUSED (the running refresh
+ * is waiting for that callback); closed meanwhile (e.g. from inside the transport callback),
+ * CC_E_CLOSED.
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (NaN timeout), CC_E_NO_SOURCE,
- * CC_E_RATE_LIMITED, CC_E_NETWORK, CC_E_TIMEOUT, CC_E_SERVER, CC_E_PARSE, CC_E_WRONG_USER,
- * CC_E_UNAVAILABLE, CC_E_TRANSPORT, CC_E_STORAGE, CC_E_REFUSED, CC_E_CLOSED. */
+ * CC_E_RATE_LIMITED, CC_E_NETWORK, CC_E_SOURCE_FILE, CC_E_TIMEOUT, CC_E_SERVER, CC_E_PARSE, CC_E_WRONG_USER,
+ * CC_E_UNAVAILABLE, CC_E_TRANSPORT, CC_E_STORAGE, CC_E_REFUSED, CC_E_CLOSED, CC_E_NO_MEMORY. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_refresh(char **out_summary_json, cc_controller *controller, double timeout_seconds);
 
-/* Starts a refresh on a library thread (this controller's own) and returns at once; the
- * outcome reaches the subscribers (on that library thread), by timeoutSeconds at the latest. Returns CC_OK also when a refresh was already running.
- * Refusals known at once are returned (and told to subscribers): CC_E_NO_SOURCE,
- * CC_E_RATE_LIMITED. Errors: CC_E_INVALID_HANDLE. */
+/* Called once with the outcome of a refresh started by cc_controller_refresh_in_background:
+ * status is CC_OK or the CC_E_* code the refresh failed with; result_json (valid only during
+ * the call) is the summary of cc_controller_refresh on CC_OK, else the error
+ *   {"code":N,"name":S,"message":S[,"retryAfter":F]}
+ * It runs on the library thread that did the refresh, after the subscribers were told (or on
+ * the calling thread, before cc_controller_refresh_in_background returns, when the refresh it
+ * joined had just finished). It may call any cc_ function. */
+typedef void (*cc_refresh_done_fn)(void *userdata, int status, const char *result_json);
+
+/* Starts a refresh on a library thread (this controller's own) and returns at once: "refresh
+ * in background" in every language (docs/API.md). The source is waited for at most
+ * min(timeout_seconds, timeoutSeconds) (<= 0: timeoutSeconds). The outcome reaches the
+ * subscribers, then fn (may be NULL: fire and forget). When a refresh is already running this
+ * joins it: CC_OK, and fn gets that refresh's outcome. A caller that stops waiting (a binding's
+ * cancelled await) simply lets fn run later; nothing blocks on it.
+ * fn runs exactly once when this returns CC_OK, and never when it returns an error. free_userdata
+ * (may be NULL) runs exactly once: right after fn, or right away when this call fails or fn
+ * is NULL. Refusals known at once are returned (and told to subscribers, not to fn):
+ * CC_E_NO_SOURCE, CC_E_RATE_LIMITED, CC_E_TIMEOUT (4 abandoned fetches still blocked).
+ * Any thread. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (NaN timeout), CC_E_NO_SOURCE,
+ * CC_E_RATE_LIMITED, CC_E_TIMEOUT, CC_E_STORAGE (inherited across fork()), CC_E_CLOSED. */
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_refresh_in_background(cc_controller *controller,
+                                                                  double timeout_seconds,
+                                                                  cc_refresh_done_fn fn, void *userdata,
+                                                                  void (*free_userdata)(void *userdata));
+
+/* The former name of cc_controller_refresh_in_background(controller, 0, NULL, NULL, NULL), kept
+ * for ABI 1 ("async" names an awaitable call in docs/API.md; this is fire and forget).
+ * Errors: CC_E_INVALID_HANDLE, CC_E_NO_SOURCE, CC_E_RATE_LIMITED, CC_E_TIMEOUT,
+ * CC_E_STORAGE (inherited across fork()), CC_E_CLOSED. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_refresh_async(cc_controller *controller);
 
 /* Hands in cards the application got itself (a push message, its own networking): a sync
  * response object or a bare JSON array of server cards, merged exactly as a refresh. No rate
- * limit. Output as cc_controller_refresh. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT,
- * CC_E_PARSE, CC_E_WRONG_USER, CC_E_STORAGE. */
+ * limit. Output as cc_controller_refresh. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT
+ * (payload_json NULL or invalid UTF-8),
+ * CC_E_PARSE, CC_E_WRONG_USER, CC_E_STORAGE, CC_E_CLOSED, CC_E_NO_MEMORY. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_apply(char **out_summary_json, cc_controller *controller, const char *payload_json);
 
 /* The visible feed (not dismissed, not expired now), in feed order (pinned first, then newest,
  * then id descending), as a JSON array of cards, filtered by class types (see Filters).
  * Control cards are included: log their impression, do not draw them. No network I/O.
- * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_PARSE (filter), CC_E_STORAGE. */
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (out_json NULL, invalid UTF-8),
+ * CC_E_PARSE (filter), CC_E_STORAGE, CC_E_CLOSED, CC_E_NO_MEMORY. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_feed(char **out_json, cc_controller *controller, const char *filter_json);
 
 /* One stored card by id as JSON, visible or not (dismissed and expired cards come back with
- * their flags). Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_NOT_FOUND. */
+ * their flags). Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (out_json or card_id NULL,
+ * invalid UTF-8),
+ * CC_E_NOT_FOUND, CC_E_STORAGE, CC_E_CLOSED, CC_E_NO_MEMORY. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_card(char **out_json, cc_controller *controller, const char *card_id);
 
 /* The badge counts of the visible feed, optionally for a filter: total counts control cards,
  * unviewed does not. Either output may be NULL. No network I/O.
- * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_PARSE (filter). */
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (invalid UTF-8), CC_E_PARSE (filter),
+ * CC_E_STORAGE, CC_E_CLOSED. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_counts(int64_t *out_total, int64_t *out_unviewed, cc_controller *controller,
                                 const char *filter_json);
 
@@ -306,28 +348,50 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_counts(int64_t *out_total, int64_
  * Speed: with a NULL filter on a controller with an in-memory store (no storagePath), this and
  * cc_controller_counts answer from counts the library republishes on every change, without a
  * lock or an allocation (tens of nanoseconds). A file store is asked for changes made by other
- * processes first (a few microseconds). */
+ * processes first (a few microseconds).
+ * Errors: returned negative: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (invalid UTF-8),
+ * CC_E_PARSE (filter), CC_E_STORAGE, CC_E_CLOSED. */
 CC_API CC_WARN_UNUSED_RESULT int64_t cc_controller_total_count(cc_controller *controller, const char *filter_json);
 CC_API CC_WARN_UNUSED_RESULT int64_t cc_controller_unviewed_count(cc_controller *controller, const char *filter_json);
 
 /* Logs an impression: marks the card viewed (once) and records an event, a control impression
  * for a control card. Logging again records another event. The state change and the event are
  * on disk before the call returns. Subscribers are told.
- * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_NOT_FOUND, CC_E_STORAGE. */
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (card_id NULL or invalid UTF-8),
+ * CC_E_NOT_FOUND,
+ * CC_E_STORAGE, CC_E_CLOSED. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_log_impression(cc_controller *controller, const char *card_id);
 
 /* Logs a click: records an event and marks the card clicked, only when the card has a valid
  * url (a scheme and more; javascript: and data: are refused). Otherwise records nothing and
- * returns CC_E_REFUSED. Errors as cc_controller_log_impression, plus CC_E_REFUSED. */
+ * returns CC_E_REFUSED. Errors: as cc_controller_log_impression, plus CC_E_REFUSED:
+ * CC_E_INVALID_HANDLE,
+ * CC_E_INVALID_ARGUMENT, CC_E_NOT_FOUND, CC_E_REFUSED, CC_E_STORAGE, CC_E_CLOSED. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_log_click(cc_controller *controller, const char *card_id);
 
 /* Dismisses a dismissible card that is not dismissed yet: it leaves the feed at once and stays
  * out after later refreshes until the server removes it. Otherwise records nothing and returns
- * CC_E_REFUSED. Errors as cc_controller_log_click. */
+ * CC_E_REFUSED. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_NOT_FOUND, CC_E_REFUSED,
+ * CC_E_STORAGE, CC_E_CLOSED. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_log_dismissal(cc_controller *controller, const char *card_id);
 
-/* Records that the application showed a feed. Errors: CC_E_INVALID_HANDLE, CC_E_STORAGE. */
+/* Records that the application showed a feed. Errors: CC_E_INVALID_HANDLE, CC_E_STORAGE,
+ * CC_E_CLOSED. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_log_feed_displayed(cc_controller *controller);
+
+/* Logs by action name, with the result the Swift and Python APIs return: action is
+ * "impression", "click", "dismissal" (card_id required) or "feed_displayed" (card_id NULL).
+ * The rules are those of the four functions above. If out_result_json is not NULL it receives
+ *   {"recorded":B,"reason":S|null,"eventId":S|null,"stateChanged":B}
+ * on CC_OK (recorded) and also on CC_E_REFUSED (recorded false, reason the message), so a
+ * refusal says why in the same fields as elsewhere; on any other error it is set to NULL.
+ * A card that is stored but not visible (expired or dismissed) is logged like any other
+ * (docs/BEHAVIOUR.md, "Logging"). Free *out_result_json with cc_string_free. Any thread.
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (action NULL or unknown, card_id NULL for
+ * a card action or not NULL for "feed_displayed", invalid UTF-8), CC_E_NOT_FOUND,
+ * CC_E_REFUSED, CC_E_STORAGE, CC_E_CLOSED, CC_E_NO_MEMORY. */
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_log(char **out_result_json, cc_controller *controller, const char *action,
+                             const char *card_id);
 
 /* ---------------------------------------------------------------------------------------------
  * Read state: an inbox's read / unread flag, apart from impressions (docs/BEHAVIOUR.md,
@@ -360,24 +424,29 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_mark_all_read(int64_t *out_change
  * one). Returns the count (>= 0) or a negative CC_E_* status with the thread's error set, as
  * cc_controller_unviewed_count, and as fast: with a NULL filter on an in-memory store it is
  * answered from the same lock-free badge cell. No network I/O. Any thread.
- * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_PARSE (filter), CC_E_STORAGE. */
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (invalid UTF-8), CC_E_PARSE (filter),
+ * CC_E_STORAGE, CC_E_CLOSED. */
 CC_API CC_WARN_UNUSED_RESULT int64_t cc_controller_unread_count(cc_controller *controller, const char *filter_json);
 
 /* The three badge counts of the visible feed at one moment (the same state for all three, which
  * separate calls cannot promise while another thread changes the feed): total (control cards
  * included), unviewed and unread (control cards left out). Any output may be NULL. Fast as
  * cc_controller_counts (the badge cell for a NULL filter on an in-memory store). Any thread.
- * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_PARSE (filter), CC_E_STORAGE. */
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (invalid UTF-8), CC_E_PARSE (filter),
+ * CC_E_STORAGE, CC_E_CLOSED. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_all_counts(int64_t *out_total, int64_t *out_unviewed, int64_t *out_unread,
                                                           cc_controller *controller, const char *filter_json);
 
 /* Switches to another user's cards, state and cursors at once; nothing of the previous user's
  * state is reset, and events logged before keep their user. A refresh still running for the
  * previous user is discarded. Subscribers are told (unless the user is the same).
- * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_STORAGE. */
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (user_id NULL or invalid UTF-8), CC_E_STORAGE,
+ * CC_E_CLOSED. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_change_user(cc_controller *controller, const char *user_id);
 
-/* The current user id. Free *out_user_id with cc_string_free. Errors: CC_E_INVALID_HANDLE. */
+/* The current user id. Free *out_user_id with cc_string_free. Errors: CC_E_INVALID_HANDLE,
+ * CC_E_INVALID_ARGUMENT (out_user_id NULL),
+ * CC_E_STORAGE (inherited across fork()), CC_E_CLOSED, CC_E_NO_MEMORY. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_user(char **out_user_id, cc_controller *controller);
 
 /* Delivers every pending event now, waiting at most timeout_seconds (<= 0: the configuration's
@@ -389,25 +458,27 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_user(char **out_user_id, cc_contr
  * retry never writes an event twice nor leaves half a line. A server's Retry-After (seconds
  * or an HTTP-date) is obeyed up to 3600 s; see cc_last_error_retry_after. Called from
  * inside this controller's own events transport callback it fails at once with CC_E_REFUSED.
- * Errors: CC_E_INVALID_HANDLE, CC_E_NO_SOURCE (no event sink), CC_E_NETWORK, CC_E_TIMEOUT,
- * CC_E_SERVER, CC_E_RATE_LIMITED, CC_E_UNAVAILABLE, CC_E_TRANSPORT, CC_E_STORAGE,
- * CC_E_REFUSED, CC_E_CLOSED. */
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (NaN timeout), CC_E_NO_SOURCE (no event
+ * sink), CC_E_NETWORK, CC_E_TIMEOUT, CC_E_SERVER, CC_E_RATE_LIMITED, CC_E_UNAVAILABLE,
+ * CC_E_TRANSPORT, CC_E_STORAGE, CC_E_REFUSED, CC_E_CLOSED, CC_E_NO_MEMORY. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_flush_events(char **out_result_json, cc_controller *controller, double timeout_seconds);
 
 /* The number of events waiting in the store's outbox (every user's).
- * Errors: CC_E_INVALID_HANDLE, CC_E_STORAGE. */
+ * Errors: CC_E_INVALID_ARGUMENT (out_count NULL), CC_E_INVALID_HANDLE, CC_E_STORAGE,
+ * CC_E_CLOSED. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_pending_events(int64_t *out_count, cc_controller *controller);
 
 /* The events waiting in the store's outbox (every user's), oldest first, at most `limit` of
  * them (0: all), so the outbox can be inspected without opening the SQLite file:
  *   {"pending":N,"failedAttempts":N,
- *    "events":[{"id":S,"type":S,"cardId":S|null,"classType":S|null,"userId":S,"time":F}]}
+ *    "events":[{"id":S,"type":S,"cardId":S|null,"classType":S|null,"userId":S,"time":F,
+ *               "attempts":N}]}
  * "pending" counts every event of the outbox, also those a limit left out. "type" is
  * "impression", "control_impression", "click", "dismissal", "feed_displayed", "read" or
- * "unread" (cc_controller_mark_read); "time" is unix seconds. The outbox keeps no per-event
- * attempt count: "failedAttempts" is the number of
- * delivery attempts of this controller that failed in a row since it last delivered (0 in a
- * new process); they concern the oldest events, which are always sent first. Free *out_json
+ * "unread" (cc_controller_mark_read); "time" is unix seconds; "attempts" the failed delivery
+ * attempts of that event in this process (the store keeps no count: 0 in a new process).
+ * "failedAttempts" is the number of delivery attempts of this controller that failed in a row
+ * since it last delivered; they concern the oldest events, which are always sent first. Free *out_json
  * with cc_string_free; on failure *out_json is set to NULL. Any thread.
  * Errors: CC_E_INVALID_ARGUMENT (out_json NULL), CC_E_INVALID_HANDLE, CC_E_STORAGE,
  * CC_E_CLOSED, CC_E_NO_MEMORY. */
@@ -416,7 +487,10 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_pending_events_json(char **out_js
 /* Diagnostics as JSON: user, last refresh (time, error, summary), last delivery, last error,
  * rate-limit state, cards left out of the last payload, counts, pending/delivered/dropped
  * events, subscriber count, and "unreadableStoredCards": rows of the user's cards in the store
- * that do not decode (left out of the feed, counted here). Errors: CC_E_INVALID_HANDLE. */
+ * that do not decode (left out of the feed, counted here). Errors: CC_E_INVALID_ARGUMENT (out_json
+ * NULL), CC_E_INVALID_HANDLE,
+ * CC_E_STORAGE (inherited across fork()), CC_E_NO_MEMORY. A closed controller's diagnostics say
+ * "closed":true. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_diagnostics(char **out_json, cc_controller *controller);
 
 /* ---------------------------------------------------------------------------------------------
@@ -434,7 +508,7 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_diagnostics(char **out_json, cc_c
  * not an error). A failed fetch never fails a refresh; it is counted here and logged. Free
  * *out_json with cc_string_free; on failure it is set to NULL. Any thread.
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (NaN timeout), CC_E_NO_SOURCE (no "images"
- * in the configuration), CC_E_CLOSED, CC_E_NO_MEMORY. */
+ * in the configuration), CC_E_STORAGE (inherited across fork()), CC_E_CLOSED, CC_E_NO_MEMORY. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_wait_images(char **out_json, cc_controller *controller, double timeout_seconds);
 
 /* ---------------------------------------------------------------------------------------------
@@ -472,14 +546,19 @@ CC_API int cc_set_log_handler(cc_log_fn fn, int min_level, void *userdata, void 
  * ------------------------------------------------------------------------------------------- */
 
 /* Called after every refresh (success or failure), apply, user change, logged impression,
- * click or dismissal, and read-state change, with update_json (valid only during the call):
+ * click or dismissal, read-state change, and when a card expires, with update_json (valid only
+ * during the call):
  *   {"reason":"refresh"|"cards_applied"|"user_changed"|"impression"|"click"|"dismissal"
- *             |"read"|"unread",
+ *             |"read"|"unread"|"expired",
  *    "ok":B, "error":null|{"code":N,"name":S,"message":S}, "cardId":S|null,
- *    "counts":{"total":N,"unviewed":N,"unread":N}, "sync":null|{...as cc_controller_refresh's summary}}
- * ("read" with "cardId" null: cc_controller_mark_all_read.)
+ *    "counts":{"total":N,"unviewed":N,"unread":N},
+ *    "sync":null|{...as cc_controller_refresh's summary}, "origin":"server"|"application"|"store"}
+ * ("read" with "cardId" null: cc_controller_mark_all_read.) "expired": a card's expiry time
+ * passed, and the counts are those after it (a badge drawn from updates stays true). "origin":
+ * where the cards described came from: "server" for a refresh that succeeded, "application"
+ * for an apply that succeeded, "store" for the rest.
  * It runs on the thread that made the change: the caller's, or a library thread for
- * cc_controller_refresh_async and background work.
+ * cc_controller_refresh_in_background, expiry and background work.
  * An update caused from inside a callback (fn refreshes, logs, applies; a transport callback
  * applies) is not delivered on that callback's stack: it is queued, and delivered on the same
  * thread as soon as the outermost callback running there returns, before the call that ran
@@ -490,7 +569,9 @@ typedef void (*cc_update_fn)(void *userdata, const char *update_json);
 
 /* Subscribes. *out_subscription receives an id for cc_controller_unsubscribe (never 0).
  * free_userdata (may be NULL) runs exactly once: at unsubscribe, at close, or right away when
- * this call fails. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (fn NULL). */
+ * this call fails. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (out_subscription or fn
+ * NULL),
+ * CC_E_STORAGE (inherited across fork()), CC_E_CLOSED. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_subscribe(uint64_t *out_subscription, cc_controller *controller, cc_update_fn fn,
                                    void *userdata, void (*free_userdata)(void *userdata));
 
@@ -505,7 +586,7 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_subscribe(uint64_t *out_subscript
  * the only call that waits for a callback; see docs/RELIABILITY.md. Do not call it (or close)
  * outside a callback while holding a lock your fn takes.
  * Errors: CC_E_INVALID_HANDLE, CC_E_NOT_FOUND (no such subscription, e.g. already
- * unsubscribed). */
+ * unsubscribed), CC_E_STORAGE (inherited across fork()). */
 CC_API int cc_controller_unsubscribe(cc_controller *controller, uint64_t subscription);
 
 /* ---------------------------------------------------------------------------------------------
@@ -529,7 +610,7 @@ typedef struct cc_transport_response cc_transport_response;
 
 /* Sets the answer: the HTTP status, the body (copied; may be NULL when body_len is 0) and
  * Retry-After seconds (< 0 for none). Errors: CC_E_INVALID_ARGUMENT (response NULL or not the
- * one being answered, body NULL with body_len > 0). */
+ * one being answered, body NULL with body_len > 0, status not within 100...999). */
 CC_API CC_WARN_UNUSED_RESULT int cc_transport_response_set(cc_transport_response *response, int status, const char *body,
                                      size_t body_len, double retry_after_seconds);
 
@@ -563,7 +644,7 @@ CC_API CC_WARN_UNUSED_RESULT int cc_transport_response_set_etag(cc_transport_res
 /* Sets the host transport, used where the configuration says {"callback": true}; fn NULL
  * removes it. Replaces an earlier one (whose free_userdata runs once no request uses it).
  * free_userdata runs exactly once: when replaced, at close, or right away when this call fails.
- * Errors: CC_E_INVALID_HANDLE. */
+ * Errors: CC_E_INVALID_HANDLE, CC_E_STORAGE (inherited across fork()), CC_E_CLOSED. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_set_transport(cc_controller *controller, cc_transport_fn fn, void *userdata,
                                        void (*free_userdata)(void *userdata));
 
@@ -576,10 +657,12 @@ typedef struct cc_snapshot cc_snapshot;
 
 /* Takes a snapshot of the visible feed (as cc_controller_feed, same order and filter). It does
  * not change when the controller does. Close it with cc_snapshot_close.
- * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_PARSE (filter). */
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (out NULL, invalid UTF-8), CC_E_PARSE
+ * (filter),
+ * CC_E_STORAGE, CC_E_CLOSED, CC_E_NO_MEMORY (no handle left). */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_snapshot(cc_snapshot **out, cc_controller *controller, const char *filter_json);
 
-/* The number of cards. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT. */
+/* The number of cards. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (out_count NULL). */
 CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_count(size_t *out_count, const cc_snapshot *snapshot);
 
 /* A string field of card `index` by its name: "id", "type", "url", "classType", "image",
@@ -587,28 +670,34 @@ CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_count(size_t *out_count, const cc_s
  * card's image in the image cache, as when the snapshot was taken; NULL when not cached, see
  * "images" in cc_controller_open). *out is NULL where the card has no such value (JSON null).
  * The string is owned by the snapshot and lives until it is closed.
- * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (index out of range, unknown field, a
- * field that is not a string). */
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (out or field NULL, index out of range,
+ * unknown field, a field that is not a string). */
 CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_string(const char **out, const cc_snapshot *snapshot, size_t index, const char *field);
 
-/* An integer field: "created", "expiresAt" (unix seconds; -1 = never). Errors as above. */
+/* An integer field: "created", "expiresAt" (unix seconds; -1 = never). Errors: as
+ * cc_snapshot_string (a field that is not an integer): CC_E_INVALID_HANDLE,
+ * CC_E_INVALID_ARGUMENT. */
 CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_int(int64_t *out, const cc_snapshot *snapshot, size_t index, const char *field);
 
 /* A boolean field (1 or 0): "viewed", "clicked", "dismissed", "read", "dismissible", "pinned",
- * "isTest", "isControl", "openURLInWebView". Errors as above. */
+ * "isTest", "isControl", "openURLInWebView". Errors: as cc_snapshot_string (a field that is
+ * not a boolean): CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT. */
 CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_bool(int *out, const cc_snapshot *snapshot, size_t index, const char *field);
 
 /* "imageAspectRatio": *out_present is 0 when the card has none (then *out is 0).
- * Errors as above. */
+ * Errors: as cc_snapshot_string (a field other than imageAspectRatio):
+ * CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT. */
 CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_double(double *out, int *out_present, const cc_snapshot *snapshot, size_t index,
                               const char *field);
 
 /* An extras value by key; *out is NULL when the card has no such key. Owned by the snapshot.
- * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT. */
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (out or key NULL, index out of range). */
 CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_extra(const char **out, const cc_snapshot *snapshot, size_t index, const char *key);
 
 /* The number of extras of card `index`, and the key and value of extra `extra_index` (keys in
- * sorted order). Owned by the snapshot. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT. */
+ * sorted order). Owned by the snapshot. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (an
+ * output NULL, index or extra_index out
+ * of range). */
 CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_extras_count(size_t *out_count, const cc_snapshot *snapshot, size_t index);
 CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_extra_at(const char **out_key, const char **out_value, const cc_snapshot *snapshot,
                                 size_t index, size_t extra_index);

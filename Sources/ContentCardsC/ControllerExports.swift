@@ -50,10 +50,44 @@ public func cc_controller_refresh(_ outSummary: UnsafeMutablePointer<UnsafeMutab
     }
 }
 
+/// The former name of cc_controller_refresh_in_background(controller, 0, NULL, NULL, NULL),
+/// kept for ABI 1 (docs/API.md: "async" names an awaitable call; this is fire and forget).
 @_cdecl("cc_controller_refresh_async")
 public func cc_controller_refresh_async(_ controller: OpaquePointer?) -> Int32 {
     entry { () throws(ContentCardsError) in
         try Handles.controller(controller).refreshInBackground()
+    }
+}
+
+@_cdecl("cc_controller_refresh_in_background")
+public func cc_controller_refresh_in_background(_ controller: OpaquePointer?, _ timeoutSeconds: Double,
+                                               _ fn: cc_refresh_done_fn?, _ userdata: UnsafeMutableRawPointer?,
+                                               _ freeUserdata: (@convention(c) (UnsafeMutableRawPointer?) -> Void)?) -> Int32 {
+    let data = UserData(userdata, free: freeUserdata)
+    return entry { () throws(ContentCardsError) in
+        do throws(ContentCardsError) {
+            let c = try Handles.controller(controller)
+            let timeout = try timeoutArgument(timeoutSeconds)
+            guard let fn else {
+                data.release()
+                try c.refreshInBackground(timeout: timeout)
+                return
+            }
+            // The completion runs exactly once, then free_userdata (the closure holds `data`;
+            // release() is idempotent, so the deinit of a never-run closure frees it too).
+            try c.refreshInBackground(timeout: timeout) { result in
+                let status: Int32, json: String
+                switch result {
+                case .success(let summary): (status, json) = (CC_OK, ResultJSON.summary(summary))
+                case .failure(let e): (status, json) = (e.code.rawValue, ResultJSON.error(e))
+                }
+                json.withCString { fn(data.pointer, status, $0) }
+                data.release()
+            }
+        } catch {
+            data.release()
+            throw error
+        }
     }
 }
 

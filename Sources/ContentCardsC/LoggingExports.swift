@@ -3,34 +3,63 @@ import ContentCards
 
 // Logging by card id, and the event outbox.
 
+/// One logging call by its action name, as cc_controller_log and Python name them.
+private func logAction(_ c: ContentCardsController, _ action: String, _ cardID: UnsafePointer<CChar>?) throws(ContentCardsError) -> LogResult {
+    switch action {
+    case "impression": return try c.logImpression(cardID: try CStrings.required(cardID, "card_id"))
+    case "click": return try c.logClick(cardID: try CStrings.required(cardID, "card_id"))
+    case "dismissal": return try c.logDismissal(cardID: try CStrings.required(cardID, "card_id"))
+    case "feed_displayed":
+        if cardID != nil { throw ContentCardsError(.invalidArgument, "card_id must be NULL for \"feed_displayed\"") }
+        return try c.logFeedDisplayed()
+    default:
+        throw ContentCardsError(.invalidArgument, "unknown logging action \"\(action.prefix(60))\": expected \"impression\", \"click\", \"dismissal\" or \"feed_displayed\"")
+    }
+}
+
+/// The C status of a result: a refusal is CC_E_REFUSED with its reason as the message.
+private func requireRecorded(_ result: LogResult) throws(ContentCardsError) {
+    if !result.recorded { throw ContentCardsError(.refused, result.reason ?? "not recorded") }
+}
+
+@_cdecl("cc_controller_log")
+public func cc_controller_log(_ outResult: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?, _ controller: OpaquePointer?,
+                              _ action: UnsafePointer<CChar>?, _ cardID: UnsafePointer<CChar>?) -> Int32 {
+    entry { () throws(ContentCardsError) in
+        outResult?.pointee = nil
+        let c = try Handles.controller(controller)
+        let result = try logAction(c, try CStrings.required(action, "action"), cardID)
+        // The result goes out also for a refusal: it says why, as Python's and Swift's do.
+        try CStrings.output(outResult, ResultJSON.log(result))
+        try requireRecorded(result)
+    }
+}
+
 @_cdecl("cc_controller_log_impression")
 public func cc_controller_log_impression(_ controller: OpaquePointer?, _ cardID: UnsafePointer<CChar>?) -> Int32 {
     entry { () throws(ContentCardsError) in
-        let c = try Handles.controller(controller)
-        try c.logImpression(cardID: try CStrings.required(cardID, "card_id"))
+        try requireRecorded(try logAction(try Handles.controller(controller), "impression", cardID))
     }
 }
 
 @_cdecl("cc_controller_log_click")
 public func cc_controller_log_click(_ controller: OpaquePointer?, _ cardID: UnsafePointer<CChar>?) -> Int32 {
     entry { () throws(ContentCardsError) in
-        let c = try Handles.controller(controller)
-        try c.logClick(cardID: try CStrings.required(cardID, "card_id"))
+        try requireRecorded(try logAction(try Handles.controller(controller), "click", cardID))
     }
 }
 
 @_cdecl("cc_controller_log_dismissal")
 public func cc_controller_log_dismissal(_ controller: OpaquePointer?, _ cardID: UnsafePointer<CChar>?) -> Int32 {
     entry { () throws(ContentCardsError) in
-        let c = try Handles.controller(controller)
-        try c.logDismissal(cardID: try CStrings.required(cardID, "card_id"))
+        try requireRecorded(try logAction(try Handles.controller(controller), "dismissal", cardID))
     }
 }
 
 @_cdecl("cc_controller_log_feed_displayed")
 public func cc_controller_log_feed_displayed(_ controller: OpaquePointer?) -> Int32 {
     entry { () throws(ContentCardsError) in
-        try Handles.controller(controller).logFeedDisplayed()
+        try requireRecorded(try Handles.controller(controller).logFeedDisplayed())
     }
 }
 

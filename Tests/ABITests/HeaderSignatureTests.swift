@@ -37,6 +37,8 @@ import Testing
         "cc_set_log_handler",
         "cc_controller_refresh",
         "cc_controller_refresh_async",
+        "cc_controller_refresh_in_background",
+        "cc_controller_log",
         "cc_controller_set_transport",
         "cc_controller_snapshot",
         "cc_controller_subscribe",
@@ -89,6 +91,8 @@ import Testing
         do { var h = CContentCardsABI.cc_controller_log_feed_displayed; h = ContentCardsC.cc_controller_log_feed_displayed; var i = ContentCardsC.cc_controller_log_feed_displayed; i = CContentCardsABI.cc_controller_log_feed_displayed; _ = (h, i) }
         do { var h = CContentCardsABI.cc_controller_log_impression; h = ContentCardsC.cc_controller_log_impression; var i = ContentCardsC.cc_controller_log_impression; i = CContentCardsABI.cc_controller_log_impression; _ = (h, i) }
         do { var h = CContentCardsABI.cc_controller_open; h = ContentCardsC.cc_controller_open; var i = ContentCardsC.cc_controller_open; i = CContentCardsABI.cc_controller_open; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_controller_log; h = ContentCardsC.cc_controller_log; var i = ContentCardsC.cc_controller_log; i = CContentCardsABI.cc_controller_log; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_controller_refresh_in_background; h = ContentCardsC.cc_controller_refresh_in_background; var i = ContentCardsC.cc_controller_refresh_in_background; i = CContentCardsABI.cc_controller_refresh_in_background; _ = (h, i) }
         do { var h = CContentCardsABI.cc_controller_pending_events; h = ContentCardsC.cc_controller_pending_events; var i = ContentCardsC.cc_controller_pending_events; i = CContentCardsABI.cc_controller_pending_events; _ = (h, i) }
         do { var h = CContentCardsABI.cc_controller_pending_events_json; h = ContentCardsC.cc_controller_pending_events_json; var i = ContentCardsC.cc_controller_pending_events_json; i = CContentCardsABI.cc_controller_pending_events_json; _ = (h, i) }
         do { var h = CContentCardsABI.cc_set_log_handler; h = ContentCardsC.cc_set_log_handler; var i = ContentCardsC.cc_set_log_handler; i = CContentCardsABI.cc_set_log_handler; _ = (h, i) }

@@ -103,13 +103,13 @@ final class UpdateLog: @unchecked Sendable {
         try c.refresh()
         #expect(try c.logClick(cardID: "coupon-1").stateChanged)
         #expect(try c.card(id: "coupon-1").clicked)
-        do { try c.logClick(cardID: "msg-2"); Issue.record("click on a card without url") } catch {
-            #expect(error.code == .refused && error.message.contains("has no url"))
-        }
+        // A refusal is a result, not an error (issue 11, item 1): the same fields as Python's.
+        let noURL = try c.logClick(cardID: "msg-2")
+        #expect(!noURL.recorded && noURL.eventID == nil && !noURL.stateChanged)
+        #expect(noURL.reason?.contains("has no url") == true)
         try c.apply("[\(Fixtures.wire("js", extra: #""u":"javascript:alert(1)""#))]")
-        do { try c.logClick(cardID: "js"); Issue.record("click on javascript:") } catch {
-            #expect(error.code == .refused && error.message.contains("no valid url"))
-        }
+        let js = try c.logClick(cardID: "js")
+        #expect(!js.recorded && js.reason?.contains("no valid url") == true)
         #expect(try c.pendingEvents() == 1)
         #expect(try !c.card(id: "msg-2").clicked)
     }
@@ -117,13 +117,14 @@ final class UpdateLog: @unchecked Sendable {
     @Test func dismissalRules() throws {
         let c = try makeController()
         try c.refresh()
-        do { try c.logDismissal(cardID: "msg-1"); Issue.record("dismissed a non-dismissible card") } catch {
-            #expect(error.code == .refused && error.message.contains("not dismissible"))
-        }
-        try c.logDismissal(cardID: "tile-1")
+        #expect(try c.logDismissal(cardID: "msg-1").reason?.contains("not dismissible") == true)
+        let first = try c.logDismissal(cardID: "tile-1")
+        #expect(first.recorded && first.stateChanged && first.reason == nil && first.eventID != nil)
         #expect(try !c.cards().map(\.id).contains("tile-1"))
-        do { try c.logDismissal(cardID: "tile-1"); Issue.record("dismissed twice") } catch {
-            #expect(error.code == .refused && error.message.contains("already dismissed"))
+        let again = try c.logDismissal(cardID: "tile-1")
+        #expect(!again.recorded && again.reason?.contains("already dismissed") == true)
+        do { try c.logDismissal(cardID: "nope"); Issue.record("an unknown card is an error") } catch {
+            #expect(error.code == .notFound)
         }
         #expect(try c.pendingEvents() == 1)
         // Stays out after a refresh that lists it as not dismissed.
@@ -176,11 +177,11 @@ final class UpdateLog: @unchecked Sendable {
         }
         try FileManager.default.removeItem(atPath: feed)
         do { try c.refresh(); Issue.record("refreshed from nothing") } catch {
-            #expect(error.code == .network)
+            #expect(error.code == .sourceFile)   // a local problem, not the network (issue 11)
         }
         #expect(try c.cards().map(\.id) == ["b", "a"])
         let d = c.diagnostics()
-        #expect(d.lastRefresh?.error?.code == .network)
+        #expect(d.lastRefresh?.error?.code == .sourceFile)
     }
 
     @Test func noSourceIsReported() throws {
@@ -373,7 +374,7 @@ final class UpdateLog: @unchecked Sendable {
         let log = UpdateLog()
         try c.subscribe { log.add($0) }
         _ = try? c.refresh()
-        #expect(log.all.count == 1 && log.all[0].reason == .refresh && log.all[0].error?.code == .network)
+        #expect(log.all.count == 1 && log.all[0].reason == .refresh && log.all[0].error?.code == .sourceFile)
     }
 
     @Test func unsubscribeIsImmediateAndOnRemoveRunsOnce() throws {

@@ -82,7 +82,7 @@ import Testing
     @Test func backgroundDeliveryRetriesWithBackoff() async throws {
         let server = try ReferenceServer()
         let c = try controller(server, user: "fay", extra: #","eventFlushIntervalSeconds":0.2"#)
-        try c.refresh()
+        try await c.refresh()
         try server.fault(#"{"path":"/events","status":500}"#)
         try c.logImpression(cardID: "tile-1")
         // First attempt after 0.2 s fails with 500; the retry after ~1 s of backoff succeeds.

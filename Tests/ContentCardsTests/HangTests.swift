@@ -71,7 +71,7 @@ import Glibc
         #expect(Self.finishes(within: 2 + 2) {
             do throws(ContentCardsError) { try c.refresh(timeout: 2) } catch { box.error = error }
         })
-        #expect(box.error?.code == .network)
+        #expect(box.error?.code == .sourceFile)
         #expect(box.error?.message.contains("FIFO") == true, "\(String(describing: box.error))")
     }
 

@@ -18,14 +18,15 @@ extension ContentCardsController {
     }
 
     /// The events waiting in the outbox (every user's), oldest first, at most `limit` of them
-    /// (0: all), with the number pending and the delivery attempts that failed in a row since
-    /// the last delivery by this controller (the outbox keeps no per-event count).
+    /// (0: all), with the number pending, the delivery attempts that failed in a row since
+    /// the last delivery by this controller, and each event's failed attempts in this process.
     public func pendingEventList(limit: Int = 0) throws(ContentCardsError) -> PendingEvents {
         try lock.withLock { () throws(ContentCardsError) in
             guard let store else { throw Self.closedError }
             do throws(StoreError) {
-                let events = try store.pendingEvents(limit: limit > 0 ? limit : Int.max, maxBytes: Int.max).map(\.event)
-                return PendingEvents(pending: try store.pendingEventCount(), failedAttempts: deliveryAttempt, events: events)
+                let rows = try store.pendingEvents(limit: limit > 0 ? limit : Int.max, maxBytes: Int.max)
+                return PendingEvents(pending: try store.pendingEventCount(), failedAttempts: deliveryAttempt,
+                                     events: rows.map(\.event), attempts: rows.map { eventAttempts[$0.sequence] ?? 0 })
             } catch { throw ContentCardsError(.storage, error.message) }
         }
     }
@@ -101,8 +102,10 @@ extension ContentCardsController {
                         record.deliveredEvents += batch.count
                     }
                     deliveryAttempt = 0
+                    for row in batch { eventAttempts[row.sequence] = nil }
                 case .retry(let e):
                     failure = e
+                    for row in batch { eventAttempts[row.sequence, default: 0] += 1 }
                 }
             }
             switch outcome {

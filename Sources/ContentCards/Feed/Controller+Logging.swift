@@ -1,6 +1,10 @@
 /// Logging by card id (docs/BEHAVIOUR.md, "Logging"): the state change and its event are written in one
 /// transaction before the call returns, so counts reflect it at once and the event survives a
-/// crash. A refused call records nothing and says why.
+/// crash. A refused call records nothing and returns a `LogResult` that says why (it does not
+/// throw: the same result as Python's and as `cc_controller_log`'s JSON); an unknown card throws
+/// `.notFound`. A card that is stored but no longer visible (expired, or dismissed) is logged
+/// like any other: the application may be showing a feed drawn a moment before it expired, and
+/// what the user saw or tapped is recorded (docs/BEHAVIOUR.md, "Logging").
 extension ContentCardsController {
     /// Marks the card viewed and records an impression (a control impression for a control
     /// card). Logging again records another event; the card counts as viewed once.
@@ -58,7 +62,7 @@ extension ContentCardsController {
             return event.id
         }
         scheduleDelivery()
-        return LogResult(eventID: eventID, stateChanged: false)
+        return .recorded(eventID: eventID, stateChanged: false)
     }
 
     /// The shared path: look the card up, let `decide` refuse or give the event kind and the
@@ -76,6 +80,7 @@ extension ContentCardsController {
             if e.code == .refused || e.code == .notFound {
                 ContentCardsLog.emit(.info, "\(reason.rawValue) refused (\(e.code.statusName)): \(e.message)")
             }
+            if e.code == .refused { return .refused(e.message) }
             throw e
         }
         subscribers.notify(FeedUpdate(reason: reason, error: nil, cardID: cardID, counts: counts, sync: nil))
@@ -105,6 +110,6 @@ extension ContentCardsController {
         if kind == .dismissal { changes.dismissalsAdded = [card.id] }
         try persist(changes, for: userID)
         publish(changes)
-        return (LogResult(eventID: event.id, stateChanged: next != nil), currentCounts())
+        return (.recorded(eventID: event.id, stateChanged: next != nil), currentCounts())
     }
 }

@@ -6,13 +6,13 @@ extension ContentCardsController {
     /// Marks the card read; records a `read` event when it was unread.
     @discardableResult
     public func markRead(cardID: String) throws(ContentCardsError) -> LogResult {
-        try setRead(true, cardIDs: [cardID], reason: .read, single: cardID).first ?? LogResult(eventID: nil, stateChanged: false)
+        try setRead(true, cardIDs: [cardID], reason: .read, single: cardID).first ?? .refused("already read")
     }
 
     /// Marks the card unread; records an `unread` event when it was read.
     @discardableResult
     public func markUnread(cardID: String) throws(ContentCardsError) -> LogResult {
-        try setRead(false, cardIDs: [cardID], reason: .unread, single: cardID).first ?? LogResult(eventID: nil, stateChanged: false)
+        try setRead(false, cardIDs: [cardID], reason: .unread, single: cardID).first ?? .refused("already unread")
     }
 
     /// Marks every visible card passing `filter` read (control cards too, which no badge counts),
@@ -44,7 +44,7 @@ extension ContentCardsController {
                         throw e
                     }
                     if card.read == read {
-                        if single != nil { results.append(LogResult(eventID: nil, stateChanged: false)) }
+                        if single != nil { results.append(.refused(read ? "already read" : "already unread")) }
                         continue
                     }
                     var next = card
@@ -53,7 +53,7 @@ extension ContentCardsController {
                                       classType: card.classType, userID: userID, time: clock.now())
                     changes.upserts.append(next)
                     changes.events.append(event)
-                    results.append(LogResult(eventID: event.id, stateChanged: true))
+                    results.append(.recorded(eventID: event.id, stateChanged: true))
                 }
                 if !changes.isEmpty {
                     try persist(changes, for: userID)

@@ -19,6 +19,9 @@ final class RefreshTicket {
     var fetched: Result<SyncAnswer, ContentCardsError>?
     /// What the fetch did, for the log (emitted once the refresh is over).
     var fetchNote: String?
+    /// Called once with the outcome (after the subscribers), outside the lock: the completions
+    /// of `refreshInBackground(timeout:completion:)`, including those that joined this refresh.
+    var completions: [@Sendable (Result<SyncSummary, ContentCardsError>) -> Void] = []
 }
 
 /// A controller's background machinery (issue 10, items 1 and 2): its own work queues, so one
@@ -29,6 +32,8 @@ final class Background: @unchecked Sendable {
     let refreshQueue = WorkQueue()
     /// Runs background event delivery.
     let deliveryQueue = WorkQueue()
+    /// Tells the subscribers when a visible card expires (Controller+Expiry.swift).
+    let expiryQueue = WorkQueue()
     /// Fetch threads still running, including those abandoned at their deadline (a source
     /// that never answers): at most `maxFetches`, so a stuck source cannot pile up threads.
     var fetches = 0
@@ -90,17 +95,31 @@ extension ContentCardsController {
     }
 
     /// Starts a refresh on a background thread and returns at once; the outcome reaches the
-    /// subscribers. Returns false when a refresh was already running (this request joins it).
+    /// subscribers, then `completion` (when given), on that thread. Returns false when a
+    /// refresh was already running: this request joins it, and `completion` gets its outcome.
     /// Refusals known at once (closed, no source, rate limit) are thrown, and told to the
-    /// subscribers too.
+    /// subscribers too; `completion` is then never called. The source is waited for at most
+    /// min(`timeout`, the configuration's `timeoutSeconds`) (nil: `timeoutSeconds`).
+    /// This is "refresh in background" of docs/API.md: fire and forget, or a completion;
+    /// `refresh() async` is built on it (an awaiting task that is cancelled stops waiting at
+    /// once, and the refresh finishes on its own).
     @discardableResult
-    public func refreshInBackground() throws(ContentCardsError) -> Bool {
+    public func refreshInBackground(timeout: Double? = nil,
+                                    completion: (@Sendable (Result<SyncSummary, ContentCardsError>) -> Void)? = nil) throws(ContentCardsError) -> Bool {
         switch try beginRefresh() {
-        case .joined:
+        case .joined(let ticket):
+            guard let completion else { return false }
+            let done: Result<SyncSummary, ContentCardsError>? = lock.withLock {
+                if let result = ticket.result { return result }
+                ticket.completions.append(completion)
+                return nil
+            }
+            if let done { CallbackContext.run { completion(done) } }
             return false
         case .started(let start):
-            let timeout = configuration.timeoutSeconds
-            background.refreshQueue.async { [self] in _ = perform(start, timeout: timeout) }
+            if let completion { lock.withLock { start.ticket.completions.append(completion) } }
+            let limit = min(Self.clampTimeout(timeout ?? configuration.timeoutSeconds), configuration.timeoutSeconds)
+            background.refreshQueue.async { [self] in _ = perform(start, timeout: limit) }
             return true
         }
     }
@@ -264,6 +283,11 @@ extension ContentCardsController {
             changed.broadcast()
             return result
         }
+        let completions: [@Sendable (Result<SyncSummary, ContentCardsError>) -> Void] = lock.withLock {
+            defer { ticket.completions = [] }
+            return ticket.completions
+        }
+        defer { if !completions.isEmpty { CallbackContext.run { for c in completions { c(result) } } } }
         if case .failure(let e) = result, e.code == .closed { return result }
         // Logged only now that the refresh is over: a log handler that refreshes (joining a
         // refresh in flight) must not wait for the very refresh that is calling it.

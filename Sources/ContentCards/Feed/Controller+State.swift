@@ -87,6 +87,7 @@ extension ContentCardsController {
 
     /// Tells the observer the current badge when it changed. Called with the readers' lock held.
     func publishBadge() {
+        armExpiryTimer()
         guard let observer = badgeObserver else { return }
         let badge = isOpen ? index.badge : nil
         if badge == lastBadge { return }

@@ -37,6 +37,9 @@ public final class ContentCardsController: @unchecked Sendable {
     /// See `observeBadge`; both guarded by `readLock`.
     var badgeObserver: BadgeObserver?
     var lastBadge: FeedIndex.Badge?
+    /// The expiry timer (see Controller+Expiry.swift): the wall-clock time it is set for.
+    /// Guarded by `readLock`.
+    var expiryTimerAt: Double?
     /// An in-memory store has no other connection to hear from: reads skip the version check.
     let storeIsInMemory: Bool
     /// An in-memory store's users other than the current one (its SQLite keeps only events).
@@ -58,6 +61,10 @@ public final class ContentCardsController: @unchecked Sendable {
     var deliveryInFlight = false
     var deliveryScheduled = false
     var deliveryAttempt = 0
+    /// Failed delivery attempts of each event in this process, by outbox sequence: only events
+    /// of batches that failed (the oldest, which go out first), removed once delivered or
+    /// dropped (the outbox's listing shows them; the store keeps no count).
+    var eventAttempts: [Int64: Int] = [:]
     /// The host's transport, shared with the sources and sinks that use it.
     let hostTransport = HostTransportSlot()
     var record = DiagnosticsRecord()
@@ -263,6 +270,13 @@ public final class ContentCardsController: @unchecked Sendable {
         }
         let id = subscribers.add(callback, onRemove: onRemove)
         return Subscription(id: id, subscribers: subscribers)
+    }
+
+    /// The state as an update (reason `.current`, the counts of the whole visible feed now):
+    /// what a new subscriber draws before the first change reaches it.
+    public func currentUpdate() throws(ContentCardsError) -> FeedUpdate {
+        let counts = try counts()
+        return FeedUpdate(reason: .current, error: nil, cardID: nil, counts: counts, sync: nil)
     }
 
     /// Removes a subscriber by id; false when there is none (already removed, or closed).

@@ -223,6 +223,10 @@ struct FeedIndex {
 
     /// The unfiltered counts and the time until which they stay exact, when the tallies are
     /// kept (after the first count, and through every change since).
+    /// Until when the tallies stay exact (the next expiry), without summing them; nil before
+    /// the first count.
+    var validBefore: Double? { tallies?.validBefore }
+
     var badge: Badge? {
         guard let t = tallies else { return nil }
         var counts = FeedCounts()

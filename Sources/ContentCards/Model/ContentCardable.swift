@@ -34,11 +34,14 @@ public enum ContentCardValue: Hashable, Sendable {
     }
 }
 
-/// A card's metadata keyed by `ContentCardKey`, with its extras, as handed to a factory.
+/// A card's metadata keyed by `ContentCardKey`, with its extras, as handed to a factory; and
+/// the controller it came through (`ContentCardsController.convert`), so the object made from
+/// it can log itself.
 public struct ContentCardMetadata: Sendable {
     public let card: Card
+    public let controller: ContentCardsController?
 
-    public init(_ card: Card) { self.card = card }
+    public init(_ card: Card, controller: ContentCardsController? = nil) { self.card = card; self.controller = controller }
 
     public subscript(key: ContentCardKey) -> ContentCardValue {
         let c = card
@@ -79,18 +82,34 @@ public struct ContentCardMetadata: Sendable {
     }
 }
 
-/// What an application object keeps of the card it came from: enough to log by id.
+/// What an application object keeps of the card it came from (the implementation guide's
+/// `ContentCardData`): its id, class type, creation and expiry time, whether it is pinned,
+/// dismissible or a control card, and the controller it was converted through (to log by id).
+/// Two are equal when their card ids are: the same card seen twice is the same content card.
 public struct ContentCardData: Hashable, Sendable {
     public let contentCardID: String
     public let classType: String
     public let createdAt: Int64
+    /// Unix seconds; -1 when the card never expires.
+    public let expiresAt: Int64
+    public let isPinned: Bool
     public let isDismissible: Bool
     public let isControl: Bool
+    /// The controller the card came through, when converted with `controller.convert(...)`.
+    public let controller: ContentCardsController?
 
-    public init(_ card: Card) {
+    public init(_ card: Card, controller: ContentCardsController? = nil) {
         contentCardID = card.id; classType = card.classType; createdAt = card.created
+        expiresAt = card.expiresAt; isPinned = card.pinned
         isDismissible = card.dismissible; isControl = card.isControl
+        self.controller = controller
     }
+
+    /// From a factory's metadata, keeping its controller.
+    public init(_ metadata: ContentCardMetadata) { self.init(metadata.card, controller: metadata.controller) }
+
+    public static func == (a: ContentCardData, b: ContentCardData) -> Bool { a.contentCardID == b.contentCardID }
+    public func hash(into hasher: inout Hasher) { hasher.combine(contentCardID) }
 }
 
 /// An application type that can be built from a card.
@@ -99,6 +118,43 @@ public protocol ContentCardable {
     var contentCardData: ContentCardData? { get }
     /// Builds the object from a card's metadata, or declines with nil.
     init?(metadata: ContentCardMetadata, classType: String)
+}
+
+/// The pattern's logging: an object made from a card logs its own impression, click and
+/// dismissal through the controller it was converted through; the same `LogResult` as the
+/// controller's calls. An object that is not a content card, or was converted without a
+/// controller, gets `.invalidArgument` saying so.
+extension ContentCardable {
+    /// Whether this object came from a card.
+    public var isContentCard: Bool { contentCardData != nil }
+
+    @discardableResult
+    public func logContentCardImpression() throws(ContentCardsError) -> LogResult {
+        let (c, id) = try contentCardTarget()
+        return try c.logImpression(cardID: id)
+    }
+
+    @discardableResult
+    public func logContentCardClicked() throws(ContentCardsError) -> LogResult {
+        let (c, id) = try contentCardTarget()
+        return try c.logClick(cardID: id)
+    }
+
+    @discardableResult
+    public func logContentCardDismissed() throws(ContentCardsError) -> LogResult {
+        let (c, id) = try contentCardTarget()
+        return try c.logDismissal(cardID: id)
+    }
+
+    private func contentCardTarget() throws(ContentCardsError) -> (ContentCardsController, String) {
+        guard let data = contentCardData else {
+            throw ContentCardsError(.invalidArgument, "\(Self.self) is not a content card (contentCardData is nil)")
+        }
+        guard let controller = data.controller else {
+            throw ContentCardsError(.invalidArgument, "\(Self.self) for card \(ContentCardsController.quoted(data.contentCardID)) was not converted through a controller: use controller.convert(registry), or log with controller.logImpression(cardID:)")
+        }
+        return (controller, data.contentCardID)
+    }
 }
 
 /// Factories per class type, and the conversion of cards into the application's objects.
@@ -127,15 +183,30 @@ public struct ContentCardRegistry: Sendable {
     /// The application's objects for `cards` whose class type passes `filter`, in the cards'
     /// order. Cards with no factory for their class type, and cards a factory declines, are
     /// skipped.
-    public func convert(_ cards: [Card], for filter: ClassTypeFilter = .all) -> [any ContentCardable] {
+    public func convert(_ cards: [Card], for filter: ClassTypeFilter = .all,
+                        controller: ContentCardsController? = nil) -> [any ContentCardable] {
         cards.compactMap { card in
             guard filter.matches(card), let factory = factories[card.classType] else { return nil }
-            return factory(ContentCardMetadata(card))
+            return factory(ContentCardMetadata(card, controller: controller))
         }
     }
 
     /// Like `convert`, for one application type: cards whose object is not a `T` are skipped.
-    public func convert<T: ContentCardable>(_ cards: [Card], to type: T.Type, for filter: ClassTypeFilter = .all) -> [T] {
-        convert(cards, for: filter).compactMap { $0 as? T }
+    public func convert<T: ContentCardable>(_ cards: [Card], to type: T.Type, for filter: ClassTypeFilter = .all,
+                                            controller: ContentCardsController? = nil) -> [T] {
+        convert(cards, for: filter, controller: controller).compactMap { $0 as? T }
+    }
+}
+
+extension ContentCardsController {
+    /// The visible cards as the application's objects (`registry.convert`), in feed order,
+    /// able to log themselves through this controller (`logContentCardImpression()`...).
+    public func convert(_ registry: ContentCardRegistry, for filter: ClassTypeFilter = .all) throws(ContentCardsError) -> [any ContentCardable] {
+        registry.convert(try cards(filter), for: filter, controller: self)
+    }
+
+    public func convert<T: ContentCardable>(_ registry: ContentCardRegistry, to type: T.Type,
+                                            for filter: ClassTypeFilter = .all) throws(ContentCardsError) -> [T] {
+        registry.convert(try cards(filter), to: type, for: filter, controller: self)
     }
 }

@@ -19,6 +19,9 @@ public struct ContentCardsError: Error, Equatable, CustomStringConvertible, Send
         case transport = -15
         case noMemory = -16
         case closed = -17
+        /// A file source that cannot be read (missing, unreadable, not a regular file): a
+        /// local problem, not the network.
+        case sourceFile = -18
         case `internal` = -99
 
         /// The status name of the C header: "CC_E_NOT_FOUND".
@@ -44,6 +47,7 @@ public struct ContentCardsError: Error, Equatable, CustomStringConvertible, Send
             case .transport: return "transport"
             case .noMemory: return "no_memory"
             case .closed: return "closed"
+            case .sourceFile: return "source_file"
             case .internal: return "internal"
             }
         }

@@ -46,7 +46,11 @@ public struct PendingEvents: Sendable, Equatable {
     public var failedAttempts: Int
     /// Oldest first.
     public var events: [Event]
-    public init(pending: Int, failedAttempts: Int, events: [Event]) {
+    /// For each of `events`, the delivery attempts of it that failed in this process (the
+    /// store keeps no count, so a new process starts from 0).
+    public var attempts: [Int]
+    public init(pending: Int, failedAttempts: Int, events: [Event], attempts: [Int]? = nil) {
         self.pending = pending; self.failedAttempts = failedAttempts; self.events = events
+        self.attempts = attempts ?? Array(repeating: 0, count: events.count)
     }
 }

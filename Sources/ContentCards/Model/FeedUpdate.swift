@@ -12,6 +12,11 @@ public struct FeedUpdate: Sendable, Equatable {
         /// Cards marked read (one card, or `markAllRead`: `cardID` nil), or one marked unread.
         case read
         case unread
+        /// Not a change: the state as it is, from `currentUpdate()` (a new subscriber's start).
+        case current
+        /// A visible card expired: the counts went down without any call (a badge drawn from
+        /// updates stays true).
+        case expired
     }
 
     public var reason: Reason
@@ -25,6 +30,23 @@ public struct FeedUpdate: Sendable, Equatable {
     public var sync: SyncSummary?
 
     public var succeeded: Bool { error == nil }
+
+    /// Where the cards the update describes came from: `.server` for a refresh that succeeded,
+    /// `.application` for cards handed in with `apply`, `.store` for everything else (a failed
+    /// refresh or apply keeps the stored cards; logging, a user change, an expiry, the current
+    /// state read the store).
+    public enum Origin: String, Sendable, CaseIterable {
+        case server, application, store
+    }
+
+    public var origin: Origin {
+        guard error == nil else { return .store }
+        switch reason {
+        case .refresh: return .server
+        case .cardsApplied: return .application
+        default: return .store
+        }
+    }
 }
 
 /// The outcome of a refresh or of cards handed in.
@@ -44,12 +66,33 @@ public struct SyncSummary: Sendable, Equatable {
     public init() {}
 }
 
-/// What a logging call did.
+/// What a logging call did: the same four fields in Swift, C (`cc_controller_log`'s JSON) and
+/// Python (docs/API.md). A refusal (a click on a card without a valid url, a dismissal of a card
+/// that is not dismissible or dismissed already) is a result, not an error: `recorded` is false
+/// and `reason` says why. An unknown card is an error (`.notFound`).
 public struct LogResult: Sendable, Equatable {
+    /// An event was written to the outbox.
+    public var recorded: Bool
+    /// Why nothing was recorded (nil when `recorded`).
+    public var reason: String?
     /// The event's id (nil when nothing was recorded).
     public var eventID: String?
     /// The card's state changed (first impression, first click, the dismissal).
     public var stateChanged: Bool
+
+    public init(recorded: Bool, reason: String?, eventID: String?, stateChanged: Bool) {
+        self.recorded = recorded; self.reason = reason; self.eventID = eventID; self.stateChanged = stateChanged
+    }
+
+    /// A recorded event.
+    public static func recorded(eventID: String, stateChanged: Bool) -> LogResult {
+        LogResult(recorded: true, reason: nil, eventID: eventID, stateChanged: stateChanged)
+    }
+
+    /// Nothing recorded, and why.
+    public static func refused(_ reason: String) -> LogResult {
+        LogResult(recorded: false, reason: reason, eventID: nil, stateChanged: false)
+    }
 }
 
 /// What a flush of the event outbox did.

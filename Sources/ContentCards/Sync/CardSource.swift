@@ -40,13 +40,13 @@ struct FileSource: CardSource {
             case S_IFSOCK: kind = "a socket"
             default: kind = "not a regular file"
             }
-            return .failure(ContentCardsError(.network, "cannot read the source file: \(path) is \(kind), not a regular file"))
+            return .failure(ContentCardsError(.sourceFile, "cannot read the source file: \(path) is \(kind), not a regular file"))
         }
         do { return .success(.payload(try Files.read(path, limit: maxBytes), validator: nil)) } catch {
             if error.tooLarge {
                 return .failure(ContentCardsError(.parse, "the source file \(path) is too large: over the limit of \(maxBytes) bytes (raise \"maxPayloadBytes\" in the configuration to read it)"))
             }
-            return .failure(ContentCardsError(.network, "cannot read the source file: \(error.message)"))
+            return .failure(ContentCardsError(.sourceFile, "cannot read the source file: \(error.message)"))
         }
     }
 }

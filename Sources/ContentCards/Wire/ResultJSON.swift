@@ -10,6 +10,12 @@ public enum ResultJSON {
         w.endObject()
     }
 
+    public static func error(_ e: ContentCardsError) -> String {
+        var w = JSONWriter()
+        error(e, to: &w)
+        return w.string
+    }
+
     public static func counts(_ c: FeedCounts, to w: inout JSONWriter) {
         w.beginObject()
         w.key("total"); w.int(c.total)
@@ -73,6 +79,19 @@ public enum ResultJSON {
         w.key("counts"); counts(u.counts, to: &w)
         w.key("sync")
         if let s = u.sync { summary(s, to: &w) } else { w.null() }
+        w.key("origin"); w.string(u.origin.rawValue)
+        w.endObject()
+        return w.string
+    }
+
+    /// A logging call's outcome (cc_controller_log): the fields of `LogResult`, in this order.
+    public static func log(_ r: LogResult) -> String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("recorded"); w.bool(r.recorded)
+        w.key("reason"); w.string(r.reason)
+        w.key("eventId"); w.string(r.eventID)
+        w.key("stateChanged"); w.bool(r.stateChanged)
         w.endObject()
         return w.string
     }
@@ -164,7 +183,7 @@ public enum ResultJSON {
         w.key("failedAttempts"); w.int(p.failedAttempts)
         w.key("events")
         w.beginArray()
-        for e in p.events {
+        for (i, e) in p.events.enumerated() {
             w.beginObject()
             w.key("id"); w.string(e.id)
             w.key("type"); w.string(e.kind.rawValue)
@@ -172,6 +191,7 @@ public enum ResultJSON {
             w.key("classType"); w.string(e.classType)
             w.key("userId"); w.string(e.userID)
             w.key("time"); w.double(e.time)
+            w.key("attempts"); w.int(i < p.attempts.count ? p.attempts[i] : 0)
             w.endObject()
         }
         w.endArray()

@@ -21,15 +21,15 @@ from __future__ import annotations
 
 from . import _ffi, _logs  # noqa: F401 - _logs routes the library's log to logging
 from .cards import Card, CardType, normalize_class_type
-from .controller import CONFIG_KEYS, ContentCards, Subscription
-from .convert import ContentCardable, Registry
+from .controller import CONFIG_KEYS, ContentCards, Subscription, UpdateStream
+from .convert import ContentCardable, ContentCardData, Registry
 from .errors import (CardNotFoundError, ClosedError, ConfigError, ContentCardsError,
                      InternalError, InvalidArgumentError, InvalidHandleError, NetworkError,
                      NoMemoryError, NoSourceError, ParseError, RateLimitedError, RefusedError,
-                     RequestTimeoutError, ServerError, StorageError, TransportError,
-                     UnavailableError, WrongUserError)
-from .results import (Counts, FlushResult, ImageStats, LeftOut, LogResult, PendingEvent,
-                      PendingEvents, SyncSummary, Update)
+                     RequestTimeoutError, ServerError, SourceFileError, StorageError,
+                     TransportError, UnavailableError, WrongUserError)
+from .results import (Counts, Diagnostics, FlushResult, ImageStats, LeftOut, LogResult,
+                      PendingEvent, PendingEvents, SyncSummary, Update, UpdateReason)
 from .transport import TransportRequest, TransportResponse
 
 #: The package's version: the version of the library it carries (CC_VERSION_STRING of
@@ -39,8 +39,9 @@ __version__: str = _ffi.version()
 #: The ABI version this package needs (CC_ABI_VERSION).
 ABI_VERSION = 1
 
-#: Where the library was loaded from.
-library_path: str = _ffi.library_path
+def library_path() -> str:
+    """Where the library actually loaded was loaded from (a file path)."""
+    return _ffi.library_path
 
 
 def library_version() -> str:
@@ -55,12 +56,14 @@ def abi_version() -> int:
 
 __all__ = [
     "ABI_VERSION", "CONFIG_KEYS", "Card", "CardNotFoundError", "CardType", "ClosedError",
-    "ConfigError", "ContentCardable", "ContentCards", "ContentCardsError", "Counts",
-    "FlushResult", "ImageStats", "InternalError", "InvalidArgumentError", "InvalidHandleError", "LeftOut",
+    "ConfigError", "ContentCardData", "ContentCardable", "ContentCards", "ContentCardsError",
+    "Counts", "Diagnostics", "FlushResult", "ImageStats", "InternalError", "InvalidArgumentError",
+    "InvalidHandleError", "LeftOut",
     "LogResult", "NetworkError", "NoMemoryError", "NoSourceError", "ParseError", "PendingEvent",
     "PendingEvents",
     "RateLimitedError", "RefusedError", "Registry", "RequestTimeoutError", "ServerError",
-    "StorageError", "Subscription", "SyncSummary", "TransportError", "TransportRequest",
-    "TransportResponse", "UnavailableError", "Update", "WrongUserError", "abi_version",
+    "SourceFileError", "StorageError", "Subscription", "SyncSummary", "TransportError", "TransportRequest",
+    "TransportResponse", "UnavailableError", "Update", "UpdateReason", "UpdateStream",
+    "WrongUserError", "abi_version",
     "library_path", "library_version", "normalize_class_type",
 ]

@@ -1,7 +1,7 @@
 """The low level: ctypes declarations of every function of ``contentcards.h`` and thin wrappers.
 
 Like llvmlite's ``binding/ffi.py``: :data:`SIGNATURES` is the one table of argument and result
-types for all 43 functions of the header; every function that returns a status gets
+types for all 45 functions of the header; every function that returns a status gets
 :func:`_errcheck`, which turns a negative status into the matching
 :class:`~contentcards.errors.ContentCardsError`, with the message read from
 ``cc_last_error_message()`` at once, on the calling thread. The wrappers below take the
@@ -24,10 +24,13 @@ import ctypes
 import threading
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_char_p, c_double, c_int, c_int64, c_size_t,
                     c_uint64, c_void_p)
-from typing import Any, Callable
 
 from . import _library
 from .errors import InvalidArgumentError, error_for
+
+TYPE_CHECKING = False  # typing is not imported at run time (import time)
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 __all__ = [
     "CALLBACK_KEY_NONE", "FREE_TRAMPOLINE", "SIGNATURES", "TRANSPORT_TRAMPOLINE",
@@ -55,6 +58,8 @@ class TransportRequestStruct(Structure):
 UPDATE_FN = CFUNCTYPE(None, c_void_p, c_char_p)
 #: void (*free_userdata)(void *userdata)
 FREE_FN = CFUNCTYPE(None, c_void_p)
+#: void (*cc_refresh_done_fn)(void *userdata, int status, const char *result_json)
+REFRESH_DONE_FN = CFUNCTYPE(None, c_void_p, c_int, c_char_p)
 #: void (*cc_log_fn)(void *userdata, int level, const char *message)
 LOG_FN = CFUNCTYPE(None, c_void_p, c_int, c_char_p)
 #: int (*cc_transport_fn)(void *userdata, const cc_transport_request *, cc_transport_response *)
@@ -81,6 +86,8 @@ SIGNATURES: dict[str, tuple[Any, list[Any], str]] = {
     "cc_controller_open": (c_int, [POINTER(handle_t), c_char_p], STATUS),
     "cc_controller_close": (c_int, [handle_t], STATUS),
     "cc_controller_refresh": (c_int, [out_string_t, handle_t, c_double], STATUS),
+    "cc_controller_refresh_in_background": (
+        c_int, [handle_t, c_double, REFRESH_DONE_FN, c_void_p, FREE_FN], STATUS),
     "cc_controller_refresh_async": (c_int, [handle_t], STATUS),
     "cc_controller_apply": (c_int, [out_string_t, handle_t, c_char_p], STATUS),
     "cc_controller_feed": (c_int, [out_string_t, handle_t, c_char_p], STATUS),
@@ -97,6 +104,8 @@ SIGNATURES: dict[str, tuple[Any, list[Any], str]] = {
     "cc_controller_log_click": (c_int, [handle_t, c_char_p], STATUS),
     "cc_controller_log_dismissal": (c_int, [handle_t, c_char_p], STATUS),
     "cc_controller_log_feed_displayed": (c_int, [handle_t], STATUS),
+    # PLAIN: CC_E_REFUSED comes with a result to read (controller_log checks the status).
+    "cc_controller_log": (c_int, [out_string_t, handle_t, c_char_p, c_char_p], PLAIN),
     "cc_controller_change_user": (c_int, [handle_t, c_char_p], STATUS),
     "cc_controller_user": (c_int, [out_string_t, handle_t], STATUS),
     "cc_controller_flush_events": (c_int, [out_string_t, handle_t, c_double], STATUS),
@@ -248,8 +257,16 @@ def controller_refresh(handle: int, timeout_seconds: float) -> str:
     return _call_string_out(lib.cc_controller_refresh, handle, timeout_seconds)
 
 
-def controller_refresh_async(handle: int) -> None:
-    lib.cc_controller_refresh_async(handle)
+def controller_refresh_in_background(handle: int, timeout_seconds: float,
+                                     key: int | None) -> None:
+    """Starts a background refresh; with ``key`` the registry entry gets ``(status,
+    result_json)`` once, on a library thread, and is released after (or at once on failure)."""
+    if key is None:
+        lib.cc_controller_refresh_in_background(handle, timeout_seconds, NULL_REFRESH_DONE_FN,
+                                                None, NULL_FREE_FN)
+    else:
+        lib.cc_controller_refresh_in_background(handle, timeout_seconds,
+                                                REFRESH_DONE_TRAMPOLINE, key, FREE_TRAMPOLINE)
 
 
 def controller_apply(handle: int, payload: bytes) -> str:
@@ -299,6 +316,11 @@ def controller_wait_images(handle: int, timeout: float) -> str:
     return _call_string_out(lib.cc_controller_wait_images, handle, timeout)
 
 
+def controller_refresh_async(handle: int) -> None:
+    """The former name of the background refresh (kept in the C ABI; tests call it)."""
+    lib.cc_controller_refresh_async(handle)
+
+
 def controller_log_impression(handle: int, card_id: bytes) -> None:
     lib.cc_controller_log_impression(handle, card_id)
 
@@ -313,6 +335,26 @@ def controller_log_dismissal(handle: int, card_id: bytes) -> None:
 
 def controller_log_feed_displayed(handle: int) -> None:
     lib.cc_controller_log_feed_displayed(handle)
+
+
+def controller_log(handle: int, action: bytes, card_id: bytes | None) -> tuple[bool, str]:
+    """``cc_controller_log``: (recorded, result JSON). A refusal (CC_E_REFUSED) is not raised:
+    its result JSON says why, as the Swift and Python APIs return it."""
+    out = c_void_p()
+    recorded = True
+    try:
+        status = lib.cc_controller_log(ctypes.byref(out), handle, action, card_id)
+        if status == -6:
+            recorded = False
+        elif status < 0:
+            raise error_for(status, _last_error_message(), lib.cc_last_error_retry_after())
+        text = _take_string(out)
+    finally:
+        if out.value:
+            lib.cc_string_free(out)
+    if text is None:
+        raise error_for(-99, "cc_controller_log succeeded but returned no result")
+    return recorded, text
 
 
 def controller_change_user(handle: int, user_id: bytes) -> None:
@@ -424,7 +466,19 @@ def _free_trampoline(userdata: int | None,
         pass
 
 
+def _refresh_done_trampoline(userdata: int | None, status: int, result_json: bytes | None,
+                             _get: Callable[[int | None], Any] = callbacks.get) -> None:
+    try:
+        entry = _get(userdata)
+        if entry is not None:
+            entry(status, result_json)
+    except BaseException:  # noqa: BLE001 - nothing may propagate into C
+        pass
+
+
 UPDATE_TRAMPOLINE = UPDATE_FN(_update_trampoline)
+REFRESH_DONE_TRAMPOLINE = REFRESH_DONE_FN(_refresh_done_trampoline)
+NULL_REFRESH_DONE_FN = REFRESH_DONE_FN()
 TRANSPORT_TRAMPOLINE = TRANSPORT_FN(_transport_trampoline)
 FREE_TRAMPOLINE = FREE_FN(_free_trampoline)
 

@@ -16,9 +16,12 @@ from __future__ import annotations
 import atexit
 import sys
 import threading
-from typing import Any
 
 from . import _ffi
+
+TYPE_CHECKING = False  # typing is not imported at run time (import time)
+if TYPE_CHECKING:
+    from typing import Any
 
 # `logging` is imported when it is needed, not by `import contentcards` (it and what it
 # imports were a fifth of the import's time): when the library first has a message for it,

@@ -5,17 +5,30 @@ from __future__ import annotations
 import enum
 import types
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any
 
+from ._value import Value
 from .errors import ParseError
 
-__all__ = ["Card", "CardType", "normalize_class_type"]
+# typing is not imported at run time (issue 9: import time); mypy reads this as True.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
+__all__ = ["Card", "CardType", "json_number", "normalize_class_type"]
+
+_set = object.__setattr__
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MIN = datetime.min.replace(tzinfo=timezone.utc)
 _MAX = datetime.max.replace(tzinfo=timezone.utc)
+
+
+def json_number(value: float) -> float | int:
+    """A float as the library writes it in JSON: a whole number below 1e15 without a
+    fraction (1.0 -> 1), so ``json.dumps(card.to_json())`` gives the library's bytes."""
+    if abs(value) < 1e15 and value == int(value):
+        return int(value)
+    return value
 
 
 def normalize_class_type(class_type: str) -> str:
@@ -86,16 +99,22 @@ def _check(key: str, value: Any, kind: str, nullable: bool) -> Any:
     return value
 
 
-@dataclass(frozen=True, slots=True)
-class Card:
+class Card(Value):
     """One card, with every field of the boundary JSON under a snake_case name.
 
     ``created`` and ``expires_at`` are aware UTC datetimes (``expires_at`` is None for a card
     that never expires); the raw unix seconds are in ``created_timestamp`` and
     ``expires_at_timestamp`` (-1 = never). ``extras`` is a read-only mapping of strings.
-    A Card is a value: it does not change when the controller does.
+    A Card is a value: it does not change when the controller does; its fields cannot be
+    assigned (``card._replace(title="x")`` gives a changed copy). Two cards are equal when
+    every field is; the hash leaves ``extras`` out.
     """
 
+    __slots__ = ("id", "type", "created_timestamp", "expires_at_timestamp", "viewed", "clicked",
+                 "dismissed", "read", "dismissible", "pinned", "is_test", "is_control", "url",
+                 "open_url_in_web_view", "extras", "class_type", "image", "image_alt_text",
+                 "image_aspect_ratio", "title", "card_description", "domain", "image_path")
+    _not_hashed = frozenset({"extras"})
     id: str
     type: CardType
     created_timestamp: int
@@ -110,7 +129,7 @@ class Card:
     is_control: bool
     url: str | None
     open_url_in_web_view: bool
-    extras: Mapping[str, str] = field(hash=False)
+    extras: Mapping[str, str]
     class_type: str
     image: str | None
     image_alt_text: str | None
@@ -119,6 +138,42 @@ class Card:
     card_description: str | None
     domain: str | None
     image_path: str | None  # the image's file in the image cache; None when not cached
+
+    def __init__(self, *, id: str, type: CardType, created_timestamp: int,
+                 expires_at_timestamp: int, viewed: bool, clicked: bool, dismissed: bool,
+                 read: bool, dismissible: bool, pinned: bool, is_test: bool, is_control: bool,
+                 url: str | None, open_url_in_web_view: bool, extras: Mapping[str, str],
+                 class_type: str, image: str | None, image_alt_text: str | None,
+                 image_aspect_ratio: float | None, title: str | None,
+                 card_description: str | None, domain: str | None, image_path: str | None) -> None:
+        _set(self, "id", id)
+        _set(self, "type", type)
+        _set(self, "created_timestamp", created_timestamp)
+        _set(self, "expires_at_timestamp", expires_at_timestamp)
+        _set(self, "viewed", viewed)
+        _set(self, "clicked", clicked)
+        _set(self, "dismissed", dismissed)
+        _set(self, "read", read)
+        _set(self, "dismissible", dismissible)
+        _set(self, "pinned", pinned)
+        _set(self, "is_test", is_test)
+        _set(self, "is_control", is_control)
+        _set(self, "url", url)
+        _set(self, "open_url_in_web_view", open_url_in_web_view)
+        _set(self, "extras", extras)
+        _set(self, "class_type", class_type)
+        _set(self, "image", image)
+        _set(self, "image_alt_text", image_alt_text)
+        _set(self, "image_aspect_ratio", image_aspect_ratio)
+        _set(self, "title", title)
+        _set(self, "card_description", card_description)
+        _set(self, "domain", domain)
+        _set(self, "image_path", image_path)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # extras is a read-only view (mappingproxy), which pickle cannot take: a dict instead.
+        return (_unpickle_card, (tuple(dict(self.extras) if name == "extras" else
+                                       getattr(self, name) for name in self.__slots__),))
 
     @property
     def created(self) -> datetime:
@@ -178,6 +233,8 @@ class Card:
                 value = value.value
             elif attribute == "extras":
                 value = dict(value)
+            elif attribute == "image_aspect_ratio" and value is not None:
+                value = json_number(value)
             out[key] = value
         return out
 
@@ -188,6 +245,13 @@ class Card:
 _SLOT_SETTERS = tuple(Card.__dict__[name].__set__ for name in Card.__slots__)
 _new_card = object.__new__
 _mapping = types.MappingProxyType
+
+
+def _unpickle_card(values: tuple[Any, ...]) -> Card:
+    card = _new_card(Card)
+    for setter, name, value in zip(_SLOT_SETTERS, Card.__slots__, values):
+        setter(card, _mapping(value) if name == "extras" else value)
+    return card
 
 
 def _build(d: dict[str, Any]) -> Card:

@@ -9,20 +9,59 @@ import sys
 import threading
 import weakref
 from collections.abc import Iterable, Mapping
-from typing import Any, Callable, Concatenate, NamedTuple, ParamSpec, TypeVar
 
 from . import _ffi, _logs
 from .cards import Card
 from .convert import ContentCardable, Registry
 from .errors import (CardNotFoundError, ClosedError, ConfigError, ContentCardsError,
-                     InvalidHandleError, ParseError, RefusedError, TransportError)
-from .results import Counts, FlushResult, ImageStats, LogResult, PendingEvents, SyncSummary, Update
-from .transport import TransportFunction, TransportRequest, TransportResponse
+                     InvalidHandleError, ParseError, TransportError, error_for)
+from .results import (Counts, Diagnostics, FlushResult, ImageStats, LogResult, PendingEvents,
+                      SyncSummary, Update, UpdateReason)
+from .transport import TransportRequest, TransportResponse
 
-__all__ = ["CONFIG_KEYS", "CardRef", "ContentCards", "Subscription", "Subscriber"]
+# typing is not imported at run time (issue 9: import time); mypy reads this as True.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import asyncio
+    from collections.abc import AsyncIterator
+    from typing import (Any, Callable, Concatenate, Literal, Never, ParamSpec, TypeAlias,
+                        TypedDict, TypeVar)
 
-P = ParamSpec("P")
-T = TypeVar("T")
+    from .transport import TransportFunction
+
+    P = ParamSpec("P")
+    T = TypeVar("T")
+
+    class FileEndpoint(TypedDict):
+        """``{"file": PATH}``: a local file (the source's feed, or the events' JSON lines)."""
+
+        file: str | os.PathLike[str]
+
+    class _UrlEndpointBase(TypedDict):
+        url: str
+
+    class UrlEndpoint(_UrlEndpointBase, total=False):
+        """``{"url": BASE, "apiKey": KEY}``: a server."""
+
+        apiKey: str
+
+    class CallbackEndpoint(TypedDict):
+        """``{"callback": True}``: the host transport (:meth:`ContentCards.set_transport`)."""
+
+        callback: Literal[True]
+
+    class ImagesConfig(TypedDict, total=False):
+        """The image cache (the "images" key): its limits."""
+
+        maxBytes: int
+        maxCount: int
+        maxImageBytes: int
+
+    #: Where cards come from, or where events go (the "source" and "events" keys).
+    Endpoint: TypeAlias = "FileEndpoint | UrlEndpoint | CallbackEndpoint"
+
+__all__ = ["CONFIG_KEYS", "CardRef", "ContentCards", "Subscription", "Subscriber",
+           "UpdateStream"]
 
 #: Keyword arguments of ContentCards() and the configuration keys they set.
 CONFIG_KEYS: dict[str, str] = {
@@ -51,8 +90,9 @@ CONFIG_KEYS: dict[str, str] = {
 MAX_SUBSCRIBER_ERRORS = 100
 
 #: A card given by id, as a Card, or as an object with a ``card_id`` (a ContentCardable).
-CardRef = Any
-Subscriber = Callable[[Update], object]
+CardRef: TypeAlias = "str | Card | ContentCardable"
+#: A subscriber: called with each Update.
+Subscriber: TypeAlias = "Callable[[Update], object]"
 
 
 def _json_default(value: Any) -> Any:
@@ -73,15 +113,20 @@ def _dumps(value: Any, error: type[ContentCardsError], what: str) -> bytes:
     return _ffi.cstr(text, what)
 
 
+def _unknown_keyword(options: Mapping[str, object]) -> None:
+    """A misspelt keyword argument: a TypeError naming the closest one (mypy rejects it too:
+    the catch-all is typed Never)."""
+    import difflib   # only for a misspelt key: an import should not pay for it
+
+    name = next(iter(options))
+    close = difflib.get_close_matches(name, CONFIG_KEYS, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise TypeError(f"ContentCards() got an unexpected keyword argument {name!r}{hint}")
+
+
 def _config_json(config: Mapping[str, Any] | str | bytes | None,
                  options: dict[str, Any]) -> bytes | None:
-    for name in options:
-        if name not in CONFIG_KEYS:
-            import difflib   # only for a misspelt key: an import should not pay for it
-
-            close = difflib.get_close_matches(name, CONFIG_KEYS, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise TypeError(f"ContentCards() got an unexpected keyword argument {name!r}{hint}")
+    options = {name: value for name, value in options.items() if value is not None}
     if isinstance(config, (str, bytes)):
         if options:
             raise TypeError("ContentCards(): keyword options need a dict configuration, "
@@ -136,12 +181,15 @@ def _timeout(timeout: float | None) -> float:
     return float(timeout)
 
 
-class _UnraisableArgs(NamedTuple):
-    exc_type: type[BaseException]
-    exc_value: BaseException
-    exc_traceback: Any
-    err_msg: str
-    object: object
+class _UnraisableArgs:
+    """What ``sys.unraisablehook`` receives (the fields of CPython's UnraisableHookArgs)."""
+
+    __slots__ = ("exc_type", "exc_value", "exc_traceback", "err_msg", "object")
+
+    def __init__(self, exc_type: type[BaseException], exc_value: BaseException,
+                 exc_traceback: Any, err_msg: str, obj: object) -> None:
+        self.exc_type, self.exc_value, self.exc_traceback = exc_type, exc_value, exc_traceback
+        self.err_msg, self.object = err_msg, obj
 
 
 def _report_unraisable(exc: BaseException, message: str, obj: object) -> None:
@@ -350,16 +398,50 @@ class ContentCards:
     # already None (it is used only once the atexit hook has closed what it could).
     _close_handle = staticmethod(_ffi.lib.cc_controller_close)
 
-    def __init__(self, config: Mapping[str, Any] | str | bytes | None = None, /,
-                 **options: Any) -> None:
+    def __init__(self, config: Mapping[str, Any] | str | bytes | None = None, /, *,
+                 user_id: str | None = None,
+                 storage_path: str | os.PathLike[str] | None = None,
+                 source: Endpoint | None = None,
+                 events: Endpoint | None = None,
+                 refresh_tokens: int | None = None,
+                 refresh_interval_seconds: float | None = None,
+                 timeout_seconds: float | None = None,
+                 known_class_types: Iterable[str] | None = None,
+                 max_payload_bytes: int | None = None,
+                 device_id: str | None = None,
+                 event_batch_size: int | None = None,
+                 event_batch_bytes: int | None = None,
+                 event_flush_interval_seconds: float | None = None,
+                 images: ImagesConfig | None = None,
+                 refresh_on_open_after_seconds: float | None = None,
+                 refresh_period_seconds: float | None = None,
+                 refresh_period_jitter: float | None = None,
+                 retry_base_seconds: float | None = None,
+                 retry_max_seconds: float | None = None,
+                 **misspelt: Never) -> None:
         self._handle: int | None = None
         self._lock = threading.RLock()
         self._errors_lock = threading.Lock()
         #: The exception of the host transport's last failure (see _with_transport_cause).
         self._transport_error: BaseException | None = None
+        #: The update streams to end at close (see updates()).
+        self._streams: weakref.WeakSet[UpdateStream] = weakref.WeakSet()
         #: Exceptions raised by subscribers of this controller, oldest first (latest 100).
         self.subscriber_errors: list[BaseException] = []
-        config_json = _config_json(config, options)
+        if misspelt:
+            _unknown_keyword(misspelt)
+        config_json = _config_json(config, {
+            "user_id": user_id, "storage_path": storage_path, "source": source,
+            "events": events, "refresh_tokens": refresh_tokens,
+            "refresh_interval_seconds": refresh_interval_seconds,
+            "timeout_seconds": timeout_seconds, "known_class_types": known_class_types,
+            "max_payload_bytes": max_payload_bytes, "device_id": device_id,
+            "event_batch_size": event_batch_size, "event_batch_bytes": event_batch_bytes,
+            "event_flush_interval_seconds": event_flush_interval_seconds, "images": images,
+            "refresh_on_open_after_seconds": refresh_on_open_after_seconds,
+            "refresh_period_seconds": refresh_period_seconds,
+            "refresh_period_jitter": refresh_period_jitter,
+            "retry_base_seconds": retry_base_seconds, "retry_max_seconds": retry_max_seconds})
         _logs.follow_logger_level()
         self._handle = _ffi.controller_open(config_json)
         _open_controllers.add(self)
@@ -376,6 +458,8 @@ class ContentCards:
             self._close_handle(handle)
         except InvalidHandleError:
             pass
+        for stream in list(self._streams):
+            stream._end()
 
     @property
     def closed(self) -> bool:
@@ -443,16 +527,43 @@ class ContentCards:
         return SyncSummary.from_text(text)
 
     async def refresh_async(self, timeout: float | None = None) -> SyncSummary:
-        """:meth:`refresh` in the event loop's default executor."""
+        """:meth:`refresh`, awaited without blocking the event loop or any thread: the library
+        refreshes on a thread of its own (:meth:`refresh_in_background`) and its completion
+        settles the awaited future. Cancelling the await (``asyncio.wait_for``, a task's
+        ``cancel()``) returns at once, and ``asyncio.run`` does not wait for the refresh, which
+        finishes on its own by its timeout (its outcome still reaches the subscribers)."""
         import asyncio   # imported by the caller already; `import contentcards` does not pay for it
 
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(None, self.refresh, timeout)
+        future: asyncio.Future[SyncSummary] = loop.create_future()
 
-    def refresh_in_background(self) -> None:
+        def done(status: int, result_json: bytes | None) -> None:
+            try:
+                loop.call_soon_threadsafe(_settle_refresh, future, status, result_json)
+            except RuntimeError:
+                pass  # the loop is closed: nobody is waiting any more
+
+        key = _ffi.callbacks.add(done)
+        if self._handle is None:
+            _ffi.callbacks.release(key)
+            raise ClosedError("the controller is closed")
+        # On failure the library releases the key itself (free_userdata runs right away).
+        seconds = _timeout(timeout)
+        self._call(_ffi.controller_refresh_in_background, seconds, key)
+        if seconds <= 0:
+            return await future
+        try:
+            return await asyncio.wait_for(future, seconds)
+        except asyncio.TimeoutError:
+            raise error_for(-9, f"the refresh did not finish within {timeout} s; its outcome "
+                                "will reach the subscribers") from None
+
+    def refresh_in_background(self, timeout: float | None = None) -> None:
         """Starts a refresh on a library thread and returns at once; the outcome reaches the
-        subscribers (on that thread). Refusals known at once (no source, rate limited) raise."""
-        self._call(_ffi.controller_refresh_async)
+        subscribers (on that thread). The source is waited for at most ``timeout`` seconds
+        (None: the configuration's timeoutSeconds). Refusals known at once (no source, rate
+        limited) raise."""
+        self._call(_ffi.controller_refresh_in_background, _timeout(timeout), None)
 
     def apply(self, payload: str | bytes | list[Any] | dict[str, Any]) -> SyncSummary:
         """Hands in cards the application got itself: a sync response object or a JSON array of
@@ -522,32 +633,30 @@ class ContentCards:
 
     # -- logging ---------------------------------------------------------------------------
 
-    def _log(self, function: Callable[[int, bytes], None], card: CardRef) -> LogResult:
-        card_id = _ffi.cstr(_card_id(card), "card id")
-        try:
-            self._call(function, card_id)
-        except RefusedError as exc:
-            return LogResult(False, exc.message)
-        return LogResult(True, None)
+    def _log(self, action: bytes, card: CardRef | None) -> LogResult:
+        card_id = None if card is None else _ffi.cstr(_card_id(card), "card id")
+        _recorded, text = self._call(_ffi.controller_log, action, card_id)
+        return LogResult.from_json(json.loads(text))
 
     def log_impression(self, card: CardRef) -> LogResult:
         """Marks the card viewed and records an impression (a control impression for a control
-        card). Raises CardNotFoundError for an unknown id."""
-        return self._log(_ffi.controller_log_impression, card)
+        card). Raises CardNotFoundError for an unknown id. A stored card that is no longer
+        visible (expired, dismissed) is logged like any other."""
+        return self._log(b"impression", card)
 
     def log_click(self, card: CardRef) -> LogResult:
-        """Records a click; ``LogResult(False, reason)`` when the card has no valid url."""
-        return self._log(_ffi.controller_log_click, card)
+        """Records a click; ``recorded`` is False (with the ``reason``) when the card has no
+        valid url."""
+        return self._log(b"click", card)
 
     def log_dismissal(self, card: CardRef) -> LogResult:
-        """Dismisses the card; ``LogResult(False, reason)`` when it is not dismissible or is
-        dismissed already."""
-        return self._log(_ffi.controller_log_dismissal, card)
+        """Dismisses the card; ``recorded`` is False (with the ``reason``) when it is not
+        dismissible or is dismissed already."""
+        return self._log(b"dismissal", card)
 
     def log_feed_displayed(self) -> LogResult:
         """Records that the application showed a feed."""
-        self._call(_ffi.controller_log_feed_displayed)
-        return LogResult(True, None)
+        return self._log(b"feed_displayed", None)
 
     # -- read state ------------------------------------------------------------------------
 
@@ -563,7 +672,8 @@ class ContentCards:
     def _mark(self, card: CardRef, read: bool) -> LogResult:
         card_id = _ffi.cstr(_card_id(card), "card id")
         if self._call(_ffi.controller_mark_read, card_id, read):
-            return LogResult(True, None)
+            # The C call says whether the state changed, not the event's id (Swift has it).
+            return LogResult(True, None, None, True)
         return LogResult(False, f"already {'read' if read else 'unread'}")
 
     def mark_all_read(self, class_types: Iterable[str] | str | None = None) -> int:
@@ -594,6 +704,30 @@ class ContentCards:
         text = self._call(_ffi.controller_wait_images, _timeout(timeout))
         return ImageStats(**json.loads(text))
 
+    async def flush_events_async(self, timeout: float | None = None) -> FlushResult:
+        """:meth:`flush_events`, awaited: the flush runs on a daemon thread of its own, so
+        cancelling the await returns at once and ``asyncio.run`` does not wait for it (the
+        flush ends by its timeout; undelivered events stay pending)."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[FlushResult] = loop.create_future()
+        seconds = _timeout(timeout)
+
+        def run() -> None:
+            outcome: tuple[bool, Any]
+            try:
+                outcome = (True, self.flush_events(seconds or None))
+            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
+                outcome = (False, exc)
+            try:
+                loop.call_soon_threadsafe(_settle, future, outcome)
+            except RuntimeError:
+                pass  # the loop is closed: nobody is waiting any more
+
+        threading.Thread(target=run, name="contentcards-flush", daemon=True).start()
+        return await future
+
     def pending_events(self) -> int:
         """The number of events waiting in the store's outbox (every user's)."""
         return self._call(_ffi.controller_pending_events)
@@ -607,10 +741,18 @@ class ContentCards:
         text = self._call(_ffi.controller_pending_events_json, limit or 0)
         return PendingEvents.from_json(json.loads(text))
 
-    def diagnostics(self) -> dict[str, Any]:
-        """Diagnostics: last refresh, last delivery, last error, rate limit, left-out cards..."""
-        result: dict[str, Any] = json.loads(self._call(_ffi.controller_diagnostics))
-        return result
+    def diagnostics(self) -> Diagnostics:
+        """Diagnostics: last refresh, last delivery, last error, rate limit, left-out cards...
+        as a :class:`~contentcards.Diagnostics` with snake_case fields."""
+        return Diagnostics.from_json(json.loads(self._call(_ffi.controller_diagnostics)))
+
+    def current_update(self) -> Update:
+        """The state as an Update (reason ``UpdateReason.CURRENT``, the counts of the visible
+        feed now): what a new subscriber draws before the first change reaches it."""
+        counts = self.counts()
+        return Update(UpdateReason.CURRENT, True, None, None, counts, None,
+                      {"reason": "current", "ok": True, "error": None, "cardId": None,
+                       "counts": counts.to_json(), "sync": None, "origin": "store"})
 
     # -- callbacks -------------------------------------------------------------------------
 
@@ -630,6 +772,25 @@ class ContentCards:
         subscription_id = self._call(_ffi.controller_subscribe, key)
         return Subscription(self, subscription_id, key, fn)
 
+    def updates(self, *, current: bool = False, max_queued: int = 100) -> UpdateStream:
+        """The updates subscribers receive, as an async iterator for the running event loop::
+
+            async with cc.updates(current=True) as stream:
+                async for update in stream:
+                    badge.draw(update.counts.unviewed)
+
+        With ``current`` the first update is :meth:`current_update`. The newest ``max_queued``
+        updates a slow reader has not taken are kept (older ones are dropped). The stream ends
+        when the controller closes or the stream is closed (``aclose()``, or leaving ``async
+        with``). Must be called with an event loop running."""
+        stream = UpdateStream(self, max_queued)
+        stream._subscription = self.subscribe(stream._from_library)
+        self._streams.add(stream)
+        if current:
+            # After subscribing: a change from now on is queued behind this state.
+            stream._push(self.current_update())
+        return stream
+
     def set_transport(self, fn: TransportFunction | None) -> None:
         """Sets the host transport used where the configuration says ``{"callback": true}``:
         ``fn(TransportRequest) -> TransportResponse``, or raise for a failure to reach the
@@ -644,3 +805,109 @@ class ContentCards:
             _ffi.callbacks.release(key)
             raise ClosedError("the controller is closed")
         self._call(_ffi.controller_set_transport, key)
+
+
+def _settle(future: asyncio.Future[Any], outcome: tuple[bool, Any]) -> None:
+    if future.done():
+        return  # cancelled meanwhile
+    ok, value = outcome
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)
+
+
+def _settle_refresh(future: asyncio.Future[SyncSummary], status: int,
+                    result_json: bytes | None) -> None:
+    """Settles a refresh_async future with the library's completion (on the loop's thread)."""
+    if future.done():
+        return
+    try:
+        data = json.loads(result_json or b"null")
+        if status == 0:
+            future.set_result(SyncSummary.from_json(data))
+        else:
+            retry_after = data.get("retryAfter")
+            future.set_exception(error_for(status, str(data.get("message", "")),
+                                           float(retry_after) if retry_after is not None else None))
+    except BaseException as exc:  # noqa: BLE001 - a malformed completion still ends the await
+        future.set_exception(exc)
+
+
+class UpdateStream:
+    """An async iterator of a controller's updates (:meth:`ContentCards.updates`); also an
+    async context manager that closes it."""
+
+    __slots__ = ("__weakref__", "_closed", "_loop", "_max", "_queue", "_subscription",
+                 "_waiter")
+
+    def __init__(self, controller: ContentCards, max_queued: int) -> None:
+        import asyncio
+        from collections import deque
+
+        self._loop = asyncio.get_running_loop()
+        self._max = max(1, int(max_queued))
+        self._queue: deque[Update] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+        self._closed = False
+        self._subscription: Subscription | None = None
+
+    def _from_library(self, update: Update) -> None:
+        """The subscriber: runs on the thread that made the change."""
+        try:
+            self._loop.call_soon_threadsafe(self._push, update)
+        except RuntimeError:  # the loop is closed: stop listening
+            subscription = self._subscription
+            if subscription is not None:
+                subscription.cancel()
+
+    def _push(self, update: Update) -> None:
+        if self._closed:
+            return
+        self._queue.append(update)
+        while len(self._queue) > self._max:
+            self._queue.popleft()
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _end(self) -> None:
+        """The controller closed: the stream ends once the queued updates are taken."""
+        try:
+            self._loop.call_soon_threadsafe(self._finish)
+        except RuntimeError:
+            self._closed = True
+
+    def _finish(self) -> None:
+        self._closed = True
+        self._wake()
+
+    def __aiter__(self) -> UpdateStream:
+        return self
+
+    async def __anext__(self) -> Update:
+        while not self._queue:
+            if self._closed:
+                raise StopAsyncIteration
+            self._waiter = self._loop.create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        return self._queue.popleft()
+
+    async def aclose(self) -> None:
+        """Unsubscribes; iteration ends after the updates already queued."""
+        subscription = self._subscription
+        if subscription is not None:
+            subscription.cancel()
+        self._finish()
+
+    async def __aenter__(self) -> UpdateStream:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

@@ -22,30 +22,66 @@ the class handles, and build the object from the card in :meth:`ContentCardable.
     tiles = controller.convert(registry)          # feed order; other and declined cards skipped
     tiles[0].log_impression()                     # logged by card id through the controller
 
-Every converted object gets ``card_id`` and ``class_type`` (set after ``from_card`` returns,
-also on frozen dataclasses), and objects converted through a controller can log themselves.
-An exception raised by ``from_card`` is a bug of the application and propagates.
+Every converted object gets ``card_id``, ``class_type`` and ``content_card_data`` (a
+:class:`ContentCardData`, set after ``from_card`` returns, also on frozen dataclasses), and
+objects converted through a controller can log themselves. ``is_content_card`` is False for
+the application's own objects of the same class. An exception raised by ``from_card`` is a bug
+of the application and propagates.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Callable, ClassVar, TypeVar, overload
 
+from ._value import Value
 from .cards import Card, normalize_class_type
 
+# typing is not imported at run time (issue 9: import time); mypy reads this as True.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import sys
-
-    if sys.version_info >= (3, 11):
-        from typing import Self
-    else:
-        from typing_extensions import Self
+    from collections.abc import Iterable
+    from typing import Callable, ClassVar, Self, TypeVar, overload
 
     from .controller import ContentCards
     from .results import LogResult
 
-__all__ = ["ContentCardable", "Registry"]
+__all__ = ["ContentCardData", "ContentCardable", "Registry"]
+
+_set = object.__setattr__
+
+
+class ContentCardData(Value):
+    """What an object made from a card keeps of it (the implementation guide's
+    ``ContentCardData``, as in Swift): ``card_id``, ``class_type``, ``created_at`` and
+    ``expires_at`` (unix seconds; -1: never), ``is_pinned``, ``is_dismissible``,
+    ``is_control``. Two are equal when their card ids are: the same card seen twice, before and
+    after its state changed, is the same content card."""
+
+    __slots__ = ("card_id", "class_type", "created_at", "expires_at", "is_pinned",
+                 "is_dismissible", "is_control")
+    card_id: str
+    class_type: str
+    created_at: int
+    expires_at: int
+    is_pinned: bool
+    is_dismissible: bool
+    is_control: bool
+
+    def __init__(self, card: Card) -> None:
+        _set(self, "card_id", card.id)
+        _set(self, "class_type", card.class_type)
+        _set(self, "created_at", card.created_timestamp)
+        _set(self, "expires_at", card.expires_at_timestamp)
+        _set(self, "is_pinned", card.pinned)
+        _set(self, "is_dismissible", card.dismissible)
+        _set(self, "is_control", card.is_control)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ContentCardData):
+            return NotImplemented
+        return self.card_id == other.card_id
+
+    def __hash__(self) -> int:
+        return hash(self.card_id)
 
 
 class ContentCardable:
@@ -55,13 +91,19 @@ class ContentCardable:
     implement :meth:`from_card`.
     """
 
-    __slots__ = ("card_id", "class_type", "_contentcards_controller")
+    __slots__ = ("card_id", "class_type", "content_card_data", "_contentcards_controller")
 
     #: The class types this class handles (normalized when registered).
     class_types: ClassVar[tuple[str, ...]] = ()
 
     card_id: str
     class_type: str
+    content_card_data: ContentCardData | None
+
+    @property
+    def is_content_card(self) -> bool:
+        """True when this object was made from a card (``content_card_data`` is set)."""
+        return getattr(self, "content_card_data", None) is not None
 
     @classmethod
     def from_card(cls, card: Card) -> Self | None:
@@ -69,6 +111,9 @@ class ContentCardable:
         raise NotImplementedError(f"{cls.__name__}.from_card is not implemented")
 
     def _controller(self) -> ContentCards:
+        if not self.is_content_card:
+            raise RuntimeError(f"{type(self).__name__} is not a content card "
+                             "(content_card_data is None)")
         controller: ContentCards | None = getattr(self, "_contentcards_controller", None)
         if controller is None:
             raise RuntimeError(
@@ -90,7 +135,8 @@ class ContentCardable:
         return self._controller().log_dismissal(self.card_id)
 
 
-C = TypeVar("C", bound=type[ContentCardable])
+if TYPE_CHECKING:
+    C = TypeVar("C", bound=type[ContentCardable])
 
 
 class Registry:
@@ -105,14 +151,15 @@ class Registry:
         for cls in classes:
             self.register(cls)
 
-    @overload
-    def register(self, class_type: C, cls: None = None, /) -> C: ...
+    if TYPE_CHECKING:
+        @overload
+        def register(self, class_type: C, cls: None = None, /) -> C: ...
 
-    @overload
-    def register(self, class_type: str, cls: C, /) -> C: ...
+        @overload
+        def register(self, class_type: str, cls: C, /) -> C: ...
 
-    @overload
-    def register(self, class_type: str, cls: None = None, /) -> Callable[[C], C]: ...
+        @overload
+        def register(self, class_type: str, cls: None = None, /) -> Callable[[C], C]: ...
 
     def register(self, class_type: str | type[ContentCardable],
                  cls: type[ContentCardable] | None = None, /) -> object:
@@ -181,6 +228,7 @@ class Registry:
                 continue
             object.__setattr__(obj, "card_id", card.id)
             object.__setattr__(obj, "class_type", card.class_type)
+            object.__setattr__(obj, "content_card_data", ContentCardData(card))
             object.__setattr__(obj, "_contentcards_controller", controller)
             out.append(obj)
         return out

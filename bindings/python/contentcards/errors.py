@@ -1,5 +1,11 @@
 """The exceptions of contentcards: one class per ``CC_E_*`` status code of the C API.
 
+Each also derives from the built-in exception it means, so code that knows nothing of
+contentcards catches it: a bad argument, configuration, payload or a closed controller is a
+:class:`ValueError`; an unknown card a :class:`LookupError`; a timeout a :class:`TimeoutError`;
+network, server, transport and storage failures an :class:`OSError`; running out of memory a
+:class:`MemoryError` (docs/API.md, "Errors").
+
 Every exception raised by the library is a :class:`ContentCardsError` with the status ``code``
 (a negative int), its ``name`` (``"CC_E_NOT_FOUND"``, as ``cc_status_name`` gives it) and the
 library's ``message`` for people. :func:`error_for` builds the right subclass from a code.
@@ -9,7 +15,11 @@ from __future__ import annotations
 
 import math
 import re
-from typing import ClassVar
+
+# typing is not imported at run time (issue 9: import time); mypy reads this as True.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 __all__ = [
     "STATUS_NAMES",
@@ -28,6 +38,7 @@ __all__ = [
     "RefusedError",
     "RequestTimeoutError",
     "ServerError",
+    "SourceFileError",
     "StorageError",
     "TransportError",
     "UnavailableError",
@@ -55,6 +66,7 @@ STATUS_NAMES: dict[int, str] = {
     -15: "CC_E_TRANSPORT",
     -16: "CC_E_NO_MEMORY",
     -17: "CC_E_CLOSED",
+    -18: "CC_E_SOURCE_FILE",
     -99: "CC_E_INTERNAL",
 }
 
@@ -68,8 +80,13 @@ class ContentCardsError(Exception):
     #: The status code of this class; instances may carry another one (see :func:`error_for`).
     default_code: ClassVar[int] = 0
 
+    def __new__(cls, message: str = "", code: int | None = None) -> ContentCardsError:
+        # OSError.__new__ would read (message, code) as (errno, strerror): give it nothing.
+        return Exception.__new__(cls) if not issubclass(cls, OSError) else OSError.__new__(cls)
+
     def __init__(self, message: str = "", code: int | None = None) -> None:
         super().__init__(message)
+        self.args = (message,)
         self.message: str = message
         self.code: int = self.default_code if code is None else code
         self.name: str = STATUS_NAMES.get(self.code, "CC_E_UNKNOWN")
@@ -88,7 +105,7 @@ class ContentCardsError(Exception):
         return (error_for, (self.code, self.message, self.retry_after))
 
 
-class InvalidArgumentError(ContentCardsError):
+class InvalidArgumentError(ContentCardsError, ValueError):
     """A missing value, invalid UTF-8, an embedded NUL, or a value out of range."""
 
     default_code = -1
@@ -100,19 +117,19 @@ class InvalidHandleError(ContentCardsError):
     default_code = -2
 
 
-class ConfigError(ContentCardsError):
+class ConfigError(ContentCardsError, ValueError):
     """The configuration is malformed, has an unknown key or a bad value."""
 
     default_code = -3
 
 
-class ParseError(ContentCardsError):
+class ParseError(ContentCardsError, ValueError):
     """A payload or filter that is not valid JSON or not of the expected shape."""
 
     default_code = -4
 
 
-class CardNotFoundError(ContentCardsError):
+class CardNotFoundError(ContentCardsError, LookupError):
     """No card with that id for the current user."""
 
     default_code = -5
@@ -134,8 +151,9 @@ class RateLimitedError(ContentCardsError):
     default_code = -7
 
 
-class NetworkError(ContentCardsError):
-    """The connection failed, was reset or truncated; or a source file is unreadable."""
+class NetworkError(ContentCardsError, OSError):
+    """The connection failed, was reset or truncated (a file source that cannot be read is a
+    :class:`SourceFileError`)."""
 
     default_code = -8
 
@@ -145,17 +163,11 @@ class RequestTimeoutError(ContentCardsError, TimeoutError):
 
     default_code = -9
 
-    def __init__(self, message: str = "", code: int | None = None) -> None:
-        ContentCardsError.__init__(self, message, code)
-
-    def __str__(self) -> str:
-        return self.message
-
 
 _HTTP_STATUS = re.compile(r"HTTP (\d{3})")
 
 
-class ServerError(ContentCardsError):
+class ServerError(ContentCardsError, OSError):
     """The server answered with an HTTP error status (``http_status`` when the message has it).
 
     ``retry_after``: seconds from the server's Retry-After (e.g. with a 503), bounded as the
@@ -170,7 +182,7 @@ class ServerError(ContentCardsError):
         self.http_status: int | None = int(match.group(1)) if match else None
 
 
-class StorageError(ContentCardsError):
+class StorageError(ContentCardsError, OSError):
     """The store cannot be opened, is corrupt or newer, or a write failed."""
 
     default_code = -11
@@ -182,7 +194,7 @@ class NoSourceError(ContentCardsError):
     default_code = -12
 
 
-class UnavailableError(ContentCardsError):
+class UnavailableError(ContentCardsError, OSError):
     """libcurl is not installed; the message names the fix."""
 
     default_code = -13
@@ -194,22 +206,30 @@ class WrongUserError(ContentCardsError):
     default_code = -14
 
 
-class TransportError(ContentCardsError):
+class TransportError(ContentCardsError, OSError):
     """The host transport callback is missing or failed."""
 
     default_code = -15
 
 
-class NoMemoryError(ContentCardsError):
+class NoMemoryError(ContentCardsError, MemoryError):
     """The library ran out of memory."""
 
     default_code = -16
 
 
-class ClosedError(ContentCardsError):
+class ClosedError(ContentCardsError, ValueError):
     """The controller (or subscription) is closed: the operation was not attempted."""
 
     default_code = -17
+
+
+class SourceFileError(ContentCardsError, OSError):
+    """A file source that cannot be read (missing, unreadable, not a regular file): a local
+    problem, not a :class:`NetworkError` (it is an :class:`OSError`, as an ``open()`` of the file
+    would raise)."""
+
+    default_code = -18
 
 
 class InternalError(ContentCardsError):
@@ -223,7 +243,8 @@ _CLASSES: dict[int, type[ContentCardsError]] = {
     for cls in (InvalidArgumentError, InvalidHandleError, ConfigError, ParseError,
                 CardNotFoundError, RefusedError, RateLimitedError, NetworkError,
                 RequestTimeoutError, ServerError, StorageError, NoSourceError, UnavailableError,
-                WrongUserError, TransportError, NoMemoryError, ClosedError, InternalError)
+                WrongUserError, TransportError, NoMemoryError, ClosedError, SourceFileError,
+                InternalError)
 }
 
 

@@ -1,69 +1,168 @@
 """The small value types the controller returns: counts, sync summaries, logging and flush
-results, and the updates subscribers receive."""
+results, the event outbox, diagnostics, and the updates subscribers receive.
+
+Each has the fields of the library's JSON under snake_case names (docs/API.md lists them for
+Swift, C and Python) and ``to_json()``, which gives that JSON back with the library's keys.
+They are immutable values (see :mod:`contentcards._value`).
+"""
 
 from __future__ import annotations
 
+import enum
 import json
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
 
+from ._value import Value
+from .cards import json_number
 from .errors import ContentCardsError, ParseError, error_for
 
-__all__ = ["Counts", "FlushResult", "LeftOut", "LogResult", "PendingEvent", "PendingEvents",
-           "SyncSummary", "Update"]
+# typing is not imported at run time (issue 9: import time); mypy reads this as True.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = ["Counts", "Diagnostics", "FlushResult", "ImageStats", "LeftOut", "LogResult", "PendingEvent",
+           "PendingEvents", "SyncSummary", "Update", "UpdateReason"]
+
+_set = object.__setattr__
 
 
-class Counts(NamedTuple):
+class Counts(tuple[int, int, int]):
     """Badge counts of the visible feed: ``total`` includes control cards, ``unviewed`` (no
-    impression yet) and ``unread`` (not marked read) do not."""
+    impression yet) and ``unread`` (not marked read) do not. A tuple:
+    ``total, unviewed, unread = counts`` works."""
 
-    total: int
-    unviewed: int
-    unread: int = 0
+    __slots__ = ()
+
+    def __new__(cls, total: int, unviewed: int, unread: int = 0) -> Counts:
+        return tuple.__new__(cls, (total, unviewed, unread))
+
+    @property
+    def total(self) -> int:
+        return self[0]
+
+    @property
+    def unviewed(self) -> int:
+        return self[1]
+
+    @property
+    def unread(self) -> int:
+        return self[2]
+
+    def __repr__(self) -> str:
+        return f"Counts(total={self[0]}, unviewed={self[1]}, unread={self[2]})"
+
+    def _replace(self, **changes: int) -> Counts:
+        return Counts(changes.pop("total", self[0]), changes.pop("unviewed", self[1]),
+                      changes.pop("unread", self[2]))
+
+    def __getnewargs__(self) -> tuple[int, int, int]:
+        return (self[0], self[1], self[2])
 
     @classmethod
     def from_json(cls, data: Any) -> Counts:
         return cls(int(data["total"]), int(data["unviewed"]), int(data.get("unread", 0)))
 
 
-class ImageStats(NamedTuple):
+    def to_json(self) -> dict[str, Any]:
+        return {"total": self[0], "unviewed": self[1], "unread": self[2]}
+
+
+class ImageStats(tuple[int, int, int, int, int]):
     """What the image cache did: images ``fetched`` and fetches ``failed`` since the controller
     opened; images ``cached`` for the current user and their ``bytes``; prefetches ``pending``
     (0 unless the wait timed out)."""
 
-    fetched: int
-    failed: int
-    cached: int
-    bytes: int
-    pending: int
+    __slots__ = ()
+
+    def __new__(cls, fetched: int, failed: int, cached: int, bytes: int,  # noqa: A002
+                pending: int) -> ImageStats:
+        return tuple.__new__(cls, (fetched, failed, cached, bytes, pending))
+
+    @property
+    def fetched(self) -> int:
+        return self[0]
+
+    @property
+    def failed(self) -> int:
+        return self[1]
+
+    @property
+    def cached(self) -> int:
+        return self[2]
+
+    @property
+    def bytes(self) -> int:
+        return self[3]
+
+    @property
+    def pending(self) -> int:
+        return self[4]
+
+    def __repr__(self) -> str:
+        return (f"ImageStats(fetched={self[0]}, failed={self[1]}, cached={self[2]}, "
+                f"bytes={self[3]}, pending={self[4]})")
+
+    def __getnewargs__(self) -> tuple[int, int, int, int, int]:
+        return (self[0], self[1], self[2], self[3], self[4])
 
 
-@dataclass(frozen=True, slots=True)
-class LeftOut:
-    """A card of a payload that was left out: its position, its id (None when it had none)
-    and why."""
+class FlushResult(tuple[int, int, int]):
+    """The outcome of an event flush: ``delivered``, ``dropped``, and still ``pending``."""
 
-    index: int
-    id: str | None
-    reason: str
+    __slots__ = ()
 
+    def __new__(cls, delivered: int, dropped: int, pending: int) -> FlushResult:
+        return tuple.__new__(cls, (delivered, dropped, pending))
 
-class FlushResult(NamedTuple):
-    """The outcome of an event flush."""
+    @property
+    def delivered(self) -> int:
+        return self[0]
 
-    delivered: int
-    dropped: int
-    pending: int
+    @property
+    def dropped(self) -> int:
+        return self[1]
+
+    @property
+    def pending(self) -> int:
+        return self[2]
+
+    def __repr__(self) -> str:
+        return f"FlushResult(delivered={self[0]}, dropped={self[1]}, pending={self[2]})"
+
+    def __getnewargs__(self) -> tuple[int, int, int]:
+        return (self[0], self[1], self[2])
 
     @classmethod
     def from_json(cls, data: Any) -> FlushResult:
         return cls(int(data["delivered"]), int(data["dropped"]), int(data["pending"]))
 
+    def to_json(self) -> dict[str, Any]:
+        return {"delivered": self[0], "dropped": self[1], "pending": self[2]}
 
-@dataclass(frozen=True, slots=True)
-class SyncSummary:
+
+class LeftOut(Value):
+    """A card of a payload that was left out: its position, its id (None when it had none)
+    and why."""
+
+    __slots__ = ("index", "id", "reason")
+    index: int
+    id: str | None
+    reason: str
+
+    def __init__(self, index: int, id: str | None, reason: str) -> None:  # noqa: A002
+        _set(self, "index", index)
+        _set(self, "id", id)
+        _set(self, "reason", reason)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "id": self.id, "reason": self.reason}
+
+
+class SyncSummary(Value):
     """What a refresh or an apply did (``cc_controller_refresh``'s summary)."""
 
+    __slots__ = ("added", "updated", "removed", "kept_newer", "full_sync", "left_out", "counts",
+                 "not_modified")
     added: int
     updated: int
     removed: int
@@ -72,7 +171,19 @@ class SyncSummary:
     left_out: tuple[LeftOut, ...]
     counts: Counts
     #: The server answered 304 to the stored validator: nothing was merged or written.
-    not_modified: bool = False
+    not_modified: bool
+
+    def __init__(self, added: int, updated: int, removed: int, kept_newer: int, full_sync: bool,
+                 left_out: tuple[LeftOut, ...], counts: Counts,
+                 not_modified: bool = False) -> None:
+        _set(self, "added", added)
+        _set(self, "updated", updated)
+        _set(self, "removed", removed)
+        _set(self, "kept_newer", kept_newer)
+        _set(self, "full_sync", full_sync)
+        _set(self, "left_out", left_out)
+        _set(self, "counts", counts)
+        _set(self, "not_modified", not_modified)
 
     @classmethod
     def from_json(cls, data: Any) -> SyncSummary:
@@ -92,40 +203,107 @@ class SyncSummary:
             raise ParseError(f"unexpected sync summary from the library: {exc!r}") from exc
 
     @classmethod
-    def from_text(cls, text: str) -> SyncSummary:
+    def from_text(cls, text: str | bytes) -> SyncSummary:
         return cls.from_json(json.loads(text))
 
+    def to_json(self) -> dict[str, Any]:
+        return {"added": self.added, "updated": self.updated, "removed": self.removed,
+                "keptNewer": self.kept_newer, "fullSync": self.full_sync,
+                "notModified": self.not_modified, "leftOut": [item.to_json() for item in self.left_out],
+                "counts": self.counts.to_json()}
 
-@dataclass(frozen=True, slots=True)
-class LogResult:
-    """The outcome of a logging call: ``recorded`` is False when the library refused it
-    (no valid url for a click, not dismissible, already dismissed), with the ``reason``.
-    True in a boolean context when the event was recorded."""
 
+class LogResult(Value):
+    """The outcome of a logging call, with the fields of Swift's ``LogResult`` and
+    ``cc_controller_log``'s JSON: ``recorded`` is False when the library refused the call (no
+    valid url for a click, not dismissible, already dismissed), with the ``reason``;
+    ``event_id`` is the recorded event's id; ``state_changed`` is True when the card's state
+    changed (first impression, first click, the dismissal). True in a boolean context when the
+    event was recorded."""
+
+    __slots__ = ("recorded", "reason", "event_id", "state_changed")
     recorded: bool
-    reason: str | None = None
+    reason: str | None
+    event_id: str | None
+    state_changed: bool
+
+    def __init__(self, recorded: bool, reason: str | None = None, event_id: str | None = None,
+                 state_changed: bool = False) -> None:
+        _set(self, "recorded", recorded)
+        _set(self, "reason", reason)
+        _set(self, "event_id", event_id)
+        _set(self, "state_changed", state_changed)
 
     def __bool__(self) -> bool:
         return self.recorded
 
+    @classmethod
+    def from_json(cls, data: Any) -> LogResult:
+        return cls(bool(data["recorded"]), data["reason"], data["eventId"],
+                   bool(data["stateChanged"]))
 
-@dataclass(frozen=True, slots=True)
-class Update:
+    def to_json(self) -> dict[str, Any]:
+        return {"recorded": self.recorded, "reason": self.reason, "eventId": self.event_id,
+                "stateChanged": self.state_changed}
+
+
+class UpdateReason(str, enum.Enum):
+    """Why a subscriber got an :class:`Update` (a str: ``reason == "refresh"`` works)."""
+
+    REFRESH = "refresh"
+    CARDS_APPLIED = "cards_applied"
+    USER_CHANGED = "user_changed"
+    IMPRESSION = "impression"
+    CLICK = "click"
+    DISMISSAL = "dismissal"
+    #: Cards marked read (``card_id`` None: :meth:`ContentCards.mark_all_read`), or unread.
+    READ = "read"
+    UNREAD = "unread"
+    #: Not a change: the state as it is (:meth:`ContentCards.current_update`).
+    CURRENT = "current"
+    #: A visible card expired: the counts are those after it.
+    EXPIRED = "expired"
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+_REASONS = {r.value: r for r in UpdateReason}
+
+
+class Update(Value):
     """What a subscriber receives after a refresh, an apply, a user change, a logged
     impression, click or dismissal, or a read-state change.
 
-    ``reason`` is one of "refresh", "cards_applied", "user_changed", "impression", "click",
-    "dismissal", "read", "unread" ("read" with ``card_id`` None: ``mark_all_read``); ``error`` is the failure as an exception object (not raised) when ``ok`` is
-    False; ``sync`` is the summary of a successful refresh or apply.
+    ``reason`` is an :class:`UpdateReason`; ``error`` is the failure as an exception object (not
+    raised) when ``ok`` is False; ``sync`` is the summary of a successful refresh or apply;
+    ``origin`` where the cards came from: "server" (a refresh that succeeded), "application"
+    (an apply that succeeded) or "store" (the rest); ``raw`` the update's JSON as the library
+    gave it (not compared).
     """
 
-    reason: str
+    __slots__ = ("reason", "ok", "error", "card_id", "counts", "sync", "origin", "raw")
+    _not_compared = frozenset({"raw"})
+    reason: UpdateReason
     ok: bool
     error: ContentCardsError | None
     card_id: str | None
     counts: Counts
     sync: SyncSummary | None
-    raw: dict[str, Any] = field(repr=False, compare=False, hash=False)
+    origin: str
+    raw: dict[str, Any]
+
+    def __init__(self, reason: UpdateReason | str, ok: bool, error: ContentCardsError | None,
+                 card_id: str | None, counts: Counts, sync: SyncSummary | None,
+                 raw: dict[str, Any] | None = None, origin: str = "store") -> None:
+        _set(self, "reason", UpdateReason(reason))
+        _set(self, "ok", ok)
+        _set(self, "error", error)
+        _set(self, "card_id", card_id)
+        _set(self, "counts", counts)
+        _set(self, "sync", sync)
+        _set(self, "origin", origin)
+        _set(self, "raw", {} if raw is None else raw)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Update:
@@ -136,43 +314,170 @@ class Update:
             error = error_for(int(error_data.get("code", -99)), str(error_data.get("message", "")),
                               float(retry_after) if isinstance(retry_after, (int, float)) else None)
         sync_data = data.get("sync")
+        reason = data["reason"]
         return cls(
-            reason=str(data["reason"]),
+            reason=_REASONS.get(reason, reason),
             ok=bool(data["ok"]),
             error=error,
             card_id=data.get("cardId"),
             counts=Counts.from_json(data["counts"]),
             sync=None if sync_data is None else SyncSummary.from_json(sync_data),
             raw=data,
+            origin=str(data.get("origin", "store")),
         )
 
+    def to_json(self) -> dict[str, Any]:
+        error = self.error
+        return {"reason": self.reason.value, "ok": self.ok,
+                "error": None if error is None else _error_json(error),
+                "cardId": self.card_id, "counts": self.counts.to_json(),
+                "sync": None if self.sync is None else self.sync.to_json(),
+                "origin": self.origin}
 
-@dataclass(frozen=True, slots=True)
-class PendingEvent:
+
+def _error_json(error: ContentCardsError) -> dict[str, Any]:
+    out: dict[str, Any] = {"code": error.code, "name": error.name, "message": error.message}
+    if error.retry_after is not None:
+        out["retryAfter"] = error.retry_after
+    return out
+
+
+class PendingEvent(Value):
     """An event waiting in the outbox: ``type`` is "impression", "control_impression",
-    "click", "dismissal" or "feed_displayed"; ``time`` is unix seconds."""
+    "click", "dismissal" or "feed_displayed"; ``time`` is unix seconds; ``attempts`` the failed
+    delivery attempts of this event in this process (the store keeps no count)."""
 
+    __slots__ = ("id", "type", "card_id", "class_type", "user_id", "time", "attempts")
     id: str
     type: str
     card_id: str | None
     class_type: str | None
     user_id: str
     time: float
+    attempts: int
+
+    def __init__(self, id: str, type: str, card_id: str | None,  # noqa: A002
+                 class_type: str | None, user_id: str, time: float, attempts: int = 0) -> None:
+        _set(self, "id", id)
+        _set(self, "type", type)
+        _set(self, "card_id", card_id)
+        _set(self, "class_type", class_type)
+        _set(self, "user_id", user_id)
+        _set(self, "time", time)
+        _set(self, "attempts", attempts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "type": self.type, "cardId": self.card_id,
+                "classType": self.class_type, "userId": self.user_id,
+                "time": json_number(self.time), "attempts": self.attempts}
 
 
-@dataclass(frozen=True, slots=True)
-class PendingEvents:
+class PendingEvents(Value):
     """The event outbox (``cc_controller_pending_events_json``): ``pending`` counts every
     event, also those a limit left out of ``events`` (oldest first); ``failed_attempts`` is the
     number of delivery attempts of this controller that failed in a row since it last
     delivered (the outbox keeps no per-event count)."""
 
+    __slots__ = ("pending", "failed_attempts", "events")
     pending: int
     failed_attempts: int
-    events: list[PendingEvent] = field(default_factory=list)
+    events: tuple[PendingEvent, ...]
+
+    def __init__(self, pending: int, failed_attempts: int,
+                 events: tuple[PendingEvent, ...] | list[PendingEvent] = ()) -> None:
+        _set(self, "pending", pending)
+        _set(self, "failed_attempts", failed_attempts)
+        _set(self, "events", tuple(events))
 
     @classmethod
     def from_json(cls, data: Any) -> PendingEvents:
         return cls(int(data["pending"]), int(data["failedAttempts"]),
-                   [PendingEvent(e["id"], e["type"], e["cardId"], e["classType"], e["userId"],
-                                 float(e["time"])) for e in data["events"]])
+                   tuple(PendingEvent(e["id"], e["type"], e["cardId"], e["classType"],
+                                      e["userId"], float(e["time"]), int(e.get("attempts", 0)))
+                         for e in data["events"]))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"pending": self.pending, "failedAttempts": self.failed_attempts,
+                "events": [e.to_json() for e in self.events]}
+
+
+def _snake(key: str) -> str:
+    out = []
+    for ch in key:
+        if ch.isupper():
+            out.append("_")
+            out.append(ch.lower())
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+class Diagnostics(Value):
+    """A controller's diagnostics (``cc_controller_diagnostics``) with snake_case fields:
+    ``user_id``, ``storage_path``, ``closed``, ``refresh_in_flight``, ``last_refresh`` and
+    ``last_delivery`` (dicts with snake_case keys, or None), ``last_error`` (the exception
+    object, not raised, or None), ``rate_limit`` (a dict), ``left_out`` (LeftOut values),
+    ``stored_cards``, ``unreadable_stored_cards``, ``counts``, ``pending_events``,
+    ``delivered_events``, ``dropped_events``, ``subscribers``. ``raw`` is the JSON (not
+    compared); a key a newer library adds is in ``raw`` until this class names it."""
+
+    __slots__ = ("user_id", "storage_path", "closed", "refresh_in_flight", "last_refresh",
+                 "last_delivery", "last_error", "rate_limit", "left_out", "stored_cards",
+                 "unreadable_stored_cards", "counts", "pending_events", "delivered_events",
+                 "dropped_events", "subscribers", "raw")
+    _not_compared = frozenset({"raw"})
+    _not_hashed = frozenset({"last_refresh", "last_delivery", "rate_limit"})
+    user_id: str
+    storage_path: str | None
+    closed: bool
+    refresh_in_flight: bool
+    last_refresh: dict[str, Any] | None
+    last_delivery: dict[str, Any] | None
+    last_error: ContentCardsError | None
+    rate_limit: dict[str, Any]
+    left_out: tuple[LeftOut, ...]
+    stored_cards: int
+    unreadable_stored_cards: int
+    counts: Counts
+    pending_events: int
+    delivered_events: int
+    dropped_events: int
+    subscribers: int
+    raw: dict[str, Any]
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Diagnostics:
+        new = object.__new__(cls)
+
+        def tree(value: Any) -> Any:
+            if isinstance(value, dict):
+                return {_snake(k): tree(v) for k, v in value.items()}
+            if isinstance(value, list):
+                return [tree(v) for v in value]
+            return value
+
+        error = data.get("lastError")
+        values: dict[str, Any] = {
+            "user_id": data["userId"],
+            "storage_path": data.get("storagePath"),
+            "closed": bool(data["closed"]),
+            "refresh_in_flight": bool(data["refreshInFlight"]),
+            "last_refresh": tree(data.get("lastRefresh")),
+            "last_delivery": tree(data.get("lastDelivery")),
+            "last_error": None if error is None else error_for(
+                int(error["code"]), str(error["message"]), error.get("retryAfter")),
+            "rate_limit": tree(data["rateLimit"]),
+            "left_out": tuple(LeftOut(int(i["index"]), i["id"], str(i["reason"]))
+                              for i in data["leftOut"]),
+            "stored_cards": int(data["storedCards"]),
+            "unreadable_stored_cards": int(data.get("unreadableStoredCards", 0)),
+            "counts": Counts.from_json(data["counts"]),
+            "pending_events": int(data["pendingEvents"]),
+            "delivered_events": int(data["deliveredEvents"]),
+            "dropped_events": int(data["droppedEvents"]),
+            "subscribers": int(data["subscribers"]),
+            "raw": data,
+        }
+        for name in cls.__slots__:
+            _set(new, name, values[name])
+        return new

@@ -12,14 +12,20 @@ from __future__ import annotations
 
 import ctypes
 import math
-from dataclasses import dataclass
-from typing import Any, Callable
+
+from ._value import Value
+
+# typing is not imported at run time (issue 9: import time); mypy reads this as True.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, TypeAlias
 
 __all__ = ["TransportFunction", "TransportRequest", "TransportResponse"]
 
+_set = object.__setattr__
 
-@dataclass(frozen=True, slots=True)
-class TransportRequest:
+
+class TransportRequest(Value):
     """One request the library needs sent.
 
     ``kind`` is "sync", "events" or "image" (a GET of ``url``, the image's full URL, no body);
@@ -28,11 +34,21 @@ class TransportRequest:
     ``timeout`` the seconds after which the transport should give up.
     """
 
+    __slots__ = ("kind", "url", "headers", "body", "timeout")
+    _not_hashed = frozenset({"headers"})
     kind: str
     url: str
     headers: list[str]
     body: bytes
     timeout: float
+
+    def __init__(self, kind: str, url: str, headers: list[str], body: bytes,
+                 timeout: float) -> None:
+        _set(self, "kind", kind)
+        _set(self, "url", url)
+        _set(self, "headers", headers)
+        _set(self, "body", body)
+        _set(self, "timeout", timeout)
 
     @property
     def header_dict(self) -> dict[str, str]:
@@ -56,18 +72,25 @@ class TransportRequest:
                    timeout=float(request.timeout_seconds))
 
 
-@dataclass(frozen=True, slots=True)
-class TransportResponse:
+class TransportResponse(Value):
     """The server's answer: the HTTP ``status``, the ``body`` (str is sent as UTF-8, decoded:
     compression is the transport's own business), the Retry-After seconds (None for none) and,
     for a sync, the response's ``etag`` (its ETag header, None for none): the library keeps it
     and sends it back as an ``If-None-Match`` header of the next sync; a 304 answer to that
     keeps the cached cards with no merge and no write (docs/WIRE.md, "Conditional sync")."""
 
+    __slots__ = ("status", "body", "retry_after", "etag")
     status: int
-    body: bytes | str = b""
-    retry_after: float | None = None
-    etag: str | None = None
+    body: bytes | str
+    retry_after: float | None
+    etag: str | None
+
+    def __init__(self, status: int, body: bytes | str = b"",
+                 retry_after: float | None = None, etag: str | None = None) -> None:
+        _set(self, "status", status)
+        _set(self, "body", body)
+        _set(self, "retry_after", retry_after)
+        _set(self, "etag", etag)
 
     def _encoded(self) -> tuple[int, bytes, float]:
         status = self.status
@@ -86,4 +109,5 @@ class TransportResponse:
         return status, data, retry
 
 
-TransportFunction = Callable[[TransportRequest], TransportResponse]
+#: A host transport: a request in, a response out (or raise for a failure to reach the server).
+TransportFunction: TypeAlias = "Callable[[TransportRequest], TransportResponse]"

@@ -56,7 +56,7 @@ def test_subscriber_data_and_free(sample: cc.ContentCards) -> None:
     assert (update.reason, update.ok, update.error, update.card_id) == ("refresh", True, None, None)
     assert update.counts == (10, 9, 9)
     assert update.sync is not None and update.sync.added == 11
-    assert list(update.raw) == ["reason", "ok", "error", "cardId", "counts", "sync"]
+    assert list(update.raw) == ["reason", "ok", "error", "cardId", "counts", "sync", "origin"]
     # On the thread that ran the library call: on the main thread refresh() runs it in a
     # helper thread (so that Ctrl-C interrupts the wait); from another thread, that thread.
     assert len(r.threads) == 1 and r.threads[0] != threading.get_ident()
@@ -126,7 +126,7 @@ def test_reentrancy(sample: cc.ContentCards) -> None:
             # Reading, logging and diagnostics from inside the callback must not deadlock.
             state["ok"] = (c.count() == 10 and len(c.cards(["home_tile"])) == 3
                            and c.log_impression("tile-2").recorded
-                           and c.diagnostics()["subscribers"] >= 1)
+                           and c.diagnostics().subscribers >= 1)
 
     sub = c.subscribe(reenter)
     c.refresh(5)
@@ -233,7 +233,7 @@ def test_host_transport() -> None:
         t.status = 400
         result = c.flush_events(2)
         assert result.dropped == 1
-        assert c.diagnostics()["droppedEvents"] == 1
+        assert c.diagnostics().dropped_events == 1
 
         # Replacing releases the old callable once; close releases the new one.
         key_of = lambda: max(k for k in _ffi.callbacks._entries)  # noqa: E731

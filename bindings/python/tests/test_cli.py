@@ -110,7 +110,7 @@ def test_validate(tool: str, tmp_path: os.PathLike[str]) -> None:
     error = r.json()["error"]
     assert error["code"] == -4 and error["name"] == "CC_E_PARSE" and error["message"]
     r = run(tool, "validate", os.path.join(os.fspath(tmp_path), "missing.json"))
-    assert r.code == 1 and "CC_E_NETWORK" in r.err and "missing.json" in r.err
+    assert r.code == 1 and "CC_E_SOURCE_FILE" in r.err and "missing.json" in r.err
 
 
 def test_refresh_from_a_file_then_feed_and_counts(tool: str, store: str) -> None:

@@ -92,8 +92,9 @@ def test_faults_keep_the_cache(server: ReferenceServer) -> None:
         assert c.count() == 10
 
         diagnostics = c.diagnostics()
-        assert diagnostics["lastError"]["name"] == "CC_E_WRONG_USER"
-        assert diagnostics["lastRefresh"]["ok"] is False
+        assert isinstance(diagnostics.last_error, cc.WrongUserError)
+        assert diagnostics.last_refresh is not None and diagnostics.last_refresh["ok"] is False
+        assert diagnostics.last_refresh["error"]["name"] == "CC_E_WRONG_USER"
 
         # A 429 with Retry-After: the next refresh is not even sent.
         server.fault(status=429, retry_after=7)
@@ -135,7 +136,7 @@ def test_nothing_listening() -> None:
 
 
 def test_refresh_async(server: ReferenceServer) -> None:
-    """refresh_async runs the blocking refresh in the loop's executor: the loop keeps going."""
+    """refresh_async awaits the library's background refresh: the loop keeps going."""
     server.fault(delay=0.5)
 
     async def main() -> tuple[cc.SyncSummary, int]:

@@ -233,7 +233,7 @@ def test_credentials_never_appear_in_messages(raw: RawServer) -> None:
     with remote(dead, source={"url": dead}, timeout_seconds=2) as c:
         with pytest.raises(cc.NetworkError) as err:
             c.refresh(2)
-        text = err.value.message + json.dumps(c.diagnostics())
+        text = err.value.message + json.dumps(c.diagnostics().raw)
     assert "s3cret" not in text and "bob" not in text and "K3Y" not in text, text
 
 

@@ -231,7 +231,7 @@ def outside_env() -> dict[str, str]:
 READ_CARDS = """
 import json, os, sys
 import contentcards as cc
-print(json.dumps({"path": cc.library_path, "version": cc.library_version()}))
+print(json.dumps({"path": cc.library_path(), "version": cc.library_version()}))
 with cc.ContentCards(user_id="u-1", refresh_tokens=0, source={"file": sys.argv[1]}) as c:
     c.refresh(10)
     print(json.dumps([card.id for card in c.cards()]))
@@ -326,7 +326,7 @@ def test_editable_install_of_a_clean_checkout(tmp_path: os.PathLike[str]) -> Non
     os.makedirs(work)
     result = subprocess.run(
         [python, "-c", "import contentcards; print(contentcards.library_version()); "
-                       "print(contentcards.library_path)"],
+                       "print(contentcards.library_path())"],
         cwd=work, capture_output=True, text=True, timeout=60, env=outside_env())
     assert result.returncode == 0, result.stdout + result.stderr
     version, path = result.stdout.split()

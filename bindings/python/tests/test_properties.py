@@ -147,7 +147,7 @@ def test_random_configs(config: dict[str, Any], use_storage: bool) -> None:
             return
         with controller:
             assert isinstance(controller.user_id, str)
-            assert isinstance(controller.diagnostics(), dict)
+            assert isinstance(controller.diagnostics(), cc.Diagnostics)
             controller.counts()
 
 

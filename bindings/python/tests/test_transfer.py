@@ -160,7 +160,7 @@ def test_periodic_refresh_within_the_rate_limit(server: ReferenceServer) -> None
                      retry_max_seconds=0.1) as c:
         time.sleep(1.5)
         assert sync_count(server) == 2
-        assert "rate limit" in c.diagnostics()["lastRefresh"]["error"]["message"]
+        assert "rate limit" in c.diagnostics().raw["lastRefresh"]["error"]["message"]
 
 
 def test_refresh_on_open_when_stale(server: ReferenceServer, tmp_path) -> None:

@@ -1,0 +1,188 @@
+import ContentCards
+import Foundation
+import Testing
+
+/// Issue 11: the Swift side of the one API (docs/API.md). Refusals are results; async refresh,
+/// flush and updates; a cancelled await returns at once; ContentCardable objects log themselves.
+@Suite struct OneAPITests {
+    @Test func logResultsCarryTheSameFieldsAsPythonAndC() throws {
+        let c = try makeController()
+        try c.refresh()
+        let first = try c.logImpression(cardID: "tile-1")
+        #expect(first.recorded && first.reason == nil && first.stateChanged && first.eventID != nil)
+        let again = try c.logImpression(cardID: "tile-1")
+        #expect(again.recorded && !again.stateChanged && again.eventID != first.eventID)
+        let refused = try c.logClick(cardID: "msg-2")
+        #expect(refused == .refused(refused.reason ?? "") && refused.reason?.hasPrefix("click not logged") == true)
+        let shown = try c.logFeedDisplayed()
+        #expect(shown.recorded && !shown.stateChanged)
+        #expect(try c.pendingEvents() == 3)
+    }
+
+    /// Decided in issue 11 (docs/BEHAVIOUR.md, "Logging"): a stored card that is no longer
+    /// visible (expired) is logged like any other.
+    @Test func anExpiredCardIsStillLogged() throws {
+        let clock = ManualClock(1_763_800_000)
+        let c = try makeController(clock: clock)
+        try c.apply(Fixtures.payload([Fixtures.wire("soon", extra: #""ea":1763800010,"db":true,"u":"https://e.com""#)]))
+        #expect(try c.counts().total == 1)
+        clock.advance(20)
+        #expect(try c.counts().total == 0)
+        #expect(try c.logImpression(cardID: "soon").stateChanged)
+        #expect(try c.logClick(cardID: "soon").recorded)
+        #expect(try c.logDismissal(cardID: "soon").recorded)
+    }
+
+    @Test func asyncRefreshAndFlush() async throws {
+        let file = Fixtures.temporaryDirectory("async") + "/events.jsonl"
+        let c = try makeController(#""events":{"file":"\#(file)"},"eventFlushIntervalSeconds":0"#)
+        let summary = try await c.refresh()
+        #expect(summary.added == 11)
+        try c.logImpression(cardID: "tile-1")
+        let flushed = try await c.flushEvents()
+        #expect(flushed.delivered == 1 && flushed.pending == 0)
+    }
+
+    @Test func aCancelledAwaitReturnsAtOnce() async throws {
+        let door = DispatchSemaphore(value: 0)
+        let c = try HangTests.hostController(#""timeoutSeconds":5"#) { _ in
+            _ = door.wait(timeout: .now() + 5)
+            return .failure(ContentCardsError(.network, "released"))
+        }
+        defer { door.signal(); c.close() }
+        let task = Task { try await c.refresh(timeout: 5) }
+        try await Task.sleep(nanoseconds: 100_000_000)
+        let start = Date()
+        task.cancel()
+        do { _ = try await task.value; Issue.record("a cancelled refresh returned a summary") } catch {
+            #expect(error is CancellationError)
+        }
+        #expect(Date().timeIntervalSince(start) < 1)
+    }
+
+    @Test func backgroundRefreshCompletionRunsOnceAndJoinersGetTheSameOutcome() async throws {
+        let c = try makeController()
+        let outcomes = Outcomes()
+        #expect(try c.refreshInBackground { outcomes.add($0) })
+        #expect(try !c.refreshInBackground { outcomes.add($0) } || outcomes.count >= 1)
+        for _ in 0..<300 where outcomes.count < 2 { try await Task.sleep(nanoseconds: 10_000_000) }
+        #expect(outcomes.count == 2)
+        #expect(outcomes.all.allSatisfy { (try? $0.get().added) == 11 || (try? $0.get().added) == 0 })
+    }
+
+    @Test func updatesStreamStartsWithTheCurrentStateAndEndsAtClose() async throws {
+        let c = try makeController()
+        try await c.refresh()
+        let stream = c.updates(startingWithCurrent: true)
+        try c.logImpression(cardID: "tile-1")
+        c.close()
+        var reasons: [FeedUpdate.Reason] = []
+        var counts: [Int] = []
+        for await update in stream {
+            reasons.append(update.reason)
+            counts.append(update.counts.unviewed)
+        }
+        #expect(reasons == [.current, .impression])
+        #expect(counts == [9, 8])
+    }
+
+    @Test func contentCardableObjectsLogThemselves() throws {
+        let c = try makeController()
+        try c.refresh()
+        var registry = ContentCardRegistry()
+        registry.register(Tile.self, for: "home_tile")
+        let tiles = try c.convert(registry, to: Tile.self)
+        #expect(tiles.count == 3 && tiles.allSatisfy(\.isContentCard))
+        let tile = try #require(tiles.first { $0.contentCardData?.contentCardID == "tile-1" })
+        #expect(try tile.logContentCardImpression().stateChanged)
+        #expect(try c.card(id: "tile-1").viewed)
+        #expect(try tile.logContentCardDismissed().recorded)
+        #expect(tile.contentCardData?.expiresAt == -1 && tile.contentCardData?.isPinned == false)
+        // Equal by card id: the same card converted again, after its state changed.
+        let again = registry.convert([try c.card(id: "tile-1")], to: Tile.self)
+        #expect(again.first?.contentCardData == tile.contentCardData)
+        do { try again[0].logContentCardClicked(); Issue.record("converted without a controller") } catch {
+            #expect(error.code == .invalidArgument)
+        }
+        let plain = Tile(own: ())
+        #expect(!plain.isContentCard)
+    }
+}
+
+private struct Tile: ContentCardable {
+    let contentCardData: ContentCardData?
+    init?(metadata: ContentCardMetadata, classType: String) { contentCardData = ContentCardData(metadata) }
+    init(own: Void) { contentCardData = nil }
+}
+
+private final class Outcomes: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [Result<SyncSummary, ContentCardsError>] = []
+    func add(_ r: Result<SyncSummary, ContentCardsError>) { lock.lock(); items.append(r); lock.unlock() }
+    var all: [Result<SyncSummary, ContentCardsError>] { lock.lock(); defer { lock.unlock() }; return items }
+    var count: Int { all.count }
+}
+
+/// Issue 11, item 6: subscribers see a visible card expire, and where an update's cards came from.
+@Suite struct ExpiryUpdateTests {
+    @Test func subscribersAreToldWhenAVisibleCardExpires() async throws {
+        let c = try ContentCardsController(json: #"{"userId":"u","refreshTokens":0}"#)
+        defer { c.close() }
+        let soon = Int64(Date().timeIntervalSince1970) + 2
+        try c.apply(Fixtures.payload([Fixtures.wire("soon", extra: #""ea":\#(soon)"#), Fixtures.wire("stays")]))
+        #expect(try c.counts() == FeedCounts(total: 2, unviewed: 2, unread: 2))
+        let log = UpdateLog()
+        try c.subscribe { log.add($0) }
+        for _ in 0..<600 where log.all.isEmpty { try await Task.sleep(nanoseconds: 10_000_000) }
+        let update = try #require(log.all.first)
+        #expect(update.reason == .expired && update.origin == .store)
+        #expect(update.counts == FeedCounts(total: 1, unviewed: 1, unread: 1))
+        #expect(Date().timeIntervalSince1970 >= Double(soon))
+    }
+
+    @Test func updatesSayWhereTheirCardsCameFrom() throws {
+        let c = try makeController()
+        let log = UpdateLog()
+        try c.subscribe { log.add($0) }
+        try c.refresh()
+        try c.apply("[]")
+        _ = try? c.apply("not json")
+        try c.logImpression(cardID: "tile-1")
+        #expect(log.all.map(\.origin) == [.server, .application, .store, .store])
+        #expect(ResultJSON.update(log.all[0]).hasSuffix(#""origin":"server"}"#))
+    }
+}
+
+/// Issue 11, item 7: the outbox lists each event's failed delivery attempts.
+@Suite struct OutboxAttemptsTests {
+    @Test func eachEventSaysHowOftenItsDeliveryFailed() throws {
+        let failing = FailSwitch()
+        let transport = ClosureTransport { _ in
+            failing.on ? .failure(ContentCardsError(.network, "down (test)")) : .success(TransportResponse(status: 202, body: []))
+        }
+        let c = try ContentCardsController(json: #"{"userId":"u","events":{"callback":true},"eventFlushIntervalSeconds":0,"refreshTokens":0}"#,
+                                           transport: transport)
+        defer { c.close() }
+        try c.apply(Fixtures.payload([Fixtures.wire("a"), Fixtures.wire("b")]))
+        try c.logImpression(cardID: "a")
+        failing.on = true
+        for _ in 0..<2 { #expect(throws: ContentCardsError.self) { try c.flushEvents(timeout: 5) } }
+        try c.logImpression(cardID: "b")
+        let list = try c.pendingEventList()
+        #expect(list.events.map(\.cardID) == ["a", "b"] && list.attempts == [2, 0])
+        #expect(ResultJSON.pendingEvents(list).contains(#""cardId":"a","classType":"","userId":"u","#))
+        #expect(ResultJSON.pendingEvents(list).contains(#""attempts":2}"#))
+        failing.on = false
+        #expect(try c.flushEvents(timeout: 5).delivered == 2)
+        #expect(try c.pendingEventList().events.isEmpty)
+    }
+}
+
+private final class FailSwitch: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    var on: Bool {
+        get { lock.lock(); defer { lock.unlock() }; return value }
+        set { lock.lock(); value = newValue; lock.unlock() }
+    }
+}

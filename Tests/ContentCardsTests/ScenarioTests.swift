@@ -1,0 +1,106 @@
+import ContentCards
+import Foundation
+import Testing
+
+/// The one-API scenario through the Swift API (issue 11): tests/scenarios/one_api.scenario run
+/// step by step with the controller's methods; the transcript must equal one_api.expected,
+/// which the C runner (tests/c/test_scenarios.c) and the Python runner (test_scenarios.py)
+/// match too (tests/scenarios/README.md).
+@Suite struct ScenarioTests {
+    static let directory = Fixtures.root + "/tests/scenarios"
+
+    @Test func theSwiftTranscriptIsTheExpectedOne() throws {
+        let scenario = try String(contentsOfFile: Self.directory + "/one_api.scenario", encoding: .utf8)
+        let expected = try String(contentsOfFile: Self.directory + "/one_api.expected", encoding: .utf8)
+        let tmp = Fixtures.temporaryDirectory("scenario")
+        defer { Fixtures.removeTree(tmp) }
+        var runner = Runner(tmp: tmp)
+        defer { runner.controller?.close() }
+        var lines: [String] = []
+        for line in scenario.split(separator: "\n", omittingEmptySubsequences: true) where !line.hasPrefix("#") {
+            let text = String(line)
+            let (op, arg) = text.firstIndex(of: " ").map { (String(text[..<$0]), String(text[text.index(after: $0)...])) } ?? (text, "")
+            lines.append("> \(text)")
+            do {
+                let result = try runner.step(op, arg)
+                lines.append(result.map { "= ok " + Runner.mask($0, ["eventId", "time"]) } ?? "= ok")
+            } catch {
+                lines.append("= error \(error.code.statusName) (\(error.code.rawValue)): \(error.message)")
+            }
+        }
+        let got = lines.joined(separator: "\n") + "\n"
+        let gotLines = got.split(separator: "\n"), expectedLines = expected.split(separator: "\n")
+        for (i, (a, b)) in zip(gotLines, expectedLines).enumerated() where a != b {
+            Issue.record("line \(i + 1) differs:\n  swift:    \(a)\n  expected: \(b)")
+        }
+        #expect(got == expected)
+    }
+}
+
+private struct Runner {
+    let tmp: String
+    var controller: ContentCardsController?
+
+    init(tmp: String) { self.tmp = tmp }
+
+    /// The value of each "key": (a string or a number, not null) replaced by "*".
+    static func mask(_ text: String, _ keys: [String]) -> String {
+        var out = text
+        for key in keys {
+            let pattern = "(\"\(key)\":)(\"(?:[^\"\\\\]|\\\\.)*\"|-?[0-9][^,}\\]]*)"
+            out = out.replacingOccurrences(of: pattern, with: "$1\"*\"", options: .regularExpression)
+        }
+        return out
+    }
+
+    static func filter(_ arg: String) throws(ContentCardsError) -> ClassTypeFilter {
+        do { return try ResultJSON.filter(arg.isEmpty ? nil : arg) } catch {
+            throw ContentCardsError(.parse, error.message)
+        }
+    }
+
+    static func json(_ write: (inout JSONWriter) -> Void) -> String {
+        var w = JSONWriter()
+        write(&w)
+        return w.string
+    }
+
+    mutating func step(_ op: String, _ arg: String) throws(ContentCardsError) -> String? {
+        if op == "open" {
+            let config = arg.replacingOccurrences(of: "@REPO", with: Fixtures.root).replacingOccurrences(of: "@TMP", with: tmp)
+            controller = try ContentCardsController(json: config)
+            return nil
+        }
+        guard let c = controller else { throw ContentCardsError(.invalidHandle, "no controller") }
+        switch op {
+        case "refresh": return ResultJSON.summary(try c.refresh())
+        case "apply": return ResultJSON.summary(try c.apply(arg))
+        case "cards": return CardJSON.encode(try c.cards(try Self.filter(arg)))
+        case "card": return CardJSON.encode(try c.card(id: arg))
+        case "counts":
+            let counts = try c.counts(try Self.filter(arg))
+            return Self.json { ResultJSON.counts(counts, to: &$0) }
+        case "log":
+            let parts = arg.split(separator: " ", maxSplits: 1).map(String.init)
+            let id = parts.count > 1 ? parts[1] : ""
+            let result: LogResult
+            switch parts[0] {
+            case "impression": result = try c.logImpression(cardID: id)
+            case "click": result = try c.logClick(cardID: id)
+            case "dismissal": result = try c.logDismissal(cardID: id)
+            default: result = try c.logFeedDisplayed()
+            }
+            return ResultJSON.log(result)
+        case "pending_events": return Self.mask(ResultJSON.pendingEvents(try c.pendingEventList()), ["id"])
+        case "flush_events": return ResultJSON.flush(try c.flushEvents())
+        case "change_user":
+            try c.changeUser(arg)
+            return nil
+        case "user": return Self.json { $0.string(c.currentUserID) }
+        case "close":
+            c.close()
+            return nil
+        default: throw ContentCardsError(.invalidArgument, "unknown step \(op)")
+        }
+    }
+}

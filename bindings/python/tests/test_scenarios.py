@@ -1,0 +1,104 @@
+"""The one-API scenario through the Python API (issue 11): tests/scenarios/one_api.scenario run
+step by step with ContentCards' methods; the transcript must equal one_api.expected, which the
+C runner (tests/c/test_scenarios.c) and the Swift runner (ScenarioTests.swift) match too. So
+Swift, C and Python give the same results, error codes, messages and JSON bytes for every
+operation (tests/scenarios/README.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from typing import Any
+
+import contentcards as cc
+from conftest import REPO
+
+SCENARIOS = os.path.join(REPO, "tests", "scenarios")
+
+
+def _mask(text: str, keys: tuple[str, ...]) -> str:
+    """The value of each "key": (a string or a number, not null) replaced by "*"."""
+    for key in keys:
+        text = re.sub(r'("%s":)("(?:[^"\\]|\\.)*"|-?[0-9][^,}\]]*)' % re.escape(key), r'\1"*"',
+                      text)
+    return text
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _filter(arg: str) -> list[str] | None:
+    return json.loads(arg) if arg else None
+
+
+def _run_step(state: dict[str, Any], op: str, arg: str, tmp: str) -> str | None:
+    """One step: the result as JSON text, or None for a step with no result."""
+    c: cc.ContentCards = state.get("c")  # type: ignore[assignment]
+    if op == "open":
+        config = json.loads(arg.replace("@REPO", REPO).replace("@TMP", tmp))
+        state["c"] = cc.ContentCards(config)
+        return None
+    if op == "refresh":
+        return _dumps(c.refresh().to_json())
+    if op == "apply":
+        return _dumps(c.apply(arg).to_json())
+    if op == "cards":
+        return _dumps([card.to_json() for card in c.cards(_filter(arg))])
+    if op == "card":
+        return _dumps(c.card(arg).to_json())
+    if op == "counts":
+        return _dumps(c.counts(_filter(arg)).to_json())
+    if op == "log":
+        action, _, card_id = arg.partition(" ")
+        log = {"impression": c.log_impression, "click": c.log_click,
+               "dismissal": c.log_dismissal}
+        result = c.log_feed_displayed() if action == "feed_displayed" else log[action](card_id)
+        return _dumps(result.to_json())
+    if op == "pending_events":
+        return _mask(_dumps(c.list_pending_events().to_json()), ("id",))
+    if op == "flush_events":
+        return _dumps(c.flush_events().to_json())
+    if op == "change_user":
+        c.change_user(arg)
+        return None
+    if op == "user":
+        return _dumps(c.user_id)
+    if op == "close":
+        c.close()
+        return None
+    raise AssertionError(f"unknown step {op!r}")
+
+
+def transcript() -> str:
+    lines = []
+    state: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp, \
+            open(os.path.join(SCENARIOS, "one_api.scenario"), encoding="utf-8") as f:
+        try:
+            for line in f.read().split("\n"):
+                if not line or line.startswith("#"):
+                    continue
+                op, _, arg = line.partition(" ")
+                lines.append(f"> {line}")
+                try:
+                    result = _run_step(state, op, arg, tmp)
+                except cc.ContentCardsError as exc:
+                    lines.append(f"= error {exc.name} ({exc.code}): {exc.message}")
+                    continue
+                text = "= ok" if result is None else "= ok " + _mask(result, ("eventId", "time"))
+                lines.append(text)
+        finally:
+            if "c" in state:
+                state["c"].close()
+    return "\n".join(lines) + "\n"
+
+
+def test_the_python_transcript_is_the_expected_one() -> None:
+    with open(os.path.join(SCENARIOS, "one_api.expected"), encoding="utf-8") as f:
+        expected = f.read()
+    got = transcript()
+    assert got.splitlines() == expected.splitlines()
+    assert got == expected
