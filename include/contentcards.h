@@ -486,8 +486,11 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_pending_events_json(char **out_js
 
 /* Diagnostics as JSON: user, last refresh (time, error, summary), last delivery, last error,
  * rate-limit state, cards left out of the last payload, counts, pending/delivered/dropped
- * events, subscriber count, and "unreadableStoredCards": rows of the user's cards in the store
- * that do not decode (left out of the feed, counted here). Errors: CC_E_INVALID_ARGUMENT (out_json
+ * events, subscriber count, "unreadableStoredCards": rows of the user's cards in the store
+ * that do not decode (left out of the feed, counted here), and "lastSuccessfulRefreshAt": when
+ * the user's cards last came from a successful refresh (unix seconds, null when never), kept in
+ * the store so that it survives a reopen (a 304's time is not written: docs/BEHAVIOUR.md,
+ * "Conditional refresh"). Errors: CC_E_INVALID_ARGUMENT (out_json
  * NULL), CC_E_INVALID_HANDLE,
  * CC_E_STORAGE (inherited across fork()), CC_E_NO_MEMORY. A closed controller's diagnostics say
  * "closed":true. */

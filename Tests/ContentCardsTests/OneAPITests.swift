@@ -33,6 +33,30 @@ import Testing
         #expect(try c.logDismissal(cardID: "soon").recorded)
     }
 
+    /// Issue 11, item 6: the time of the last successful refresh survives a reopen (it is kept
+    /// with the user's sync state), comes back with a user change, and is nil when never.
+    @Test func theLastSuccessfulRefreshTimeSurvivesAReopen() throws {
+        let dir = Fixtures.temporaryDirectory("last-refresh")
+        defer { Fixtures.removeTree(dir) }
+        let clock = ManualClock(1_763_800_000.25)
+        var c = try makeController(clock: clock, storage: dir)
+        #expect(c.diagnostics().lastSuccessfulRefreshAt == nil)
+        try c.refresh()
+        #expect(c.diagnostics().lastSuccessfulRefreshAt == 1_763_800_000.25)
+        clock.advance(60)
+        try c.apply(Fixtures.payload([Fixtures.wire("handed-in")]))
+        #expect(c.diagnostics().lastSuccessfulRefreshAt == 1_763_800_000.25, "apply is not a refresh")
+        try c.changeUser("u-2")
+        #expect(c.diagnostics().lastSuccessfulRefreshAt == nil)
+        try c.changeUser("u-1")
+        #expect(c.diagnostics().lastSuccessfulRefreshAt == 1_763_800_000.25)
+        c.close()
+        c = try makeController(clock: clock, storage: dir)
+        defer { c.close() }
+        #expect(c.diagnostics().lastSuccessfulRefreshAt == 1_763_800_000.25)
+        #expect(ResultJSON.diagnostics(c.diagnostics()).contains(#""lastSuccessfulRefreshAt":1763800000.25"#))
+    }
+
     @Test func asyncRefreshAndFlush() async throws {
         let file = Fixtures.temporaryDirectory("async") + "/events.jsonl"
         let c = try makeController(#""events":{"file":"\#(file)"},"eventFlushIntervalSeconds":0"#)

@@ -289,6 +289,47 @@ static void test_missing_source_file(void) {
     CHECK_OK(cc_controller_close(c));
 }
 
+/* Item 6: the time of the last successful refresh survives a reopen (null before any). */
+static double last_refresh_at(cc_controller *c) {
+    char *d = NULL;
+    double at = -1;
+    CHECK_OK(cc_controller_diagnostics(&d, c));
+    const char *p = d ? strstr(d, "\"lastSuccessfulRefreshAt\":") : NULL;
+    CHECK(p != NULL);
+    if (p) {
+        p += strlen("\"lastSuccessfulRefreshAt\":");
+        at = strncmp(p, "null", 4) == 0 ? 0 : strtod(p, NULL);
+    }
+    cc_string_free(d);
+    return at;
+}
+
+static void test_last_refresh_time_survives_reopen(void) {
+    char dir[] = "/tmp/cc-one-api-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char config[1024];
+    snprintf(config, sizeof config, "{\"userId\":\"u\",\"refreshTokens\":0,\"storagePath\":\"%s\","
+             "\"source\":{\"file\":\"%s\"}}", dir, CC_SAMPLE_FEED);
+    cc_controller *c = NULL;
+    CHECK_OK(cc_controller_open(&c, config));
+    CHECK(last_refresh_at(c) == 0);
+    CHECK_OK(cc_controller_refresh(NULL, c, 5));
+    double at = last_refresh_at(c);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    CHECK(at > 0 && fabs(at - (double)now.tv_sec) < 60);
+    CHECK_OK(cc_controller_close(c));
+    c = NULL;
+    CHECK_OK(cc_controller_open(&c, config));
+    double again = last_refresh_at(c);
+    if (again != at) fprintf(stderr, "last refresh %.6f after a reopen %.6f\n", at, again);
+    CHECK(again == at);
+    CHECK_OK(cc_controller_close(c));
+    char cmd[1100];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
+}
+
 int main(void) {
     test_log_results();
     test_expired_card_is_logged();
@@ -297,5 +338,6 @@ int main(void) {
     test_expiry_reaches_subscribers();
     test_outbox_attempts();
     test_missing_source_file();
+    test_last_refresh_time_survives_reopen();
     return cc_test_finish("test_one_api");
 }

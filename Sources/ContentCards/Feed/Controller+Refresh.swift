@@ -237,6 +237,9 @@ extension ContentCardsController {
             }
         }
         let result: Result<SyncSummary, ContentCardsError> = lock.withLock {
+            // One time for the stored sync state, the diagnostics and the automatic refresh,
+            // so that what a reopen reads back is what this process reported.
+            let finishedAt = clock.now()
             let result: Result<SyncSummary, ContentCardsError>
             switch decoded {
             case .failure(let e):
@@ -264,13 +267,13 @@ extension ContentCardsController {
                 } else if userID != start.userID {
                     result = .failure(ContentCardsError(.wrongUser, "the user changed to \"\(userID)\" during the refresh for \"\(start.userID)\": response discarded"))
                 } else {
-                    result = mergeLocked(&payload, sync: SyncState(validator: validator, syncedAt: clock.now()))
+                    result = mergeLocked(&payload, sync: SyncState(validator: validator, syncedAt: finishedAt))
                 }
             }
             switch result {
             case .success(let summary):
-                record.lastRefresh = .init(time: clock.now(), error: nil, summary: summary)
-                lastSyncedAt = clock.now()
+                record.lastRefresh = .init(time: finishedAt, error: nil, summary: summary)
+                lastSyncedAt = finishedAt
             case .failure(let e):
                 noteRefreshFailure(e)
                 // Honour a server's Retry-After (bounded to an hour) for the next refreshes.

@@ -40,6 +40,11 @@ public struct Diagnostics: Sendable, Equatable {
     /// Rows of the current user's cards in the store that do not decode (damaged or written
     /// by something else): left out of the feed, and counted here rather than dropped silently.
     public var unreadableStoredCards: Int = 0
+    /// When the current user's cards last came from a successful refresh (unix seconds), nil
+    /// when never. It is kept in the store with the user's sync state, so it survives a reopen;
+    /// a 304 answer confirms the cards without writing anything, so its time is this process's
+    /// only (after a reopen the time shown is that of the last refresh that brought cards).
+    public var lastSuccessfulRefreshAt: Double? = nil
 }
 
 /// The parts of the diagnostics the controller records as it goes.

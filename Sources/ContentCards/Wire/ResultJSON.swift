@@ -148,6 +148,8 @@ public enum ResultJSON {
         w.key("leftOut"); leftOut(d.leftOut, to: &w)
         w.key("storedCards"); w.int(d.storedCards)
         w.key("unreadableStoredCards"); w.int(d.unreadableStoredCards)
+        w.key("lastSuccessfulRefreshAt")
+        if let t = d.lastSuccessfulRefreshAt { w.double(t) } else { w.null() }
         w.key("counts"); counts(d.counts, to: &w)
         w.key("pendingEvents"); w.int(d.pendingEvents)
         w.key("deliveredEvents"); w.int(d.deliveredEvents)

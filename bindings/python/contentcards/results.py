@@ -418,13 +418,15 @@ class Diagnostics(Value):
     ``last_delivery`` (dicts with snake_case keys, or None), ``last_error`` (the exception
     object, not raised, or None), ``rate_limit`` (a dict), ``left_out`` (LeftOut values),
     ``stored_cards``, ``unreadable_stored_cards``, ``counts``, ``pending_events``,
-    ``delivered_events``, ``dropped_events``, ``subscribers``. ``raw`` is the JSON (not
+    ``delivered_events``, ``dropped_events``, ``subscribers``, ``last_successful_refresh_at``
+    (unix seconds of the last refresh that brought the user's cards, kept across reopens; None
+    when never). ``raw`` is the JSON (not
     compared); a key a newer library adds is in ``raw`` until this class names it."""
 
     __slots__ = ("user_id", "storage_path", "closed", "refresh_in_flight", "last_refresh",
                  "last_delivery", "last_error", "rate_limit", "left_out", "stored_cards",
                  "unreadable_stored_cards", "counts", "pending_events", "delivered_events",
-                 "dropped_events", "subscribers", "raw")
+                 "dropped_events", "subscribers", "last_successful_refresh_at", "raw")
     _not_compared = frozenset({"raw"})
     _not_hashed = frozenset({"last_refresh", "last_delivery", "rate_limit"})
     user_id: str
@@ -443,6 +445,7 @@ class Diagnostics(Value):
     delivered_events: int
     dropped_events: int
     subscribers: int
+    last_successful_refresh_at: float | None
     raw: dict[str, Any]
 
     @classmethod
@@ -476,6 +479,8 @@ class Diagnostics(Value):
             "delivered_events": int(data["deliveredEvents"]),
             "dropped_events": int(data["droppedEvents"]),
             "subscribers": int(data["subscribers"]),
+            "last_successful_refresh_at": (None if data.get("lastSuccessfulRefreshAt") is None
+                                           else float(data["lastSuccessfulRefreshAt"])),
             "raw": data,
         }
         for name in cls.__slots__:

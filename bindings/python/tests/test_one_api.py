@@ -345,3 +345,20 @@ def test_content_card_data_and_self_logging(refreshed: cc.ContentCards) -> None:
         own.log_impression()
 
 
+
+
+# -- item 6: the last successful refresh survives a reopen -----------------------------------
+
+
+def test_the_last_successful_refresh_time_survives_a_reopen(tmp_path: object) -> None:
+    store = str(tmp_path)
+    with open_sample(storage_path=store) as c:
+        assert c.diagnostics().last_successful_refresh_at is None
+        c.refresh()
+        at = c.diagnostics().last_successful_refresh_at
+        assert at is not None and abs(at - time.time()) < 60
+        c.apply('[]')                                   # handed in by the app: not a refresh
+        assert c.diagnostics().last_successful_refresh_at == at
+    with open_sample(storage_path=store) as c:
+        assert c.diagnostics().last_successful_refresh_at == at
+        assert c.diagnostics().raw["lastSuccessfulRefreshAt"] == at
