@@ -5,7 +5,6 @@ from __future__ import annotations
 import enum
 import types
 from collections.abc import Mapping
-from datetime import datetime, timedelta, timezone
 
 from ._value import Value
 from .errors import ParseError
@@ -13,14 +12,12 @@ from .errors import ParseError
 # typing is not imported at run time (issue 9: import time); mypy reads this as True.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from datetime import datetime
     from typing import Any
 
 __all__ = ["Card", "CardType", "json_number", "normalize_class_type"]
 
 _set = object.__setattr__
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_MIN = datetime.min.replace(tzinfo=timezone.utc)
-_MAX = datetime.max.replace(tzinfo=timezone.utc)
 
 
 def json_number(value: float) -> float | int:
@@ -37,11 +34,13 @@ def normalize_class_type(class_type: str) -> str:
 
 
 def _utc(timestamp: int) -> datetime:
-    """Unix seconds as an aware UTC datetime, clamped to what datetime can hold."""
+    """Unix seconds as an aware UTC datetime, clamped to what datetime can hold. (datetime is
+    imported here, on first use: it was a tenth of ``import contentcards``.)"""
+    from datetime import datetime, timedelta, timezone
     try:
-        return _EPOCH + timedelta(seconds=timestamp)
+        return datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=timestamp)
     except OverflowError:
-        return _MIN if timestamp < 0 else _MAX
+        return (datetime.min if timestamp < 0 else datetime.max).replace(tzinfo=timezone.utc)
 
 
 class CardType(enum.Enum):

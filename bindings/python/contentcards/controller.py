@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import sys
 import threading
 import weakref
 from collections.abc import Iterable, Mapping
+
+# json is imported by the functions that use it, on first use: importing it was a sixth of
+# `import contentcards`, which should cost next to nothing (docs/PERFORMANCE.md).
 
 from . import _ffi, _logs
 from .cards import Card
@@ -104,6 +106,7 @@ def _json_default(value: Any) -> Any:
 
 
 def _dumps(value: Any, error: type[ContentCardsError], what: str) -> bytes:
+    import json
     try:
         text = json.dumps(value, default=_json_default, allow_nan=False, ensure_ascii=False)
     except ValueError as exc:  # NaN, infinity, a circular reference
@@ -257,6 +260,7 @@ def _update_entry(controller: weakref.ref[ContentCards], fn: Subscriber) -> Call
     closed_error = ClosedError
 
     def entry(update_json: bytes | None) -> None:
+        import json
         try:
             update = Update.from_json(json.loads(update_json or b"null"))
             fn(update)
@@ -581,11 +585,13 @@ class ContentCards:
     def cards(self, class_types: Iterable[str] | str | None = None) -> list[Card]:
         """The visible feed in feed order, optionally only some class types (a str is one).
         Control cards are included: log their impression, do not draw them."""
+        import json
         text = self._call(_ffi.controller_feed, _filter_json(class_types))
         return [Card._from_library(item) for item in json.loads(text)]
 
     def card(self, card: CardRef) -> Card:
         """One stored card by id, visible or not. Raises CardNotFoundError."""
+        import json
         return Card._from_library(json.loads(
             self._call(_ffi.controller_card, _ffi.cstr(_card_id(card), "card id"))))
 
@@ -634,6 +640,7 @@ class ContentCards:
     # -- logging ---------------------------------------------------------------------------
 
     def _log(self, action: bytes, card: CardRef | None) -> LogResult:
+        import json
         card_id = None if card is None else _ffi.cstr(_card_id(card), "card id")
         _recorded, text = self._call(_ffi.controller_log, action, card_id)
         return LogResult.from_json(json.loads(text))
@@ -694,6 +701,7 @@ class ContentCards:
     def flush_events(self, timeout: float | None = None) -> FlushResult:
         """Delivers every pending event now, waiting at most ``timeout`` seconds (None: the
         configuration's timeoutSeconds). Raises on failure (the events stay pending)."""
+        import json
         text = self._with_transport_cause(_ffi.controller_flush_events, _timeout(timeout))
         return FlushResult.from_json(json.loads(text))
 
@@ -701,6 +709,7 @@ class ContentCards:
         """Waits for the image prefetches queued by refreshes (configuration ``images``), at
         most ``timeout`` seconds (None: 4 x timeoutSeconds); what the image cache did.
         Raises NoSourceError when no image cache is configured."""
+        import json
         text = self._call(_ffi.controller_wait_images, _timeout(timeout))
         return ImageStats(**json.loads(text))
 
@@ -736,6 +745,7 @@ class ContentCards:
         """The events waiting in the store's outbox (every user's), oldest first, at most
         ``limit`` of them (None: all), with the total pending and the failed delivery
         attempts in a row (see :class:`~contentcards.PendingEvents`)."""
+        import json
         if limit is not None and (not isinstance(limit, int) or limit < 0):
             raise ValueError(f"limit must be a whole number >= 0 or None, not {limit!r}")
         text = self._call(_ffi.controller_pending_events_json, limit or 0)
@@ -744,6 +754,7 @@ class ContentCards:
     def diagnostics(self) -> Diagnostics:
         """Diagnostics: last refresh, last delivery, last error, rate limit, left-out cards...
         as a :class:`~contentcards.Diagnostics` with snake_case fields."""
+        import json
         return Diagnostics.from_json(json.loads(self._call(_ffi.controller_diagnostics)))
 
     def current_update(self) -> Update:
@@ -820,6 +831,7 @@ def _settle(future: asyncio.Future[Any], outcome: tuple[bool, Any]) -> None:
 def _settle_refresh(future: asyncio.Future[SyncSummary], status: int,
                     result_json: bytes | None) -> None:
     """Settles a refresh_async future with the library's completion (on the loop's thread)."""
+    import json
     if future.done():
         return
     try:

@@ -9,8 +9,9 @@ They are immutable values (see :mod:`contentcards._value`).
 from __future__ import annotations
 
 import enum
-import json
 
+# json is imported by the functions that use it, on first use: importing it was a sixth of
+# `import contentcards`, which should cost next to nothing (docs/PERFORMANCE.md).
 from ._value import Value
 from .cards import json_number
 from .errors import ContentCardsError, ParseError, error_for
@@ -204,6 +205,7 @@ class SyncSummary(Value):
 
     @classmethod
     def from_text(cls, text: str | bytes) -> SyncSummary:
+        import json
         return cls.from_json(json.loads(text))
 
     def to_json(self) -> dict[str, Any]:
