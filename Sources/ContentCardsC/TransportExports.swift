@@ -75,7 +75,7 @@ final class CTransport: Transport, @unchecked Sendable {
         guard var response = box.response else {
             return .failure(ContentCardsError(.transport, "the host transport returned CC_OK without cc_transport_response_set"))
         }
-        if let validator = box.validator { response.validator = validator }
+        if let validator = box.validator { response.etag = validator }
         return .success(response)
     }
 }

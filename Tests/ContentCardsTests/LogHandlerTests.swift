@@ -74,7 +74,7 @@ import Testing
         #expect(throws: ContentCardsError.self) { try c.flushEvents(timeout: 5) }
         #expect(log.messages.contains { $0.0 == .warning && $0.1.contains("event delivery failed (CC_E_NETWORK): connection refused (test); 1 events stay pending") })
         #expect(log.messages.contains { $0.0 == .info && $0.1.contains("event delivery retry in") && $0.1.contains("failed attempt 1") })
-        let outbox = try c.pendingEventList()
+        let outbox = try c.listPendingEvents()
         #expect(outbox.pending == 1 && outbox.failedAttempts == 1 && outbox.events.first?.cardID == "tile-1")
         #expect(outbox.events.first?.kind == .impression)
     }

@@ -192,13 +192,13 @@ private final class Outcomes: @unchecked Sendable {
         failing.on = true
         for _ in 0..<2 { #expect(throws: ContentCardsError.self) { try c.flushEvents(timeout: 5) } }
         try c.logImpression(cardID: "b")
-        let list = try c.pendingEventList()
+        let list = try c.listPendingEvents()
         #expect(list.events.map(\.cardID) == ["a", "b"] && list.attempts == [2, 0])
         #expect(ResultJSON.pendingEvents(list).contains(#""cardId":"a","classType":"","userId":"u","#))
         #expect(ResultJSON.pendingEvents(list).contains(#""attempts":2}"#))
         failing.on = false
         #expect(try c.flushEvents(timeout: 5).delivered == 2)
-        #expect(try c.pendingEventList().events.isEmpty)
+        #expect(try c.listPendingEvents().events.isEmpty)
     }
 }
 

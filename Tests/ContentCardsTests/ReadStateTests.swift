@@ -34,7 +34,7 @@ import Testing
         #expect(try c.unreadCount() == 0)
         #expect(try c.markAllRead() == 0)
 
-        let pending = try c.pendingEventList()
+        let pending = try c.listPendingEvents()
         #expect(pending.pending == 5)
         #expect(pending.events.prefix(2).map { "\($0.kind.rawValue) \($0.cardID ?? "")" } == ["read m-1", "unread t-1"])
 

@@ -20,7 +20,7 @@ extension ContentCardsController {
     /// The events waiting in the outbox (every user's), oldest first, at most `limit` of them
     /// (0: all), with the number pending, the delivery attempts that failed in a row since
     /// the last delivery by this controller, and each event's failed attempts in this process.
-    public func pendingEventList(limit: Int = 0) throws(ContentCardsError) -> PendingEvents {
+    public func listPendingEvents(limit: Int = 0) throws(ContentCardsError) -> PendingEvents {
         try lock.withLock { () throws(ContentCardsError) in
             guard let store else { throw Self.closedError }
             do throws(StoreError) {
@@ -29,6 +29,11 @@ extension ContentCardsController {
                                      events: rows.map(\.event), attempts: rows.map { eventAttempts[$0.sequence] ?? 0 })
             } catch { throw ContentCardsError(.storage, error.message) }
         }
+    }
+
+    @available(*, deprecated, renamed: "listPendingEvents(limit:)")
+    public func pendingEventList(limit: Int = 0) throws(ContentCardsError) -> PendingEvents {
+        try listPendingEvents(limit: limit)
     }
 
     /// Delivers every pending event now, waiting at most `timeout` seconds. Throws the error

@@ -37,7 +37,7 @@ public struct SyncCursors: Hashable, Sendable {
     }
 }
 
-/// The event outbox as `ContentCardsController.pendingEventList` reads it.
+/// The event outbox as `ContentCardsController.listPendingEvents` reads it.
 public struct PendingEvents: Sendable, Equatable {
     /// Events in the outbox (all of them, also when `events` was limited).
     public var pending: Int

@@ -94,7 +94,7 @@ struct RemoteSource: CardSource {
                     return .failure(ContentCardsError(.parse, "sync response is \(response.body.count) bytes, over the limit of \(maxBytes)"))
                 }
                 // A validator is kept only if it can go back in a header as it is.
-                let tag = response.validator.flatMap { v in
+                let tag = response.etag.flatMap { v in
                     v.isEmpty || v.utf8.count > 255 || Redact.controlCharacter(inHeaderValue: v) != nil ? nil : v
                 }
                 return .success(.payload(response.body, validator: tag))

@@ -44,10 +44,17 @@ public struct TransportResponse: Sendable {
     /// Seconds from a `Retry-After` header, when present.
     public var retryAfter: Double?
     /// The `ETag` of a sync response: the validator sent back as `If-None-Match` on the next
-    /// sync (docs/WIRE.md, "Conditional sync").
-    public var validator: String?
-    public init(status: Int, body: [UInt8], retryAfter: Double? = nil, validator: String? = nil) {
-        self.status = status; self.body = body; self.retryAfter = retryAfter; self.validator = validator
+    /// sync (docs/WIRE.md, "Conditional sync"). Named as C (`cc_transport_response_set_etag`)
+    /// and Python (`TransportResponse(etag=)`) name it.
+    public var etag: String?
+    public init(status: Int, body: [UInt8], retryAfter: Double? = nil, etag: String? = nil) {
+        self.status = status; self.body = body; self.retryAfter = retryAfter; self.etag = etag
+    }
+    @available(*, deprecated, renamed: "etag")
+    public var validator: String? { get { etag } set { etag = newValue } }
+    @available(*, deprecated, renamed: "init(status:body:retryAfter:etag:)")
+    public init(status: Int, body: [UInt8], retryAfter: Double? = nil, validator: String?) {
+        self.init(status: status, body: body, retryAfter: retryAfter, etag: validator)
     }
 }
 
@@ -114,7 +121,7 @@ public struct CurlTransport: Transport {
             }
             return .success(TransportResponse(status: response.status, body: body,
                                               retryAfter: RetryAfter.parse(retryAfter, now: SystemClock().now()),
-                                              validator: etag.isEmpty ? nil : etag))
+                                              etag: etag.isEmpty ? nil : etag))
         case Int(CC_HTTP_UNAVAILABLE):
             return .failure(ContentCardsError(.unavailable, message))
         case Int(CC_HTTP_TIMEOUT):
