@@ -380,8 +380,10 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_log_dismissal(cc_controller *cont
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_log_feed_displayed(cc_controller *controller);
 
 /* Logs by action name, with the result the Swift and Python APIs return: action is
- * "impression", "click", "dismissal" (card_id required) or "feed_displayed" (card_id NULL).
- * The rules are those of the four functions above. If out_result_json is not NULL it receives
+ * "impression", "click", "dismissal", "read", "unread" (card_id required) or "feed_displayed"
+ * (card_id NULL). The rules are those of the four functions above and, for "read" and
+ * "unread", of cc_controller_mark_read (refused, "already read" / "already unread", when the
+ * card is in that state already). If out_result_json is not NULL it receives
  *   {"recorded":B,"reason":S|null,"eventId":S|null,"stateChanged":B}
  * on CC_OK (recorded) and also on CC_E_REFUSED (recorded false, reason the message), so a
  * refusal says why in the same fields as elsewhere; on any other error it is set to NULL.

@@ -12,8 +12,12 @@ private func logAction(_ c: ContentCardsController, _ action: String, _ cardID: 
     case "feed_displayed":
         if cardID != nil { throw ContentCardsError(.invalidArgument, "card_id must be NULL for \"feed_displayed\"") }
         return try c.logFeedDisplayed()
+    // Read state gives the same result as the other actions (its event id included), as
+    // Swift's markRead and Python's mark_read do.
+    case "read": return try c.markRead(cardID: try CStrings.required(cardID, "card_id"))
+    case "unread": return try c.markUnread(cardID: try CStrings.required(cardID, "card_id"))
     default:
-        throw ContentCardsError(.invalidArgument, "unknown logging action \"\(action.prefix(60))\": expected \"impression\", \"click\", \"dismissal\" or \"feed_displayed\"")
+        throw ContentCardsError(.invalidArgument, "unknown logging action \"\(action.prefix(60))\": expected \"impression\", \"click\", \"dismissal\", \"feed_displayed\", \"read\" or \"unread\"")
     }
 }
 
@@ -90,7 +94,7 @@ public func cc_controller_pending_events_json(_ outJSON: UnsafeMutablePointer<Un
         let out = try CStrings.requireOutput(outJSON, "out_json")
         let c = try Handles.controller(controller)
         // size_t in: a value past Int.max arrives negative, and means "all" as 0 does.
-        let list = try c.pendingEventList(limit: max(limit, 0))
+        let list = try c.listPendingEvents(limit: max(limit, 0))
         out.pointee = try CStrings.copy(ResultJSON.pendingEvents(list))
     }
 }

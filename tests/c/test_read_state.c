@@ -44,6 +44,20 @@ static void test_local(void) {
     CHECK(changed == 1);
     CHECK(cc_controller_unread_count(c, "[\"tile\"]") == 1);
 
+    /* The same through cc_controller_log: the log result of Swift and Python, event id too. */
+    char *result = NULL;
+    CHECK_OK(cc_controller_log(&result, c, "read", "t-1"));
+    CHECK(result && strstr(result, "{\"recorded\":true,\"reason\":null,\"eventId\":\"") == result);
+    CHECK(result && strstr(result, "\"stateChanged\":true}") != NULL);
+    cc_string_free(result);
+    result = NULL;
+    CHECK_RC(CC_E_REFUSED, cc_controller_log(&result, c, "read", "t-1"));
+    CHECK(result && strcmp(result, "{\"recorded\":false,\"reason\":\"already read\",\"eventId\":null,\"stateChanged\":false}") == 0);
+    cc_string_free(result);
+    CHECK_RC(CC_E_NOT_FOUND, cc_controller_log(NULL, c, "unread", "nope"));
+    CHECK_OK(cc_controller_log(NULL, c, "unread", "t-1"));
+    CHECK(cc_controller_unread_count(c, "[\"tile\"]") == 1);
+
     cc_snapshot *s = NULL;
     size_t n = 0;
     int read = -1;
@@ -66,10 +80,11 @@ static void test_local(void) {
     CHECK_OK(cc_controller_mark_all_read(&count, c, NULL));
     CHECK(count == 0);
 
-    /* One event per change: read m-1, unread t-1, read m-2, read t-1, read ctl. */
+    /* One event per change: read m-1, unread t-1, read t-1 and unread t-1 (through
+     * cc_controller_log), read m-2, read t-1, read ctl. */
     char *events = NULL;
     CHECK_OK(cc_controller_pending_events_json(&events, c, 0));
-    CHECK_CONTAINS(events, "\"pending\":5");
+    CHECK_CONTAINS(events, "\"pending\":7");
     CHECK_CONTAINS(events, "\"type\":\"unread\",\"cardId\":\"t-1\"");
     cc_string_free(events);
 

@@ -677,11 +677,8 @@ class ContentCards:
         return self._mark(card, False)
 
     def _mark(self, card: CardRef, read: bool) -> LogResult:
-        card_id = _ffi.cstr(_card_id(card), "card id")
-        if self._call(_ffi.controller_mark_read, card_id, read):
-            # The C call says whether the state changed, not the event's id (Swift has it).
-            return LogResult(True, None, None, True)
-        return LogResult(False, f"already {'read' if read else 'unread'}")
+        # cc_controller_log's read actions give the whole result, the event's id included.
+        return self._log(b"read" if read else b"unread", card)
 
     def mark_all_read(self, class_types: Iterable[str] | str | None = None) -> int:
         """Marks every visible card (of ``class_types``) read; returns how many changed."""

@@ -29,11 +29,12 @@ def test_mark_read_unread_and_all() -> None:
         assert cc.unviewed_count() == 3
         assert cc.counts() == (4, 3, 2)
 
-        assert cc.mark_read("m-1").recorded
+        marked = cc.mark_read("m-1")
+        assert marked.recorded and marked.state_changed and marked.event_id   # as Swift's result
         assert cc.unread_count() == 1
         assert cc.unviewed_count() == 3            # impressions keep their meaning
         again = cc.mark_read("m-1")
-        assert not again.recorded and again.reason == "already read"
+        assert not again.recorded and again.reason == "already read" and again.event_id is None
         assert cc.mark_unread("t-1").recorded
         assert cc.unread_count(["tile"]) == 1
         assert [(c.id, c.read) for c in cc.cards(["message"])] == [("m-2", False), ("m-1", True)]
