@@ -223,6 +223,14 @@ typedef struct cc_controller cc_controller;
  *    "timeoutSeconds": 10, "knownClassTypes": ["home_tile"], "maxPayloadBytes": 16777216,
  *    "deviceId": "", "eventBatchSize": 100, "eventBatchBytes": 262144,
  *    "eventFlushIntervalSeconds": 30,          0 = deliver events only on cc_controller_flush_events
+ *    "refreshOnOpenAfterSeconds": null,        at open and at a user change, a background refresh
+ *                                             when the user's last sync is older (0: always);
+ *                                             default: none
+ *    "refreshPeriodSeconds": 0, "refreshPeriodJitter": 0.2,   a background refresh every
+ *                                             period x (1 +- jitter) seconds; 0 = off
+ *    "retryBaseSeconds": 1, "retryMaxSeconds": 300,   retries of automatic refreshes and event
+ *                                             delivery: a random wait up to
+ *                                             min(max, base x 2^(failures-1)), after any Retry-After
  *    "images": {"maxBytes": 52428800, "maxCount": 200, "maxImageBytes": 5242880}}
  *                                             the image cache (see Images); needs "storagePath";
  *                                             default: none, no image is fetched

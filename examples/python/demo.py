@@ -3,7 +3,7 @@
 
 Starts the reference server (examples/server/cc_server.py) on 127.0.0.1, refreshes a user's
 cards from it over HTTP, shows the feed by class type and the cards the library left out,
-logs an impression, a click and a dismissal while watching the unread badge, shows a click the
+logs an impression, a click and a dismissal while watching the unviewed badge, shows a click the
 library refuses, delivers the events and shows what the server received; then a second device
 of the same user sees what the first did (the server keeps per-user state from the events), and
 read state travels between the two.
@@ -44,7 +44,7 @@ def log_step(controller: cc.ContentCards, what: str, card_id: str,
     after = badge(controller)
     outcome = "recorded" if result else "refused"
     print(f"   {what:<11} {card_id:<8} {outcome:<9} "
-          f"badge {before.unviewed} -> {after.unviewed} unread, "
+          f"badge {before.unviewed} -> {after.unviewed} unviewed, "
           f"{before.total} -> {after.total} cards")
     if not result:
         print(f"   {'':<11} why: {result.reason}")
@@ -90,10 +90,10 @@ def main() -> int:
                     print(f"     {card.id:<15} {card.type.value:<16} {describe(card)}")
             controller.log_feed_displayed()
 
-            heading(3, "The unread badge")
+            heading(3, "The unviewed badge")
             counts = badge(controller)
-            print(f"   {counts.unviewed} unread of {counts.total} cards "
-                  "(control cards count in the total, never as unread)")
+            print(f"   {counts.unviewed} unviewed of {counts.total} cards "
+                  "(control cards count in the total, never as unviewed)")
 
             heading(4, "Logging, and the badge after each")
             log_step(controller, "impression", "tile-1", "impression")

@@ -58,7 +58,7 @@ async def load_local_products() -> list[Tile]:
 
 
 async def load_card_tiles(controller: cc.ContentCards) -> list[Tile]:
-    await controller.refresh_async()  # the blocking refresh runs in the default executor
+    await controller.refresh_async()  # settled by the library's completion: no thread waits
     objects = controller.convert(cc.Registry(HomeTileCard))
     return [obj.tile for obj in objects if isinstance(obj, HomeTileCard)]
 

@@ -86,7 +86,7 @@ def test_c(outside: str) -> None:
     assert re.search(r"^tile-2 +Pour-over bundle$", out, re.MULTILINE), out
     assert re.search(r"^coupon-1 +.* -20$", out, re.MULTILINE), out
     assert CONTROL_ID not in out, "the quick start drew a control card"
-    assert re.search(r"^badge: \d+ unread of \d+$", out, re.MULTILINE), out
+    assert re.search(r"^badge: \d+ unviewed of \d+$", out, re.MULTILINE), out
 
 
 def test_python(outside: str) -> None:
@@ -99,7 +99,7 @@ def test_python(outside: str) -> None:
     out = result.stdout.splitlines()
     assert out[:2] == ["coupon-1 20% off 20", "tile-1 Espresso kit None"], out
     assert CONTROL_ID not in result.stdout, "the quick start drew a control card"
-    assert out[2] == "badge: 1 unread of 4", out
+    assert out[2] == "badge: 1 unviewed of 4", out
     assert out[3].startswith("False ") and "no url" in out[3], out
 
 

@@ -67,12 +67,12 @@ def test_demo() -> None:
     out = run("demo.py")
     assert time.monotonic() - started < 10
     for expected in ("full sync: 11 added", "3 cards of the payload left out",
-                     "9 unread of 10 cards", "badge 9 -> 8 unread", "badge 8 -> 7 unread",
+                     "9 unviewed of 10 cards", "badge 9 -> 8 unviewed", "badge 8 -> 7 unviewed",
                      'why: click not logged: card "msg-2" has no url',
                      "(a control card: not drawn, its impression logged)",
                      "delivered 5, dropped 0, pending 0", "server stopped"):
         assert expected in out, expected
-    feed = out.split("2. The feed")[1].split("3. The unread badge")[0]
+    feed = out.split("2. The feed")[1].split("3. The unviewed badge")[0]
     assert "coupon-control" not in feed and "control" in feed  # logged, never drawn
     received = out.split("What the server received")[1]
     assert [line.split()[:2] for line in received.splitlines()[2:7]] == [
