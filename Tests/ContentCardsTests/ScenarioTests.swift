@@ -25,7 +25,14 @@ import Testing
                 let result = try runner.step(op, arg)
                 lines.append(result.map { "= ok " + Runner.mask($0, ["eventId", "time"]) } ?? "= ok")
             } catch {
-                lines.append("= error \(error.code.statusName) (\(error.code.rawValue)): \(error.message)")
+                // A step on a closed controller: Swift says CC_E_CLOSED, C CC_E_INVALID_HANDLE
+                // (docs/API.md); each runner writes its own code so.
+                if runner.closed && error.code == .closed {
+                    lines.append("= error (closed)")
+                } else {
+                    let message = error.message.replacingOccurrences(of: tmp, with: "@TMP")
+                    lines.append("= error \(error.code.statusName) (\(error.code.rawValue)): \(message)")
+                }
             }
         }
         let got = lines.joined(separator: "\n") + "\n"
@@ -40,6 +47,8 @@ import Testing
 private struct Runner {
     let tmp: String
     var controller: ContentCardsController?
+    /// Whether the scenario closed the current controller (a `close` step since the last `open`).
+    var closed = false
 
     init(tmp: String) { self.tmp = tmp }
 
@@ -69,6 +78,7 @@ private struct Runner {
         if op == "open" {
             let config = arg.replacingOccurrences(of: "@REPO", with: Fixtures.root).replacingOccurrences(of: "@TMP", with: tmp)
             controller = try ContentCardsController(json: config)
+            closed = false
             return nil
         }
         guard let c = controller else { throw ContentCardsError(.invalidHandle, "no controller") }
@@ -97,8 +107,37 @@ private struct Runner {
             try c.changeUser(arg)
             return nil
         case "user": return Self.json { $0.string(c.currentUserID) }
+        case "mark_read", "mark_unread":
+            let result = op == "mark_read" ? try c.markRead(cardID: arg) : try c.markUnread(cardID: arg)
+            return Self.json { w in
+                w.beginObject()
+                w.key("changed"); w.bool(result.stateChanged)
+                w.endObject()
+            }
+        case "mark_all_read":
+            let marked = try c.markAllRead(try Self.filter(arg))
+            return Self.json { w in
+                w.beginObject()
+                w.key("marked"); w.int(marked)
+                w.endObject()
+            }
+        case "diagnostics":
+            // The stable fields only (tests/scenarios/README.md).
+            let d = c.diagnostics()
+            return Self.json { w in
+                w.beginObject()
+                w.key("userId"); w.string(d.userID)
+                w.key("closed"); w.bool(d.closed)
+                w.key("storedCards"); w.int(d.storedCards)
+                w.key("counts"); ResultJSON.counts(d.counts, to: &w)
+                w.key("pendingEvents"); w.int(d.pendingEvents)
+                w.key("lastSuccessfulRefreshAt")
+                if d.lastSuccessfulRefreshAt != nil { w.string("*") } else { w.null() }
+                w.endObject()
+            }
         case "close":
             c.close()
+            closed = true
             return nil
         default: throw ContentCardsError(.invalidArgument, "unknown step \(op)")
         }

@@ -76,15 +76,81 @@ static void substitute(buffer *out, const char *arg, const char *tmp) {
     }
 }
 
+/* The text of the value of `key` at the top level of the JSON object `json` (its length in
+ * *len), or NULL when there is none. Keys inside nested objects (the last refresh's summary
+ * also has "counts") are not top-level ones. */
+static const char *top_value(const char *json, const char *key, size_t *len) {
+    size_t klen = strlen(key);
+    int depth = 0;
+    for (const char *p = json; *p; p++) {
+        if (*p == '"') {
+            const char *s = p + 1, *e = s;
+            while (*e && *e != '"') e += (*e == '\\' && e[1]) ? 2 : 1;
+            if (!*e) return NULL;
+            if (depth == 1 && (size_t)(e - s) == klen && strncmp(s, key, klen) == 0 && e[1] == ':') {
+                const char *v = e + 2, *q = v;
+                int d = 0;
+                for (; *q; q++) {
+                    if (*q == '"') {
+                        q++;
+                        while (*q && *q != '"') q += (*q == '\\' && q[1]) ? 2 : 1;
+                        if (!*q) break;
+                    } else if (*q == '{' || *q == '[') d++;
+                    else if (*q == '}' || *q == ']') { if (d == 0) break; d--; }
+                    else if (*q == ',' && d == 0) break;
+                }
+                *len = (size_t)(q - v);
+                return v;
+            }
+            p = e;
+        } else if (*p == '{' || *p == '[') depth++;
+        else if (*p == '}' || *p == ']') depth--;
+    }
+    return NULL;
+}
+
+/* The stable fields of the diagnostics (README.md, "The transcript"), in their order, with
+ * the library's bytes for each value; lastSuccessfulRefreshAt is "*" unless null. */
+static void put_diagnostics(buffer *b, const char *json) {
+    static const char *const keys[] = {"userId", "closed", "storedCards", "counts", "pendingEvents",
+                                       "lastSuccessfulRefreshAt", NULL};
+    puts_(b, "{");
+    for (const char *const *k = keys; *k; k++) {
+        size_t n = 0;
+        const char *v = top_value(json, *k, &n);
+        putf(b, "%s\"%s\":", k == keys ? "" : ",", *k);
+        if (!v) puts_(b, "\"missing\"");
+        else if (strcmp(*k, "lastSuccessfulRefreshAt") == 0 && !(n == 4 && strncmp(v, "null", 4) == 0)) puts_(b, "\"*\"");
+        else put(b, v, n);
+    }
+    puts_(b, "}");
+}
+
+/* Writes `s` with every occurrence of the temporary directory `tmp` written "@TMP". */
+static void put_untmp(buffer *b, const char *s, const char *tmp) {
+    size_t n = strlen(tmp);
+    for (const char *p = s; *p;) {
+        if (n && strncmp(p, tmp, n) == 0) { puts_(b, "@TMP"); p += n; }
+        else put(b, p++, 1);
+    }
+}
+
 static void result_ok(buffer *t, const char *json, const char *const *keys) {
     puts_(t, "= ok");
     if (json) { puts_(t, " "); put_masked(t, json, keys); }
     puts_(t, "\n");
 }
 
+/* Whether the scenario closed the current controller (a `close` step since the last `open`). */
+static int closed;
+static const char *tmp_dir;
+
 static void result_error(buffer *t, int rc) {
+    /* A step on a closed controller: C says the handle no longer exists (CC_E_INVALID_HANDLE),
+     * Swift and Python CC_E_CLOSED (docs/API.md); each runner writes its own code so. */
+    if (closed && rc == CC_E_INVALID_HANDLE) { puts_(t, "= error (closed)\n"); return; }
     putf(t, "= error %s (%d): ", cc_status_name(rc), rc);
-    puts_(t, cc_last_error_message());
+    put_untmp(t, cc_last_error_message(), tmp_dir);
     puts_(t, "\n");
 }
 
@@ -92,12 +158,14 @@ static void run_step(buffer *t, cc_controller **c, const char *op, const char *a
     char *out = NULL;
     int rc;
     const char *filter = *arg ? arg : NULL;
+    tmp_dir = tmp;
     if (strcmp(op, "open") == 0) {
         buffer config = {0};
+        cc_controller *opened = NULL;
         substitute(&config, arg, tmp);
-        rc = cc_controller_open(c, config.data);
+        rc = cc_controller_open(&opened, config.data);
         free(config.data);
-        if (rc == CC_OK) result_ok(t, NULL, masked_keys); else result_error(t, rc);
+        if (rc == CC_OK) { *c = opened; closed = 0; result_ok(t, NULL, masked_keys); } else result_error(t, rc);
         return;
     }
     if (strcmp(op, "refresh") == 0) rc = cc_controller_refresh(&out, *c, 0);
@@ -138,7 +206,33 @@ static void run_step(buffer *t, cc_controller **c, const char *op, const char *a
             cc_string_free(out);
             return;
         }
-    } else if (strcmp(op, "close") == 0) rc = cc_controller_close(*c);
+    } else if (strcmp(op, "mark_read") == 0 || strcmp(op, "mark_unread") == 0) {
+        int changed = 0;
+        rc = cc_controller_mark_read(&changed, *c, arg, strcmp(op, "mark_read") == 0);
+        if (rc == CC_OK) { result_ok(t, changed ? "{\"changed\":true}" : "{\"changed\":false}", masked_keys); return; }
+    } else if (strcmp(op, "mark_all_read") == 0) {
+        int64_t marked = 0;
+        rc = cc_controller_mark_all_read(&marked, *c, filter);
+        if (rc == CC_OK) {
+            char json[64];
+            snprintf(json, sizeof json, "{\"marked\":%lld}", (long long)marked);
+            result_ok(t, json, masked_keys);
+            return;
+        }
+    } else if (strcmp(op, "diagnostics") == 0) {
+        rc = cc_controller_diagnostics(&out, *c);
+        if (rc == CC_OK) {
+            buffer d = {0};
+            put_diagnostics(&d, out);
+            result_ok(t, d.data, masked_keys);
+            free(d.data);
+            cc_string_free(out);
+            return;
+        }
+    } else if (strcmp(op, "close") == 0) {
+        rc = cc_controller_close(*c);
+        if (rc == CC_OK) closed = 1;
+    }
     else { fprintf(stderr, "unknown step %s\n", op); exit(2); }
     if (rc == CC_OK) result_ok(t, out, masked_keys); else result_error(t, rc);
     cc_string_free(out);
@@ -172,7 +266,7 @@ int main(int argc, char **argv) {
         putf(&t, "> %s%s%s\n", line, *arg ? " " : "", arg);
         run_step(&t, &c, line, arg, tmp);
     }
-    if (c) (void)cc_controller_close(c);
+    if (c && !closed) (void)cc_controller_close(c);
     char events[sizeof tmp + 16];
     snprintf(events, sizeof events, "%s/events.jsonl", tmp);
     unlink(events);

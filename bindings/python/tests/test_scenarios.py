@@ -38,8 +38,9 @@ def _run_step(state: dict[str, Any], op: str, arg: str, tmp: str) -> str | None:
     """One step: the result as JSON text, or None for a step with no result."""
     c: cc.ContentCards = state.get("c")  # type: ignore[assignment]
     if op == "open":
-        config = json.loads(arg.replace("@REPO", REPO).replace("@TMP", tmp))
-        state["c"] = cc.ContentCards(config)
+        # The configuration's text as given, as in C and Swift (ContentCards takes JSON text).
+        state["c"] = cc.ContentCards(arg.replace("@REPO", REPO).replace("@TMP", tmp))
+        state["closed"] = False
         return None
     if op == "refresh":
         return _dumps(c.refresh().to_json())
@@ -66,8 +67,21 @@ def _run_step(state: dict[str, Any], op: str, arg: str, tmp: str) -> str | None:
         return None
     if op == "user":
         return _dumps(c.user_id)
+    if op in ("mark_read", "mark_unread"):
+        result = c.mark_read(arg) if op == "mark_read" else c.mark_unread(arg)
+        return _dumps({"changed": result.state_changed})
+    if op == "mark_all_read":
+        return _dumps({"marked": c.mark_all_read(_filter(arg))})
+    if op == "diagnostics":
+        # The stable fields only (tests/scenarios/README.md).
+        d = c.diagnostics()
+        return _dumps({"userId": d.user_id, "closed": d.closed, "storedCards": d.stored_cards,
+                       "counts": d.counts.to_json(), "pendingEvents": d.pending_events,
+                       "lastSuccessfulRefreshAt":
+                           None if d.last_successful_refresh_at is None else "*"})
     if op == "close":
         c.close()
+        state["closed"] = True
         return None
     raise AssertionError(f"unknown step {op!r}")
 
@@ -86,7 +100,13 @@ def transcript() -> str:
                 try:
                     result = _run_step(state, op, arg, tmp)
                 except cc.ContentCardsError as exc:
-                    lines.append(f"= error {exc.name} ({exc.code}): {exc.message}")
+                    # A step on a closed controller: Python says CC_E_CLOSED, C
+                    # CC_E_INVALID_HANDLE (docs/API.md); each runner writes its own code so.
+                    if state.get("closed") and isinstance(exc, cc.ClosedError):
+                        lines.append("= error (closed)")
+                    else:
+                        message = exc.message.replace(tmp, "@TMP")
+                        lines.append(f"= error {exc.name} ({exc.code}): {message}")
                     continue
                 text = "= ok" if result is None else "= ok " + _mask(result, ("eventId", "time"))
                 lines.append(text)
