@@ -101,7 +101,7 @@ private struct Runner {
             default: result = try c.logFeedDisplayed()
             }
             return ResultJSON.log(result)
-        case "pending_events": return Self.mask(ResultJSON.pendingEvents(try c.pendingEventList()), ["id"])
+        case "pending_events": return Self.mask(ResultJSON.pendingEvents(try c.listPendingEvents()), ["id"])
         case "flush_events": return ResultJSON.flush(try c.flushEvents())
         case "change_user":
             try c.changeUser(arg)
