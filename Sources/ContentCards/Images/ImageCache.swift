@@ -98,7 +98,7 @@ final class ImageCache: @unchecked Sendable {
     func paths(for urls: [String?]) -> [String?] {
         let files = urls.map { $0.map(ImageCache.hash) }
         let present: [Bool] = lock.withLock { files.map { $0.map { entries[$0] != nil } ?? false } }
-        return zip(files, present).map { file, here in here ? path(file!) : nil }
+        return zip(files, present).map { file, here in here ? file.map(path) : nil }
     }
 
     /// Marks `url` used now (it is wanted again): it moves to the back of the eviction order.
@@ -106,7 +106,7 @@ final class ImageCache: @unchecked Sendable {
         let file = ImageCache.hash(url)
         let here: Bool = lock.withLock {
             guard entries[file] != nil else { return false }
-            entries[file]!.used = now
+            entries[file]?.used = now
             return true
         }
         if here { utimensat(AT_FDCWD, path(file), nil, 0) }
