@@ -6,22 +6,13 @@
  * (a 304 to the stored ETag: "notModified", nothing merged); the automatic refresh policies
  * (periodic with jitter, ending at close; on open; backoff through an outage). */
 #include "cc_test.h"
+#include "cc_admin.h"
 
 #include <time.h>
 #include <unistd.h>
 
 static const char *server;
 
-/* One admin call through CC_ADMIN; the answer goes to `out` when not NULL. */
-static void admin(const char *method, const char *path, const char *json, char *out, size_t out_len) {
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "%s %s %s '%s'", getenv("CC_ADMIN"), method, path, json ? json : "");
-    FILE *p = popen(cmd, "r");
-    if (!p) { perror("popen"); exit(2); }
-    size_t n = fread(out ? out : cmd, 1, out ? out_len - 1 : sizeof cmd - 1, p);
-    if (out) out[n] = 0;
-    if (pclose(p) != 0) { fprintf(stderr, "admin call failed: %s\n", cmd); exit(2); }
-}
 
 static cc_controller *open_remote(const char *user, double timeout) {
     char config[1024];

@@ -4,22 +4,13 @@
  * the per-image size limit, cleaning when cards go, LRU eviction by bytes, and a second refresh
  * served from the cache; then maxCount with LRU eviction, and one cache per user. The same scenario as bindings/python/tests/test_images.py. */
 #include "cc_test.h"
+#include "cc_admin.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 static const char *server;
-
-static void admin(const char *method, const char *path, const char *json, char *out, size_t out_len) {
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "%s %s %s '%s'", getenv("CC_ADMIN"), method, path, json ? json : "");
-    FILE *p = popen(cmd, "r");
-    if (!p) { perror("popen"); exit(2); }
-    size_t n = fread(out ? out : cmd, 1, out ? out_len - 1 : sizeof cmd - 1, p);
-    if (out) out[n] = 0;
-    if (pclose(p) != 0) { fprintf(stderr, "admin call failed: %s\n", cmd); exit(2); }
-}
 
 /* A card of `user` whose image is on the server: NAME.png of SIZE bytes, or a status. */
 static void set_user_card(const char *user, const char *id, int created, const char *image_query) {
