@@ -21,29 +21,53 @@ public struct Card: Hashable, Sendable {
     public var dismissible: Bool
     public var pinned: Bool
     public var isTest: Bool
-    /// Opened on click; `nil` when the card has none.
-    public var url: String?
-    public var openURLInWebView: Bool
-    /// The key-value pairs set with the campaign. Non-string values arrive as their JSON text.
-    public var extras: [String: String]
-    /// `extras["class_type"]` normalized (trimmed, lower-cased, and mapped to `""` when the
-    /// application declared its known class types and this is not one of them).
-    public var classType: String
-    /// The kind of card and the fields that only that kind has.
-    public var content: Content {
-        get { box.content }
-        set { box = ContentBox(newValue) }
-    }
-    /// `content` lives in one heap box: a card is half as large inline, so the copies a
-    /// merge, the stored table and a feed make move and retain less. A struct holding a class
-    /// reference rather than an `indirect` enum: an indirect enum keeps its case in the spare
-    /// bits of the box pointer, which valgrind then does not recognize, reporting the boxes
-    /// of cards still alive at exit as "definitely lost".
-    private var box: ContentBox
     /// The local file of the card's image in the image cache (docs/BEHAVIOUR.md, "Images"),
     /// nil when the cache has none. Set on the cards the controller reads out; never stored
     /// and never sent.
     public var imagePath: String?
+    /// The kind of card (the case of `content`), kept apart from the body: filters, counts and
+    /// the encoder read it for every card.
+    public private(set) var type: CardType
+    /// `extras["class_type"]` normalized (trimmed, lower-cased, and mapped to `""` when the
+    /// application declared its known class types and this is not one of them).
+    public var classType: String {
+        get { storedClassType }
+        set { edit { $0.classType = newValue } }
+    }
+    /// The class type, also in the body: every filter reads it.
+    private var storedClassType: String
+    /// The fields below, as their boundary JSON (`CardBody`): read on access, replaced whole
+    /// when one of them is set.
+    private(set) var body: CardBody
+
+    /// Opened on click; `nil` when the card has none.
+    public var url: String? {
+        get { body.string(.url) }
+        set { edit { $0.url = newValue } }
+    }
+    public var openURLInWebView: Bool {
+        get { body.bool(.openURLInWebView) }
+        set { edit { $0.openURLInWebView = newValue } }
+    }
+    /// The key-value pairs set with the campaign. Non-string values arrive as their JSON text.
+    public var extras: [String: String] {
+        get { body.extras }
+        set { edit { $0.extras = newValue } }
+    }
+    /// The kind of card and the fields that only that kind has.
+    public var content: Content {
+        get { body.content(type: type) }
+        set { edit { $0.content = newValue } }
+    }
+
+    /// Changes fields of the body: decodes it, changes the values, writes it again.
+    private mutating func edit(_ change: (inout CardBody.Fields) -> Void) {
+        var fields = body.fields(type: type)
+        change(&fields)
+        body = CardBody(fields)
+        type = fields.content.type
+        storedClassType = fields.classType
+    }
 
     public static let neverExpires: Int64 = -1
 
@@ -106,9 +130,21 @@ public struct Card: Hashable, Sendable {
         self.id = id; self.created = created; self.expiresAt = expiresAt
         self.viewed = viewed; self.clicked = clicked; self.dismissed = dismissed; self.read = read
         self.dismissible = dismissible; self.pinned = pinned; self.isTest = isTest
-        self.url = url; self.openURLInWebView = openURLInWebView; self.extras = extras
-        self.classType = classType ?? ClassType.normalize(extras[ClassType.extrasKey] ?? "")
-        self.box = ContentBox(content)
+        let classType = classType ?? ClassType.normalize(extras[ClassType.extrasKey] ?? "")
+        self.storedClassType = classType
+        self.type = content.type
+        self.body = CardBody(CardBody.Fields(url: url, openURLInWebView: openURLInWebView, extras: extras,
+                                             classType: classType, content: content))
+        self.imagePath = nil
+    }
+
+    /// A card whose body the decoder wrote.
+    init(id: String, created: Int64, expiresAt: Int64, viewed: Bool, clicked: Bool, dismissed: Bool, read: Bool,
+         dismissible: Bool, pinned: Bool, isTest: Bool, type: CardType, classType: String, body: CardBody) {
+        self.id = id; self.created = created; self.expiresAt = expiresAt
+        self.viewed = viewed; self.clicked = clicked; self.dismissed = dismissed; self.read = read
+        self.dismissible = dismissible; self.pinned = pinned; self.isTest = isTest
+        self.type = type; self.storedClassType = classType; self.body = body
         self.imagePath = nil
     }
 }
@@ -122,67 +158,16 @@ public enum CardType: String, CaseIterable, Sendable {
 }
 
 extension Card {
-    public var type: CardType {
-        switch content {
-        case .classic: return .classic
-        case .banner: return .banner
-        case .captionedImage: return .captionedImage
-        case .control: return .control
-        }
-    }
-
     public var isControl: Bool { type == .control }
 
-    public var image: String? {
-        switch content {
-        case .classic(let c): return c.image
-        case .banner(let b): return b.image
-        case .captionedImage(let c): return c.image
-        case .control: return nil
-        }
-    }
-
-    public var imageAltText: String? {
-        switch content {
-        case .classic(let c): return c.imageAltText
-        case .banner(let b): return b.imageAltText
-        case .captionedImage(let c): return c.imageAltText
-        case .control: return nil
-        }
-    }
-
-    public var imageAspectRatio: Double? {
-        switch content {
-        case .banner(let b): return b.imageAspectRatio
-        case .captionedImage(let c): return c.imageAspectRatio
-        case .classic, .control: return nil
-        }
-    }
-
-    public var title: String? {
-        switch content {
-        case .classic(let c): return c.title
-        case .captionedImage(let c): return c.title
-        case .banner, .control: return nil
-        }
-    }
-
-    public var cardDescription: String? {
-        switch content {
-        case .classic(let c): return c.cardDescription
-        case .captionedImage(let c): return c.cardDescription
-        case .banner, .control: return nil
-        }
-    }
-
-    public var domain: String? {
-        switch content {
-        case .classic(let c): return c.domain
-        case .banner(let b): return b.domain
-        case .captionedImage(let c): return c.domain
-        case .control: return nil
-        }
-    }
+    // The kind-specific fields one at a time, each read from the body alone (null in the
+    // body where the kind has no such field).
+    public var image: String? { body.string(.image) }
+    public var imageAltText: String? { body.string(.imageAltText) }
+    public var imageAspectRatio: Double? { body.double(.imageAspectRatio) }
+    public var title: String? { body.string(.title) }
+    public var cardDescription: String? { body.string(.cardDescription) }
+    public var domain: String? { body.string(.domain) }
 
     /// Expired at `now` (unix seconds): `expiresAt != -1 && expiresAt <= now`.
     public func isExpired(at now: Double) -> Bool { Card.isExpired(expiresAt: expiresAt, at: now) }
@@ -217,19 +202,4 @@ enum URLCheck {
     }
     private static func isLetter(_ b: UInt8) -> Bool { (b | 0x20) >= 0x61 && (b | 0x20) <= 0x7A }
     private static func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
-}
-
-/// The box of `Card.content`: equal and hashed by the content it holds.
-struct ContentBox: Hashable, Sendable {
-    final class Storage: Sendable {
-        let content: Card.Content
-        init(_ content: Card.Content) { self.content = content }
-    }
-
-    let storage: Storage
-    init(_ content: Card.Content) { storage = Storage(content) }
-    var content: Card.Content { storage.content }
-
-    static func == (a: ContentBox, b: ContentBox) -> Bool { a.storage === b.storage || a.content == b.content }
-    func hash(into hasher: inout Hasher) { content.hash(into: &hasher) }
 }

@@ -24,16 +24,6 @@ public enum CardJSON {
         static let pinned = JSONWriter.Key("pinned")
         static let isTest = JSONWriter.Key("isTest")
         static let isControl = JSONWriter.Key("isControl")
-        static let url = JSONWriter.Key("url")
-        static let openURLInWebView = JSONWriter.Key("openURLInWebView")
-        static let extras = JSONWriter.Key("extras")
-        static let classType = JSONWriter.Key("classType")
-        static let image = JSONWriter.Key("image")
-        static let imageAltText = JSONWriter.Key("imageAltText")
-        static let imageAspectRatio = JSONWriter.Key("imageAspectRatio")
-        static let title = JSONWriter.Key("title")
-        static let cardDescription = JSONWriter.Key("cardDescription")
-        static let domain = JSONWriter.Key("domain")
     }
 
     public static func encode(_ card: Card) -> String {
@@ -86,22 +76,8 @@ public enum CardJSON {
         w.key(K.pinned); w.bool(card.pinned)
         w.key(K.isTest); w.bool(card.isTest)
         w.key(K.isControl); w.bool(card.isControl)
-        w.key(K.url); w.string(card.url)
-        w.key(K.openURLInWebView); w.bool(card.openURLInWebView)
-        w.key(K.extras)
-        w.beginObject()
-        for (key, value) in card.extras.sorted(by: { $0.key < $1.key }) {
-            w.key(key); w.string(value)
-        }
-        w.endObject()
-        w.key(K.classType); w.string(card.classType)
-        w.key(K.image); w.string(card.image)
-        w.key(K.imageAltText); w.string(card.imageAltText)
-        w.key(K.imageAspectRatio)
-        if let ratio = card.imageAspectRatio { w.double(ratio) } else { w.null() }
-        w.key(K.title); w.string(card.title)
-        w.key(K.cardDescription); w.string(card.cardDescription)
-        w.key(K.domain); w.string(card.domain)
+        // url ... domain: the card's body (`CardBody`), copied as it is.
+        card.body.withMembers { w.rawJSON($0) }
         w.key(K.imagePath); w.string(card.imagePath)
         w.endObject()
     }

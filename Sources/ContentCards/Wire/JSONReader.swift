@@ -165,7 +165,7 @@ struct Parser {
     }
 
     /// Moves to the next member's name (true) or past the closing brace (false).
-    private mutating func toNextMember(_ cursor: inout Cursor) throws(JSONError) -> Bool {
+    mutating func toNextMember(_ cursor: inout Cursor) throws(JSONError) -> Bool {
         skipSpace()
         guard pos < bytes.count else { throw error("unexpected end of input in an object (the JSON is truncated)") }
         if bytes[pos] == 0x7D && cursor.first { pos += 1; depth -= 1; return false }
@@ -181,7 +181,7 @@ struct Parser {
         return true
     }
 
-    private mutating func afterMemberName() throws(JSONError) {
+    mutating func afterMemberName() throws(JSONError) {
         skipSpace()
         guard pos < bytes.count else { throw error("unexpected end of input in an object (the JSON is truncated)") }
         guard bytes[pos] == 0x3A else { throw error("unexpected \(describe(bytes[pos])): expected ':' after a member name") }
@@ -236,6 +236,12 @@ struct Parser {
     }
 
     mutating func parseNumber() throws(JSONError) -> JSONValue {
+        let range = try scanNumber()
+        return .number(String(decoding: UnsafeBufferPointer(rebasing: bytes[range]), as: UTF8.self))
+    }
+
+    /// Steps over a number token, checking its grammar; the range of its text.
+    mutating func scanNumber() throws(JSONError) -> Range<Int> {
         let start = pos
         if bytes[pos] == 0x2D { pos += 1 }
         guard pos < bytes.count, isDigit(bytes[pos]) else { throw error("invalid number: expected a digit", at: pos) }
@@ -256,7 +262,7 @@ struct Parser {
             guard pos < bytes.count, isDigit(bytes[pos]) else { throw error("invalid number: expected a digit in the exponent") }
             while pos < bytes.count, isDigit(bytes[pos]) { pos += 1 }
         }
-        return .number(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<pos]), as: UTF8.self))
+        return start..<pos
     }
 
     func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }
@@ -279,10 +285,30 @@ struct Parser {
     /// Reads a string token, validating UTF-8 and escapes. Strings without escapes are made
     /// straight from the input bytes.
     mutating func parseString() throws(JSONError) -> String {
+        let span = try scanString()
+        return try string(span)
+    }
+
+    /// The text of a string token scanned earlier.
+    mutating func string(_ span: StringSpan) throws(JSONError) -> String {
+        if !span.escaped { return String(decoding: self.bytes(span), as: UTF8.self) }
+        return try unescape(from: span.start, to: span.end)
+    }
+
+    /// The bytes between a token's quotes (its text, when it has no escapes).
+    func bytes(_ span: StringSpan) -> UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(rebasing: bytes[span.start..<span.end])
+    }
+
+    /// Steps over a string token, validating its UTF-8, and says where its text is: the
+    /// decoder copies text from the input to its output without making a `String` of it.
+    /// Escapes are validated when the text is read (`string`).
+    mutating func scanString() throws(JSONError) -> StringSpan {
         let open = pos
         pos += 1
         let start = pos
         var hasEscapes = false
+        var ascii = true
         let words = UnsafeRawPointer(bytes.baseAddress)
         while true {
             // Eight plain ASCII characters at a time (no quote, backslash, control character or
@@ -302,13 +328,38 @@ struct Parser {
             }
             if b < 0x20 { throw error("control character \(describe(b)) in a string: it must be escaped") }
             if b < 0x80 { pos += 1; continue }
+            ascii = false
             pos += try utf8SequenceLength(at: pos)
         }
         let end = pos
         pos += 1
-        let raw = UnsafeBufferPointer(rebasing: bytes[start..<end])
-        if !hasEscapes { return String(decoding: raw, as: UTF8.self) }
-        return try unescape(from: start, to: end)
+        return StringSpan(start: start, end: end, escaped: hasEscapes, ascii: ascii)
+    }
+
+    /// Steps over any value without building it; `depth` limits nesting as parsing does.
+    mutating func skipValue() throws(JSONError) {
+        guard pos < bytes.count else { throw error("unexpected end of input: expected a value (the JSON is truncated)") }
+        switch bytes[pos] {
+        case 0x7B:
+            var cursor = try beginObject()
+            while try toNextMember(&cursor) {
+                let key = try scanString()
+                if key.escaped { _ = try string(key) }
+                try afterMemberName()
+                try skipValue()
+            }
+        case 0x5B:
+            var cursor = try beginArray()
+            while try nextElement(&cursor) { try skipValue() }
+        case 0x22:
+            let span = try scanString()
+            if span.escaped { _ = try string(span) }
+        case 0x74: try literal("true")
+        case 0x66: try literal("false")
+        case 0x6E: try literal("null")
+        case 0x2D, 0x30...0x39: _ = try scanNumber()
+        default: throw error("unexpected \(describe(bytes[pos])): expected a value")
+        }
     }
 
     /// Whether any of eight bytes ends a run of plain string text: a quote, a backslash, a
@@ -406,4 +457,15 @@ struct Parser {
         }
         return code
     }
+}
+
+/// Where a string token's text is in the input: between its quotes, `start..<end`.
+struct StringSpan {
+    var start: Int
+    var end: Int
+    /// The token holds escapes: its text must be unescaped (`Parser.string`).
+    var escaped: Bool
+    /// Every byte is ASCII.
+    var ascii: Bool
+    var isEmpty: Bool { start == end }
 }

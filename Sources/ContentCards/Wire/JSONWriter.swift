@@ -179,11 +179,43 @@ public struct JSONWriter {
     }
 
     fileprivate mutating func writeString(_ s: String) {
-        out.append(0x22)
         var s = s
-        s.withUTF8 { utf8 in
-            // Most strings need no escape: find the runs eight bytes at a time, copy them whole.
-            guard let base = utf8.baseAddress else { return }
+        s.withUTF8 { writeStringBytes($0) }
+    }
+
+    /// Writes text given as valid UTF-8 bytes (a string token of the input without escapes,
+    /// which is its text as it is): the same output as `string` of the same text, without
+    /// making a `String` of it.
+    public mutating func string(utf8 bytes: UnsafeBufferPointer<UInt8>) { beforeValue(); writeStringBytes(bytes) }
+
+    /// Writes a member name given as valid UTF-8 bytes (see `string(utf8:)`).
+    public mutating func key(utf8 bytes: UnsafeBufferPointer<UInt8>) {
+        beforeValue()
+        writeStringBytes(bytes)
+        out.append(0x3A)
+        afterKey = true
+    }
+
+    /// Appends JSON this writer wrote elsewhere, as it is: a value after a key, or members
+    /// (`"k":v,"k":v`, no braces) inside an open object. How a card's body becomes part of
+    /// its boundary JSON, or of its stored form, by copying.
+    public mutating func rawJSON(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard bytes.count > 0 else { return }
+        beforeValue()
+        out.append(bytes)
+    }
+
+    /// Empties the writer, keeping its memory, to write the next document.
+    public mutating func removeAll() {
+        unique()
+        out.removeAll()
+        needsComma = false; outer.removeAll(keepingCapacity: true); afterKey = false
+    }
+
+    private mutating func writeStringBytes(_ utf8: UnsafeBufferPointer<UInt8>) {
+        out.append(0x22)
+        // Most strings need no escape: find the runs eight bytes at a time, copy them whole.
+        if let base = utf8.baseAddress {
             let raw = UnsafeRawPointer(base)
             let n = utf8.count
             var start = 0, i = 0
@@ -267,6 +299,9 @@ struct ByteBuffer {
     func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
         try withExtendedLifetime(storage) { try body(UnsafeBufferPointer(start: base, count: count)) }
     }
+
+    /// Forgets the bytes written, keeping the memory (the buffer must be this copy's own).
+    mutating func removeAll() { count = 0 }
 
     /// Gives this copy a buffer of its own when another copy shares it.
     @inline(__always)

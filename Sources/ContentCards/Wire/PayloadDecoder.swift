@@ -105,14 +105,16 @@ public struct PayloadDecoder: Sendable {
             throw PayloadError("payload is \(root.typeName), expected an array of cards or an object with \"cards\"")
         }
         var seen = Set<CardKey>()
+        var fields = CardFields()
+        var writer = JSONWriter(reservingCapacity: 1024)
         for (index, item) in items.enumerated() {
             guard case .object(let members) = item else {
                 payload.leftOut.append(Payload.LeftOut(index: index, id: nil, reason: "not an object but \(item.typeName)"))
                 continue
             }
-            var fields = CardFields()
+            fields.reset(source: nil)
             for member in members { fields.set(member.key, member.value) }
-            add(fields, index: index, seen: &seen, to: &payload)
+            add(&fields, index: index, seen: &seen, writer: &writer, to: &payload)
         }
         return payload
     }
@@ -122,13 +124,22 @@ public struct PayloadDecoder: Sendable {
         guard case .object(let members) = value else { throw CardProblem(id: nil, reason: "not an object but \(value.typeName)") }
         var fields = CardFields()
         for member in members { fields.set(member.key, member.value) }
-        return try fields.build(knownClassTypes: knownClassTypes)
+        var writer = JSONWriter(reservingCapacity: 1024)
+        return try fields.build(knownClassTypes: knownClassTypes, writer: &writer)
     }
 
     /// Reads a card in its stored form (`StoredCardJSON`); nil if it does not decode.
     func decodeStoredCard(_ bytes: UnsafeBufferPointer<UInt8>) -> Card? {
-        var parser = Parser(bytes: bytes, maxDepth: limits.maxDepth)
+        var writer = JSONWriter(reservingCapacity: 1024)
         var fields = CardFields()
+        return decodeStoredCard(bytes, fields: &fields, writer: &writer)
+    }
+
+    /// `decodeStoredCard`, with the scratch space of the previous card (a store's load reads
+    /// thousands in a row).
+    func decodeStoredCard(_ bytes: UnsafeBufferPointer<UInt8>, fields: inout CardFields, writer: inout JSONWriter) -> Card? {
+        var parser = Parser(bytes: bytes, maxDepth: limits.maxDepth)
+        fields.reset(source: bytes)
         do throws(JSONError) {
             try parser.beginDocument()
             guard parser.peek() == 0x7B else { return nil }
@@ -137,7 +148,7 @@ public struct PayloadDecoder: Sendable {
         } catch {
             return nil
         }
-        return try? fields.build(knownClassTypes: knownClassTypes).card
+        return try? fields.build(knownClassTypes: knownClassTypes, writer: &writer).card
     }
 
     // MARK: Reading from the token stream
@@ -146,11 +157,14 @@ public struct PayloadDecoder: Sendable {
         var cursor = try parser.beginArray()
         var seen = Set<CardKey>()
         var index = 0
+        // One card's scratch space, reused for the next: its extras list and the body writer.
+        var fields = CardFields()
+        var writer = JSONWriter(reservingCapacity: 1024)
         while try parser.nextElement(&cursor) {
             if parser.peek() == 0x7B {
-                var fields = CardFields()
+                fields.reset(source: parser.bytes)
                 try readCard(&parser, into: &fields)
-                add(fields, index: index, seen: &seen, to: &payload)
+                add(&fields, index: index, seen: &seen, writer: &writer, to: &payload)
             } else {
                 let value = try parser.parseValue()
                 payload.leftOut.append(Payload.LeftOut(index: index, id: nil, reason: "not an object but \(value.typeName)"))
@@ -163,17 +177,21 @@ public struct PayloadDecoder: Sendable {
         var cursor = try parser.beginObject()
         while let key = try parser.nextKey(&cursor) {
             if key.known == .e && parser.peek() == 0x7B {
-                // Extras: strings as they are, any other value as its JSON text.
-                var extras = [String: String](minimumCapacity: 6)
+                // Extras: strings as they are, any other value as its JSON text. Kept as the
+                // tokens' places in the input; the body is written from them.
+                fields.beginExtras()
                 var inner = try parser.beginObject()
-                while let name = try parser.nextName(&inner) {
+                while try parser.toNextMember(&inner) {
+                    let name = try parser.text()
+                    try parser.afterMemberName()
+                    let value: CardFields.Text
                     if parser.peek() == 0x22 {
-                        extras[name] = try parser.parseString()
+                        value = try parser.text()
                     } else {
-                        extras[name] = try parser.parseValue().jsonText
+                        value = .string(try parser.parseValue().jsonText)
                     }
+                    fields.addExtra(name, value)
                 }
-                fields.extras = .object(extras)
             } else if let known = key.known, CardFields.slot(known) != nil || known == .e {
                 fields.set(known, try parser.readRaw())
             } else {
@@ -182,9 +200,10 @@ public struct PayloadDecoder: Sendable {
         }
     }
 
-    private func add(_ fields: CardFields, index: Int, seen: inout Set<CardKey>, to payload: inout Payload) {
+    private func add(_ fields: inout CardFields, index: Int, seen: inout Set<CardKey>, writer: inout JSONWriter,
+                     to payload: inout Payload) {
         do throws(CardProblem) {
-            let card = try fields.build(knownClassTypes: knownClassTypes)
+            let card = try fields.build(knownClassTypes: knownClassTypes, writer: &writer)
             if !seen.insert(card.card.id).inserted {
                 throw CardProblem(id: card.card.id, reason: "duplicate id: an earlier card in the payload has it")
             }
@@ -229,6 +248,8 @@ enum JSONRaw {
     case bool(Bool)
     case number(String)
     case string(String)
+    /// A string token without escapes, by its place in the input (`CardFields.source`).
+    case span(StringSpan)
     /// An object or array, by its type name (no card field but extras takes one).
     case other(String)
 
@@ -247,17 +268,27 @@ enum JSONRaw {
         case .null: return "null"
         case .bool: return "a boolean"
         case .number: return "a number"
-        case .string: return "a string"
+        case .string, .span: return "a string"
         case .other(let name): return name
         }
     }
 }
 
 extension Parser {
+    /// A string token: by its place when it has no escapes, else as its unescaped text.
+    mutating func text() throws(JSONError) -> CardFields.Text {
+        let span = try scanString()
+        return span.escaped ? .string(try string(span)) : .span(span)
+    }
+
     /// Reads a scalar value in place; an object or array is read whole and kept only by type.
     mutating func readRaw() throws(JSONError) -> JSONRaw {
         switch peek() {
-        case 0x22: return .string(try parseString())
+        case 0x22:
+            switch try text() {
+            case .span(let span): return .span(span)
+            case .string(let s): return .string(s)
+            }
         case 0x74: try literal("true"); return .bool(true)
         case 0x66: try literal("false"); return .bool(false)
         case 0x6E: try literal("null"); return .null
@@ -275,8 +306,28 @@ struct CardFields {
     enum Extras {
         case absent
         case object([String: String])
+        /// Read from the token stream: the members are in `entries`.
+        case entries
         case wrongType(String)
     }
+
+    /// A text as read: the place of a token without escapes in `source`, or the text itself.
+    enum Text {
+        case span(StringSpan)
+        case string(String)
+    }
+
+    struct Entry {
+        var key: Text
+        var value: Text
+    }
+
+    /// The input the spans point into (empty for fields set from parsed values).
+    private var source = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
+    /// The extras members in input order, when read from the token stream.
+    private var entries: [Entry] = []
+    /// Scratch: `entries` in key order.
+    private var order: [Int] = []
 
     private static let slotCount = 20
     private var raw = Slots()
@@ -360,6 +411,32 @@ struct CardFields {
     }
     var extras: Extras = .absent
 
+    /// Empties the fields for the next card, keeping their memory.
+    mutating func reset(source: UnsafeBufferPointer<UInt8>?) {
+        raw = Slots()
+        extras = .absent
+        entries.removeAll(keepingCapacity: true)
+        self.source = source ?? UnsafeBufferPointer(start: nil, count: 0)
+    }
+
+    mutating func beginExtras() {
+        entries.removeAll(keepingCapacity: true)
+        extras = .entries
+    }
+
+    mutating func addExtra(_ key: Text, _ value: Text) { entries.append(Entry(key: key, value: value)) }
+
+    private func bytes(_ span: StringSpan) -> UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(rebasing: source[span.start..<span.end])
+    }
+
+    private func string(_ text: Text) -> String {
+        switch text {
+        case .span(let span): return String(decoding: bytes(span), as: UTF8.self)
+        case .string(let s): return s
+        }
+    }
+
     /// The slot of each card field (extras are kept apart).
     static func slot(_ key: KnownKey) -> Int? {
         switch key {
@@ -416,8 +493,11 @@ struct CardFields {
     // MARK: Checking
 
     private var id: String? {
-        if case .string(let s)? = raw[0], !s.isEmpty { return s }
-        return nil
+        switch raw[0] {
+        case .string(let s)? where !s.isEmpty: return s
+        case .span(let span)? where !span.isEmpty: return string(.span(span))
+        default: return nil
+        }
     }
 
     private func problem(_ reason: String) -> CardProblem { CardProblem(id: id, reason: reason) }
@@ -430,8 +510,47 @@ struct CardFields {
 
     private func string(_ key: KnownKey) throws(CardProblem) -> String? {
         guard let v = value(key) else { return nil }
-        guard case .string(let s) = v else { throw problem("field \"\(key.rawValue)\" is \(v.typeName), expected a string") }
-        return s
+        switch v {
+        case .string(let s): return s
+        case .span(let span): return string(.span(span))
+        default: throw problem("field \"\(key.rawValue)\" is \(v.typeName), expected a string")
+        }
+    }
+
+    /// A text field for the body, without making a `String` of a token without escapes;
+    /// nil when absent or null.
+    private func text(_ key: KnownKey) throws(CardProblem) -> CardBody.Text? {
+        guard let v = value(key) else { return nil }
+        switch v {
+        case .string(let s): return .string(s)
+        case .span(let span): return .utf8(bytes(span))
+        default: throw problem("field \"\(key.rawValue)\" is \(v.typeName), expected a string")
+        }
+    }
+
+    private static func isEmpty(_ t: CardBody.Text) -> Bool {
+        switch t {
+        case .null: return true
+        case .string(let s): return s.isEmpty
+        case .utf8(let b): return b.count == 0
+        }
+    }
+
+    /// A text that may be absent.
+    private func optionalText(_ key: KnownKey) throws(CardProblem) -> CardBody.Text { try text(key) ?? .null }
+
+    /// Required text: present, a string, and not empty.
+    private func requiredText(_ key: KnownKey, _ name: String, for type: String) throws(CardProblem) -> CardBody.Text {
+        guard let t = try text(key), !CardFields.isEmpty(t) else {
+            throw problem("missing required field \"\(key.rawValue)\" (\(name)) for a \(type) card")
+        }
+        return t
+    }
+
+    /// A text where empty means absent.
+    private func nonEmptyText(_ key: KnownKey) throws(CardProblem) -> CardBody.Text {
+        guard let t = try text(key), !CardFields.isEmpty(t) else { return .null }
+        return t
     }
 
     private func bool(_ key: KnownKey) throws(CardProblem) -> Bool? {
@@ -455,20 +574,8 @@ struct CardFields {
         return d
     }
 
-    /// Required string: present, a string, and not empty.
-    private func required(_ key: KnownKey, _ name: String, for type: String) throws(CardProblem) -> String {
-        guard let s = try string(key), !s.isEmpty else {
-            throw problem("missing required field \"\(key.rawValue)\" (\(name)) for a \(type) card")
-        }
-        return s
-    }
-
-    private func nonEmpty(_ key: KnownKey) throws(CardProblem) -> String? {
-        guard let s = try string(key), !s.isEmpty else { return nil }
-        return s
-    }
-
-    func build(knownClassTypes: Set<String>?) throws(CardProblem) -> Payload.ServerCard {
+    /// Checks the fields and builds the card, writing its body with `writer`.
+    mutating func build(knownClassTypes: Set<String>?, writer w: inout JSONWriter) throws(CardProblem) -> Payload.ServerCard {
         guard let id = try string(.id), !id.isEmpty else {
             throw CardProblem(id: nil, reason: "missing required field \"id\" (a non-empty string)")
         }
@@ -476,37 +583,34 @@ struct CardFields {
         if CardFields.holdsNUL(id) { throw CardProblem(id: nil, reason: "the id holds a NUL character") }
         guard let created = try int(.ca) else { throw problem("missing required field \"ca\" (created, unix seconds)") }
         let removed = try bool(.r) ?? false
-        let extras: [String: String]
-        switch self.extras {
-        case .absent: extras = [:]
-        case .object(let map): extras = map
-        case .wrongType(let type): throw problem("field \"e\" (extras) is \(type), expected an object")
-        }
+        if case .wrongType(let type) = extras { throw problem("field \"e\" (extras) is \(type), expected an object") }
         let wireType = try string(.tp)
-        let content: Card.Content
-        if removed {
+        var type = CardType.control
+        var content = CardBody.ContentTexts()
+        if !removed {
             // A tombstone needs only its id and creation time: its content is never shown.
-            content = .control
-        } else {
             guard let wireType else { throw problem("missing required field \"tp\" (type)") }
-            content = try self.content(wireType)
+            (type, content) = try self.content(wireType)
         }
-        let card = Card(
-            id: id, created: created,
-            expiresAt: try int(.ea) ?? Card.neverExpires,
-            viewed: try bool(.v) ?? false,
-            clicked: try bool(.cl) ?? false,
-            dismissed: try bool(.d) ?? false,
-            read: try bool(.rd) ?? false,
-            dismissible: try bool(.db) ?? false,
-            pinned: try bool(.p) ?? false,
-            isTest: try bool(.t) ?? false,
-            url: try nonEmpty(.u),
-            openURLInWebView: try bool(.uw) ?? false,
-            extras: extras,
-            classType: ClassType.normalize(extras[ClassType.extrasKey] ?? "", known: knownClassTypes),
-            content: content)
-        return Payload.ServerCard(card: card, removed: removed, read: try bool(.rd))
+        let expiresAt = try int(.ea) ?? Card.neverExpires
+        let viewed = try bool(.v) ?? false
+        let clicked = try bool(.cl) ?? false
+        let dismissed = try bool(.d) ?? false
+        let read = try bool(.rd)
+        let dismissible = try bool(.db) ?? false
+        let pinned = try bool(.p) ?? false
+        let isTest = try bool(.t) ?? false
+        let url = try nonEmptyText(.u)
+        let openURLInWebView = try bool(.uw) ?? false
+        let classType = ClassType.normalize(classTypeValue() ?? "", known: knownClassTypes)
+        let sorted = sortEntries()
+        w.removeAll()
+        CardBody.write(to: &w, url: url, openURLInWebView: openURLInWebView,
+                       extras: { writeExtras(sorted: sorted, to: &$0) }, classType: classType, content: content)
+        let card = Card(id: id, created: created, expiresAt: expiresAt, viewed: viewed, clicked: clicked,
+                        dismissed: dismissed, read: read ?? false, dismissible: dismissible, pinned: pinned,
+                        isTest: isTest, type: type, classType: classType, body: CardBody(json: w.bytes))
+        return Payload.ServerCard(card: card, removed: removed, read: read)
     }
 
     /// memchr over the id's bytes (the generic `contains` on a UTF-8 view was 1% of a sync).
@@ -518,26 +622,122 @@ struct CardFields {
         }
     }
 
-    private func content(_ wireType: String) throws(CardProblem) -> Card.Content {
+    private func content(_ wireType: String) throws(CardProblem) -> (CardType, CardBody.ContentTexts) {
+        var c = CardBody.ContentTexts()
         switch wireType {
         case "banner_image":
-            return .banner(Card.Banner(
-                image: try required(.i, "image", for: wireType), imageAltText: try string(.image_alt),
-                imageAspectRatio: try double(.ar), domain: try string(.dm)))
+            c.image = try requiredText(.i, "image", for: wireType); c.imageAltText = try optionalText(.image_alt)
+            c.imageAspectRatio = try double(.ar); c.domain = try optionalText(.dm)
+            return (.banner, c)
         case "captioned_image":
-            return .captionedImage(Card.CaptionedImage(
-                image: try required(.i, "image", for: wireType), imageAltText: try string(.image_alt),
-                imageAspectRatio: try double(.ar), title: try required(.tt, "title", for: wireType),
-                cardDescription: try required(.ds, "description", for: wireType), domain: try string(.dm)))
+            c.image = try requiredText(.i, "image", for: wireType); c.imageAltText = try optionalText(.image_alt)
+            c.imageAspectRatio = try double(.ar); c.title = try requiredText(.tt, "title", for: wireType)
+            c.cardDescription = try requiredText(.ds, "description", for: wireType); c.domain = try optionalText(.dm)
+            return (.captionedImage, c)
         case "short_news", "text_announcement":
             // Both are classic cards; short_news may carry an image, and is valid without one.
-            return .classic(Card.Classic(
-                title: try string(.tt), cardDescription: try required(.ds, "description", for: wireType),
-                image: try nonEmpty(.i), imageAltText: try string(.image_alt), domain: try string(.dm)))
+            c.title = try optionalText(.tt); c.cardDescription = try requiredText(.ds, "description", for: wireType)
+            c.image = try nonEmptyText(.i); c.imageAltText = try optionalText(.image_alt); c.domain = try optionalText(.dm)
+            return (.classic, c)
         case "control":
-            return .control
+            return (.control, c)
         default:
             throw problem("unknown type \"\(wireType)\"")
+        }
+    }
+
+    // MARK: Extras
+
+    /// The raw `class_type` extra (the last one, as in a dictionary).
+    private func classTypeValue() -> String? {
+        switch extras {
+        case .absent, .wrongType: return nil
+        case .object(let map): return map[ClassType.extrasKey]
+        case .entries:
+            for entry in entries.reversed() where isClassTypeKey(entry.key) { return string(entry.value) }
+            return nil
+        }
+    }
+
+    private static let classTypeKey = Array(ClassType.extrasKey.utf8)
+
+    private func isClassTypeKey(_ key: Text) -> Bool {
+        switch key {
+        case .string(let s): return s == ClassType.extrasKey
+        case .span(let span):
+            let b = bytes(span)
+            guard b.count == CardFields.classTypeKey.count, let p = b.baseAddress else { return false }
+            return CardFields.classTypeKey.withUnsafeBufferPointer { k in
+                k.baseAddress.map { memcmp($0, p, b.count) == 0 } ?? false
+            }
+        }
+    }
+
+    /// Puts `entries` in key order in `order`, keeping the last of equal keys, when every key
+    /// is ASCII without escapes (then byte order is the order of Swift's `<` on the keys);
+    /// false otherwise, and the extras go through a dictionary as any others.
+    private mutating func sortEntries() -> Bool {
+        guard case .entries = extras else { return false }
+        order.removeAll(keepingCapacity: true)
+        for (i, entry) in entries.enumerated() {
+            guard case .span(let key) = entry.key, key.ascii else { return false }
+            order.append(i)
+        }
+        // Insertion sort: a card has a handful of extras. Equal keys stay in input order.
+        var i = 1
+        while i < order.count {
+            let x = order[i]
+            var j = i - 1
+            while j >= 0 && compareKeys(order[j], x) > 0 {
+                order[j + 1] = order[j]
+                j -= 1
+            }
+            order[j + 1] = x
+            i += 1
+        }
+        // Of equal keys, the last one read wins.
+        var kept = 0
+        for k in 0..<order.count {
+            if k + 1 < order.count && compareKeys(order[k], order[k + 1]) == 0 { continue }
+            order[kept] = order[k]
+            kept += 1
+        }
+        order.removeLast(order.count - kept)
+        return true
+    }
+
+    private func compareKeys(_ a: Int, _ b: Int) -> Int {
+        guard case .span(let x) = entries[a].key, case .span(let y) = entries[b].key else { return 0 }
+        let p = bytes(x), q = bytes(y)
+        let n = min(p.count, q.count)
+        if n > 0, let pb = p.baseAddress, let qb = q.baseAddress {
+            let c = memcmp(pb, qb, n)
+            if c != 0 { return Int(c) }
+        }
+        return p.count - q.count
+    }
+
+    private func writeExtras(sorted: Bool, to w: inout JSONWriter) {
+        switch extras {
+        case .absent, .wrongType:
+            w.beginObject(); w.endObject()
+        case .object(let map):
+            CardBody.write(extras: map, to: &w)
+        case .entries where sorted:
+            w.beginObject()
+            for i in order {
+                let entry = entries[i]
+                if case .span(let key) = entry.key { w.key(utf8: bytes(key)) }
+                switch entry.value {
+                case .span(let span): w.string(utf8: bytes(span))
+                case .string(let s): w.string(s)
+                }
+            }
+            w.endObject()
+        case .entries:
+            var map = [String: String](minimumCapacity: entries.count)
+            for entry in entries { map[string(entry.key)] = string(entry.value) }
+            CardBody.write(extras: map, to: &w)
         }
     }
 }

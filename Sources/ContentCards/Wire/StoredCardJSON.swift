@@ -16,7 +16,7 @@ public enum StoredCardJSON {
         w.beginObject()
         w.key(id); w.string(c.id)
         w.key(tp)
-        switch c.content {
+        switch c.type {
         case .classic: w.string("short_news")
         case .banner: w.string("banner_image")
         case .captionedImage: w.string("captioned_image")
@@ -31,28 +31,24 @@ public enum StoredCardJSON {
         if c.pinned { w.key(p); w.bool(true) }
         if c.dismissible { w.key(db); w.bool(true) }
         if c.isTest { w.key(t); w.bool(true) }
-        if c.openURLInWebView { w.key(uw); w.bool(true) }
-        if let url = c.url { w.key(u); w.string(url) }
-        if !c.extras.isEmpty {
-            w.key(e)
-            w.beginObject()
-            for (k, value) in c.extras { w.key(k); w.string(value) }
-            w.endObject()
-        }
-        func optional(_ key: JSONWriter.Key, _ value: String?) { if let value { w.key(key); w.string(value) } }
-        switch c.content {
-        case .classic(let x):
-            optional(tt, x.title); w.key(ds); w.string(x.cardDescription)
-            optional(i, x.image); optional(alt, x.imageAltText); optional(dm, x.domain)
-        case .banner(let x):
-            w.key(i); w.string(x.image); optional(alt, x.imageAltText); optional(dm, x.domain)
-            if let r = x.imageAspectRatio { w.key(ar); w.double(r) }
-        case .captionedImage(let x):
-            w.key(i); w.string(x.image); optional(alt, x.imageAltText); optional(dm, x.domain)
-            w.key(tt); w.string(x.title); w.key(ds); w.string(x.cardDescription)
-            if let r = x.imageAspectRatio { w.key(ar); w.double(r) }
-        case .control:
-            break
+        // The body's values are already JSON in the form this one takes: each is copied under
+        // its short key (the class type is left out, as above).
+        c.body.forEachValue { member, value in
+            let key: JSONWriter.Key
+            switch member {
+            case .url: key = u
+            case .openURLInWebView: key = uw
+            case .extras: key = e
+            case .classType: return
+            case .image: key = i
+            case .imageAltText: key = alt
+            case .imageAspectRatio: key = ar
+            case .title: key = tt
+            case .cardDescription: key = ds
+            case .domain: key = dm
+            }
+            w.key(key)
+            w.rawJSON(value)
         }
         w.endObject()
         return w.bytes
