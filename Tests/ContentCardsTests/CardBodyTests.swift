@@ -106,3 +106,35 @@ import Testing
         }
     }
 }
+
+/// The string scanner's two loops (input checked as valid UTF-8 up front, and not) must find
+/// the same tokens: the same end, escapes, ASCII-ness and DEL, wherever in an 8-byte word the
+/// special byte falls.
+@Suite struct StringScanTests {
+    static let pieces: [String] = ["a", "é", "€", "😀", "\\\"", "\\\\", "\\u00e9", "\u{7F}", "bcdefgh", " "]
+
+    @Test func bothLoopsAgreeOnEveryPlacement() throws {
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<3000 {
+            var text = ""
+            for _ in 0..<Int.random(in: 0...24, using: &rng) { text += Self.pieces.randomElement(using: &rng)! }
+            let token = Array(("\"" + text + "\",").utf8)
+            let fast = try token.withUnsafeBufferPointer { b throws(JSONError) -> (StringSpan, String) in
+                var p = Parser(bytes: b, maxDepth: 4)
+                p.validUTF8 = true
+                let span = try p.scanString()
+                return (span, try p.string(span))
+            }
+            let checked = try token.withUnsafeBufferPointer { b throws(JSONError) -> (StringSpan, String) in
+                var p = Parser(bytes: b, maxDepth: 4)
+                let span = try p.scanString()
+                return (span, try p.string(span))
+            }
+            #expect(fast.0.end == checked.0.end && fast.0.escaped == checked.0.escaped, "\(text)")
+            #expect(fast.0.ascii == checked.0.ascii && fast.0.plain == checked.0.plain, "\(text)")
+            #expect(fast.1 == checked.1, "\(text)")
+            #expect(fast.0.ascii == text.utf8.allSatisfy { $0 < 0x80 }, "\(text)")
+            #expect(fast.0.plain == !(text.contains("\\") || text.contains("\u{7F}")), "\(text)")
+        }
+    }
+}

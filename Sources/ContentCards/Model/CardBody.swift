@@ -54,6 +54,8 @@ struct CardBody: Hashable, Sendable {
         case string(String)
         /// Valid UTF-8 that is the text as it is (a string token of the input without escapes).
         case utf8(UnsafeBufferPointer<UInt8>)
+        /// `utf8` with no byte the writer escapes either: copied as it is.
+        case plain(UnsafeBufferPointer<UInt8>)
     }
 
     private enum K {
@@ -88,6 +90,7 @@ struct CardBody: Hashable, Sendable {
             case .null: w.null()
             case .string(let s): w.string(s)
             case .utf8(let bytes): w.string(utf8: bytes)
+            case .plain(let bytes): w.string(plain: bytes)
             }
         }
         w.beginObject()
@@ -152,6 +155,7 @@ struct CardBody: Hashable, Sendable {
     func valueRanges() -> [Range<Int>]? {
         json.withUnsafeBufferPointer { bytes -> [Range<Int>]? in
             var parser = Parser(bytes: bytes, maxDepth: 4)
+            parser.validUTF8 = true     // written by the library's own writer
             var ranges: [Range<Int>] = []
             ranges.reserveCapacity(Member.allCases.count)
             do throws(JSONError) {

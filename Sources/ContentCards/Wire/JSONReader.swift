@@ -51,6 +51,11 @@ struct Parser {
     var pos = 0
     var depth = 0
     var scratch: [UInt8] = []
+    /// The caller checked that the whole input is valid UTF-8 (`UTF8Validation.isValid`,
+    /// one pass at about a byte an instruction): strings then skip multi-byte characters eight
+    /// bytes at a time instead of stopping to validate each one (accented text stopped the
+    /// fast loop at every accent).
+    var validUTF8 = false
 
     init(bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int) {
         self.bytes = bytes; self.maxDepth = maxDepth
@@ -309,13 +314,35 @@ struct Parser {
         let start = pos
         var hasEscapes = false
         var ascii = true
+        var hasDEL = false
         let words = UnsafeRawPointer(bytes.baseAddress)
+        var seen: UInt64 = 0
         while true {
             // Eight plain ASCII characters at a time (no quote, backslash, control character or
-            // non-ASCII byte among them): most of a payload's text.
+            // non-ASCII byte among them): most of a payload's text. In valid UTF-8, any eight
+            // bytes without a quote, backslash, control character or DEL.
             if let words {
-                while pos + 8 <= bytes.count && !Parser.anySpecial(words.loadUnaligned(fromByteOffset: pos, as: UInt64.self)) {
-                    pos += 8
+                if validUTF8 {
+                    // The mask's lowest set bit is exactly the first byte that ends the run
+                    // (the SWAR tests give false positives only above a true one): step to it
+                    // at once instead of byte by byte.
+                    while pos + 8 <= bytes.count {
+                        let word = UInt64(littleEndian: words.loadUnaligned(fromByteOffset: pos, as: UInt64.self))
+                        let ending = Parser.endingMask(word)
+                        if ending == 0 {
+                            seen |= word
+                            pos += 8
+                            continue
+                        }
+                        let k = ending.trailingZeroBitCount >> 3
+                        seen |= word & ((1 << UInt64(k << 3)) &- 1)
+                        pos += k
+                        break
+                    }
+                } else {
+                    while pos + 8 <= bytes.count && !Parser.anySpecial(words.loadUnaligned(fromByteOffset: pos, as: UInt64.self)) {
+                        pos += 8
+                    }
                 }
             }
             guard pos < bytes.count else { throw error("unterminated string (the JSON is truncated)", at: open) }
@@ -327,13 +354,18 @@ struct Parser {
                 continue
             }
             if b < 0x20 { throw error("control character \(describe(b)) in a string: it must be escaped") }
-            if b < 0x80 { pos += 1; continue }
+            if b < 0x80 {
+                if b == 0x7F { hasDEL = true }
+                pos += 1
+                continue
+            }
             ascii = false
-            pos += try utf8SequenceLength(at: pos)
+            pos += validUTF8 ? 1 : try utf8SequenceLength(at: pos)
         }
+        if seen & 0x8080_8080_8080_8080 != 0 { ascii = false }
         let end = pos
         pos += 1
-        return StringSpan(start: start, end: end, escaped: hasEscapes, ascii: ascii)
+        return StringSpan(start: start, end: end, escaped: hasEscapes, ascii: ascii, plain: !hasEscapes && !hasDEL)
     }
 
     /// Steps over any value without building it; `depth` limits nesting as parsing does.
@@ -363,7 +395,7 @@ struct Parser {
     }
 
     /// Whether any of eight bytes ends a run of plain string text: a quote, a backslash, a
-    /// control character, or a byte of a multi-byte character. (The SWAR tests for a zero byte
+    /// control character, DEL (which the writer escapes), or a byte of a multi-byte character. (The SWAR tests for a zero byte
     /// and for a byte below n answer "is there one" exactly. The writer has its own copy: a
     /// helper in another file is not inlined by the CMake build, which costs 8% of a sync.)
     @inline(__always)
@@ -371,7 +403,20 @@ struct Parser {
         let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
         @inline(__always) func hasZero(_ v: UInt64) -> UInt64 { (v &- ones) & ~v & highs }
         let below20 = (x &- ones &* 0x20) & ~x & highs
-        return (x & highs) | below20 | hasZero(x ^ (ones &* 0x22)) | hasZero(x ^ (ones &* 0x5C)) != 0
+        return (x & highs) | below20 | hasZero(x ^ (ones &* 0x22)) | hasZero(x ^ (ones &* 0x5C))
+            | hasZero(x ^ (ones &* 0x7F)) != 0
+    }
+
+    /// For input known to be valid UTF-8, the bytes (bit 7 of each, the first byte lowest)
+    /// that end a run of plain text: a quote, a backslash, a control character or DEL;
+    /// multi-byte characters do not.
+    @inline(__always)
+    static func endingMask(_ x: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        @inline(__always) func hasZero(_ v: UInt64) -> UInt64 { (v &- ones) & ~v & highs }
+        // Below 0x20, only for bytes without the high bit (a continuation byte is not a control).
+        let below20 = (x &- ones &* 0x20) & ~x & highs
+        return below20 | hasZero(x ^ (ones &* 0x22)) | hasZero(x ^ (ones &* 0x5C)) | hasZero(x ^ (ones &* 0x7F))
     }
 
     /// The length of the valid UTF-8 sequence at `i`, or an error (see `UTF8Validation`).
@@ -467,5 +512,7 @@ struct StringSpan {
     var escaped: Bool
     /// Every byte is ASCII.
     var ascii: Bool
+    /// No escapes and no DEL: the bytes can be written out between quotes as they are.
+    var plain: Bool
     var isEmpty: Bool { start == end }
 }

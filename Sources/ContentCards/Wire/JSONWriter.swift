@@ -188,6 +188,15 @@ public struct JSONWriter {
     /// making a `String` of it.
     public mutating func string(utf8 bytes: UnsafeBufferPointer<UInt8>) { beforeValue(); writeStringBytes(bytes) }
 
+    /// Writes text known to need no escape (the parser saw no quote, backslash, control
+    /// character or DEL in it): the bytes between quotes, with no scan.
+    public mutating func string(plain bytes: UnsafeBufferPointer<UInt8>) {
+        beforeValue()
+        out.append(0x22)
+        out.append(bytes)
+        out.append(0x22)
+    }
+
     /// Writes a member name given as valid UTF-8 bytes (see `string(utf8:)`).
     public mutating func key(utf8 bytes: UnsafeBufferPointer<UInt8>) {
         beforeValue()

@@ -1,0 +1,522 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// The fields of one server card as read, then checked and built into a card. The one place
+/// the card rules of docs/WIRE.md, "Cards on the wire", live, whichever way the JSON was read:
+/// from the token stream (`read`, what payloads and the store use) or from a parsed value
+/// (`set(_:_:)`).
+///
+/// Read from the stream, a field is only its kind and the place of its text in the input
+/// (`Field`, plain data): nothing is allocated or reference-counted per field, and a text
+/// becomes a `String` only where a `String` is kept (the id, the class type). One `CardFields`
+/// is reused from card to card.
+struct CardFields {
+    /// One field's value as read, before its type is checked against what the field needs.
+    struct Field {
+        enum Kind: UInt8 {
+            case absent, null, yes, no
+            /// A number; its text is `start..<end` of the input.
+            case number
+            /// A number whose text is `strings[start]` (read from a parsed value).
+            case numberText
+            /// A string token without escapes: its text is `start..<end` of the input.
+            case span
+            /// A string whose text is `strings[start]` (it had escapes, or came from a parsed value).
+            case string
+            case object, array
+        }
+        var kind: Kind = .absent
+        var start = 0
+        var end = 0
+        /// For `span`: every byte is ASCII.
+        var ascii = false
+        /// For `span`: the text needs no escaping in the output either (no DEL).
+        var plain = false
+
+        var typeName: String {
+            switch kind {
+            case .absent, .null: return "null"
+            case .yes, .no: return "a boolean"
+            case .number, .numberText: return "a number"
+            case .span, .string: return "a string"
+            case .object: return "an object"
+            case .array: return "an array"
+            }
+        }
+    }
+
+    enum Extras {
+        case absent
+        /// From a parsed value.
+        case object([String: String])
+        /// Read from the token stream: the members are in `entries`.
+        case entries
+        case wrongType(String)
+    }
+
+    struct Entry {
+        var key: Field
+        var value: Field
+    }
+
+    /// The input the fields point into (empty for fields set from a parsed value).
+    private var source = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
+    private let slots = Slots()
+    /// Texts that are not a place in the input.
+    private var strings: [String] = []
+    var extras: Extras = .absent
+    /// The extras members in input order, when read from the token stream.
+    private var entries: [Entry] = []
+    /// Scratch: `entries` in key order.
+    private var order: [Int] = []
+
+    /// Empties the fields for the next card, keeping their memory.
+    mutating func reset(source: UnsafeBufferPointer<UInt8>?) {
+        slots.clear()
+        if !strings.isEmpty { strings.removeAll(keepingCapacity: true) }
+        extras = .absent
+        entries.removeAll(keepingCapacity: true)
+        self.source = source ?? UnsafeBufferPointer(start: nil, count: 0)
+    }
+
+    // MARK: Reading
+
+    /// Reads a card object from the token stream (the parser at its `{`), keeping the fields
+    /// the card rules know and stepping over the others.
+    mutating func read(_ parser: inout Parser) throws(JSONError) {
+        var cursor = try parser.beginObject()
+        while let key = try parser.nextKey(&cursor) {
+            guard let known = key.known else { try parser.skipValue(); continue }
+            if known == .e {
+                if parser.peek() == 0x7B {
+                    try readExtras(&parser)
+                } else {
+                    let value = try read(value: &parser)
+                    extras = value.kind == .null ? .absent : .wrongType(value.typeName)
+                }
+            } else if let i = CardFields.slot(known) {
+                slots[i] = try read(value: &parser)
+            } else {
+                try parser.skipValue()
+            }
+        }
+    }
+
+    /// Extras: strings as they are, any other value as its JSON text.
+    private mutating func readExtras(_ parser: inout Parser) throws(JSONError) {
+        entries.removeAll(keepingCapacity: true)
+        extras = .entries
+        var inner = try parser.beginObject()
+        while try parser.toNextMember(&inner) {
+            let key = try text(&parser)
+            try parser.afterMemberName()
+            let value: Field
+            if parser.peek() == 0x22 {
+                value = try text(&parser)
+            } else {
+                strings.append(try parser.parseValue().jsonText)
+                value = Field(kind: .string, start: strings.count - 1)
+            }
+            entries.append(Entry(key: key, value: value))
+        }
+    }
+
+    private mutating func text(_ parser: inout Parser) throws(JSONError) -> Field {
+        let span = try parser.scanString()
+        if span.escaped {
+            strings.append(try parser.string(span))
+            return Field(kind: .string, start: strings.count - 1)
+        }
+        return Field(kind: .span, start: span.start, end: span.end, ascii: span.ascii, plain: span.plain)
+    }
+
+    /// A scalar in place; an object or array is stepped over and kept only by its kind.
+    private mutating func read(value parser: inout Parser) throws(JSONError) -> Field {
+        guard let first = parser.peek() else {
+            _ = try parser.parseValue()     // throws: the input ends here
+            return Field(kind: .null)
+        }
+        switch first {
+        case 0x22: return try text(&parser)
+        case 0x74: try parser.literal("true"); return Field(kind: .yes)
+        case 0x66: try parser.literal("false"); return Field(kind: .no)
+        case 0x6E: try parser.literal("null"); return Field(kind: .null)
+        case 0x2D, 0x30...0x39:
+            let range = try parser.scanNumber()
+            return Field(kind: .number, start: range.lowerBound, end: range.upperBound)
+        case 0x7B: try parser.skipValue(); return Field(kind: .object)
+        case 0x5B: try parser.skipValue(); return Field(kind: .array)
+        default:
+            _ = try parser.parseValue()     // throws the parser's own error for what is there
+            return Field(kind: .null)
+        }
+    }
+
+    /// From a parsed member: an extras object is converted here (values to strings, others to
+    /// their JSON text), as the stream reader does.
+    mutating func set(_ name: String, _ value: JSONValue) {
+        guard let key = KnownKey(rawValue: name) else { return }
+        if key == .e {
+            switch value {
+            case .object(let members):
+                var map: [String: String] = [:]
+                for m in members {
+                    if case .string(let s) = m.value { map[m.key] = s } else { map[m.key] = m.value.jsonText }
+                }
+                extras = .object(map)
+            case .null: extras = .absent
+            default: extras = .wrongType(value.typeName)
+            }
+            return
+        }
+        guard let i = CardFields.slot(key) else { return }
+        switch value {
+        case .null: slots[i] = Field(kind: .null)
+        case .bool(let b): slots[i] = Field(kind: b ? .yes : .no)
+        case .number(let text): strings.append(text); slots[i] = Field(kind: .numberText, start: strings.count - 1)
+        case .string(let text): strings.append(text); slots[i] = Field(kind: .string, start: strings.count - 1)
+        case .array: slots[i] = Field(kind: .array)
+        case .object: slots[i] = Field(kind: .object)
+        }
+    }
+
+    /// The slot of each card field (extras are kept apart).
+    static func slot(_ key: KnownKey) -> Int? {
+        switch key {
+        case .id: return 0
+        case .tp: return 1
+        case .ca: return 2
+        case .ea: return 3
+        case .v: return 4
+        case .cl: return 5
+        case .d: return 6
+        case .r: return 7
+        case .p: return 8
+        case .db: return 9
+        case .t: return 10
+        case .uw: return 11
+        case .u: return 12
+        case .i: return 13
+        case .image_alt: return 14
+        case .ar: return 15
+        case .tt: return 16
+        case .ds: return 17
+        case .dm: return 18
+        case .rd: return 19
+        default: return nil
+        }
+    }
+
+    /// The fields, one per slot, as plain data in one block of memory of their own, allocated
+    /// once for all the cards a `CardFields` reads (an array cost an allocation and a
+    /// uniqueness check per write for every card; a tuple in the struct was copied whole,
+    /// 480 bytes, on every read).
+    private final class Slots {
+        static let count = 20
+        private let fields: UnsafeMutablePointer<Field>
+
+        init() {
+            fields = UnsafeMutablePointer<Field>.allocate(capacity: Slots.count)
+            fields.initialize(repeating: Field(), count: Slots.count)
+        }
+
+        deinit { fields.deallocate() }
+
+        func clear() { fields.update(repeating: Field(), count: Slots.count) }
+
+        subscript(i: Int) -> Field {
+            get { i >= 0 && i < Slots.count ? fields[i] : Field() }
+            set { if i >= 0 && i < Slots.count { fields[i] = newValue } }
+        }
+    }
+
+    // MARK: Checking
+
+    private func bytes(_ f: Field) -> UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(rebasing: source[f.start..<f.end])
+    }
+
+    /// The text of a `span` or `string` field.
+    private func string(_ f: Field) -> String {
+        f.kind == .span ? String(decoding: bytes(f), as: UTF8.self) : strings[f.start]
+    }
+
+    private func isEmptyText(_ f: Field) -> Bool {
+        f.kind == .span ? f.start == f.end : strings[f.start].isEmpty
+    }
+
+    private var id: String? {
+        let f = slots[0]
+        guard f.kind == .span || f.kind == .string, !isEmptyText(f) else { return nil }
+        return string(f)
+    }
+
+    private func problem(_ reason: String) -> CardProblem { CardProblem(id: id, reason: reason) }
+
+    /// The field of `key`; nil when absent or null (null counts as absent).
+    private func value(_ key: KnownKey) -> Field? {
+        guard let i = CardFields.slot(key) else { return nil }
+        let f = slots[i]
+        return f.kind == .absent || f.kind == .null ? nil : f
+    }
+
+    private func expectedString(_ key: KnownKey, _ f: Field) throws(CardProblem) {
+        guard f.kind == .span || f.kind == .string else {
+            throw problem("field \"\(key.rawValue)\" is \(f.typeName), expected a string")
+        }
+    }
+
+    private func string(_ key: KnownKey) throws(CardProblem) -> String? {
+        guard let f = value(key) else { return nil }
+        try expectedString(key, f)
+        return string(f)
+    }
+
+    /// A text field for the body, without making a `String` of a token without escapes;
+    /// nil when absent or null.
+    private func text(_ key: KnownKey) throws(CardProblem) -> CardBody.Text? {
+        guard let f = value(key) else { return nil }
+        try expectedString(key, f)
+        if f.kind == .string { return .string(strings[f.start]) }
+        return f.plain ? .plain(bytes(f)) : .utf8(bytes(f))
+    }
+
+    private static func isEmpty(_ t: CardBody.Text) -> Bool {
+        switch t {
+        case .null: return true
+        case .string(let s): return s.isEmpty
+        case .utf8(let b), .plain(let b): return b.count == 0
+        }
+    }
+
+    /// A text that may be absent.
+    private func optionalText(_ key: KnownKey) throws(CardProblem) -> CardBody.Text { try text(key) ?? .null }
+
+    /// Required text: present, a string, and not empty.
+    private func requiredText(_ key: KnownKey, _ name: String, for type: String) throws(CardProblem) -> CardBody.Text {
+        guard let t = try text(key), !CardFields.isEmpty(t) else {
+            throw problem("missing required field \"\(key.rawValue)\" (\(name)) for a \(type) card")
+        }
+        return t
+    }
+
+    /// A text where empty means absent.
+    private func nonEmptyText(_ key: KnownKey) throws(CardProblem) -> CardBody.Text {
+        guard let t = try text(key), !CardFields.isEmpty(t) else { return .null }
+        return t
+    }
+
+    private func bool(_ key: KnownKey) throws(CardProblem) -> Bool? {
+        guard let f = value(key) else { return nil }
+        guard f.kind == .yes || f.kind == .no else { throw problem("field \"\(key.rawValue)\" is \(f.typeName), expected a boolean") }
+        return f.kind == .yes
+    }
+
+    /// The text of a number field.
+    private func numberText(_ f: Field) -> String {
+        f.kind == .numberText ? strings[f.start] : String(decoding: bytes(f), as: UTF8.self)
+    }
+
+    private func int(_ key: KnownKey) throws(CardProblem) -> Int64? {
+        guard let f = value(key) else { return nil }
+        guard f.kind == .number || f.kind == .numberText else {
+            throw problem("field \"\(key.rawValue)\" is \(f.typeName), expected a number")
+        }
+        if f.kind == .number, let n = CardFields.plainInteger(bytes(f)) { return n }
+        guard let n = JSONValue.number(numberText(f)).int64Value else {
+            throw problem("field \"\(key.rawValue)\" is not a whole number of seconds")
+        }
+        return n
+    }
+
+    /// An integer of at most 18 digits (no fraction or exponent) read from its digits; nil
+    /// for any other number, which `JSONValue.int64Value` then reads.
+    static func plainInteger(_ b: UnsafeBufferPointer<UInt8>) -> Int64? {
+        var i = 0
+        let negative = b.count > 0 && b[0] == 0x2D
+        if negative { i = 1 }
+        guard b.count - i > 0 && b.count - i <= 18 else { return nil }
+        var v: Int64 = 0
+        while i < b.count {
+            let d = b[i] &- 0x30
+            guard d < 10 else { return nil }
+            v = v * 10 + Int64(d)
+            i += 1
+        }
+        return negative ? -v : v
+    }
+
+    private func double(_ key: KnownKey) throws(CardProblem) -> Double? {
+        guard let f = value(key) else { return nil }
+        guard f.kind == .number || f.kind == .numberText, let d = Double(numberText(f)), d.isFinite else {
+            throw problem("field \"\(key.rawValue)\" is \(f.typeName), expected a finite number")
+        }
+        return d
+    }
+
+    // MARK: Building
+
+    /// Checks the fields and builds the card, writing its body with `writer`.
+    mutating func build(knownClassTypes: Set<String>?, writer w: inout JSONWriter) throws(CardProblem) -> Payload.ServerCard {
+        guard let id = try string(.id), !id.isEmpty else {
+            throw CardProblem(id: nil, reason: "missing required field \"id\" (a non-empty string)")
+        }
+        // A NUL cannot pass through a C string: such a card could never be addressed by id.
+        if CardFields.holdsNUL(id) { throw CardProblem(id: nil, reason: "the id holds a NUL character") }
+        guard let created = try int(.ca) else { throw problem("missing required field \"ca\" (created, unix seconds)") }
+        let removed = try bool(.r) ?? false
+        if case .wrongType(let type) = extras { throw problem("field \"e\" (extras) is \(type), expected an object") }
+        let wireType = try string(.tp)
+        var type = CardType.control
+        var content = CardBody.ContentTexts()
+        if !removed {
+            // A tombstone needs only its id and creation time: its content is never shown.
+            guard let wireType else { throw problem("missing required field \"tp\" (type)") }
+            (type, content) = try self.content(wireType)
+        }
+        let expiresAt = try int(.ea) ?? Card.neverExpires
+        let viewed = try bool(.v) ?? false
+        let clicked = try bool(.cl) ?? false
+        let dismissed = try bool(.d) ?? false
+        let read = try bool(.rd)
+        let dismissible = try bool(.db) ?? false
+        let pinned = try bool(.p) ?? false
+        let isTest = try bool(.t) ?? false
+        let url = try nonEmptyText(.u)
+        let openURLInWebView = try bool(.uw) ?? false
+        let classType = ClassType.normalize(classTypeValue() ?? "", known: knownClassTypes)
+        let sorted = sortEntries()
+        w.removeAll()
+        CardBody.write(to: &w, url: url, openURLInWebView: openURLInWebView,
+                       extras: { writeExtras(sorted: sorted, to: &$0) }, classType: classType, content: content)
+        let card = Card(id: id, created: created, expiresAt: expiresAt, viewed: viewed, clicked: clicked,
+                        dismissed: dismissed, read: read ?? false, dismissible: dismissible, pinned: pinned,
+                        isTest: isTest, type: type, classType: classType, body: CardBody(json: w.bytes))
+        return Payload.ServerCard(card: card, removed: removed, read: read)
+    }
+
+    /// memchr over the id's bytes (the generic `contains` on a UTF-8 view was 1% of a sync).
+    static func holdsNUL(_ s: String) -> Bool {
+        var copy = s
+        return copy.withUTF8 { bytes in
+            guard let base = bytes.baseAddress, bytes.count > 0 else { return false }
+            return memchr(base, 0, bytes.count) != nil
+        }
+    }
+
+    private func content(_ wireType: String) throws(CardProblem) -> (CardType, CardBody.ContentTexts) {
+        var c = CardBody.ContentTexts()
+        switch wireType {
+        case "banner_image":
+            c.image = try requiredText(.i, "image", for: wireType); c.imageAltText = try optionalText(.image_alt)
+            c.imageAspectRatio = try double(.ar); c.domain = try optionalText(.dm)
+            return (.banner, c)
+        case "captioned_image":
+            c.image = try requiredText(.i, "image", for: wireType); c.imageAltText = try optionalText(.image_alt)
+            c.imageAspectRatio = try double(.ar); c.title = try requiredText(.tt, "title", for: wireType)
+            c.cardDescription = try requiredText(.ds, "description", for: wireType); c.domain = try optionalText(.dm)
+            return (.captionedImage, c)
+        case "short_news", "text_announcement":
+            // Both are classic cards; short_news may carry an image, and is valid without one.
+            c.title = try optionalText(.tt); c.cardDescription = try requiredText(.ds, "description", for: wireType)
+            c.image = try nonEmptyText(.i); c.imageAltText = try optionalText(.image_alt); c.domain = try optionalText(.dm)
+            return (.classic, c)
+        case "control":
+            return (.control, c)
+        default:
+            throw problem("unknown type \"\(wireType)\"")
+        }
+    }
+
+    // MARK: Extras
+
+    /// The raw `class_type` extra (the last one, as in a dictionary).
+    private func classTypeValue() -> String? {
+        switch extras {
+        case .absent, .wrongType: return nil
+        case .object(let map): return map[ClassType.extrasKey]
+        case .entries:
+            for entry in entries.reversed() where isClassTypeKey(entry.key) { return string(entry.value) }
+            return nil
+        }
+    }
+
+    private static let classTypeKey = Array(ClassType.extrasKey.utf8)
+
+    private func isClassTypeKey(_ key: Field) -> Bool {
+        guard key.kind == .span else { return string(key) == ClassType.extrasKey }
+        let b = bytes(key)
+        guard b.count == CardFields.classTypeKey.count, let p = b.baseAddress else { return false }
+        return CardFields.classTypeKey.withUnsafeBufferPointer { k in
+            k.baseAddress.map { memcmp($0, p, b.count) == 0 } ?? false
+        }
+    }
+
+    /// Puts `entries` in key order in `order`, keeping the last of equal keys, when every key
+    /// is ASCII without escapes (then byte order is the order of Swift's `<` on the keys);
+    /// false otherwise, and the extras go through a dictionary as any others.
+    private mutating func sortEntries() -> Bool {
+        guard case .entries = extras else { return false }
+        order.removeAll(keepingCapacity: true)
+        for (i, entry) in entries.enumerated() {
+            guard entry.key.kind == .span, entry.key.ascii else { return false }
+            order.append(i)
+        }
+        // Insertion sort: a card has a handful of extras. Equal keys stay in input order.
+        var i = 1
+        while i < order.count {
+            let x = order[i]
+            var j = i - 1
+            while j >= 0 && compareKeys(order[j], x) > 0 {
+                order[j + 1] = order[j]
+                j -= 1
+            }
+            order[j + 1] = x
+            i += 1
+        }
+        // Of equal keys, the last one read wins.
+        var kept = 0
+        for k in 0..<order.count {
+            if k + 1 < order.count && compareKeys(order[k], order[k + 1]) == 0 { continue }
+            order[kept] = order[k]
+            kept += 1
+        }
+        order.removeLast(order.count - kept)
+        return true
+    }
+
+    private func compareKeys(_ a: Int, _ b: Int) -> Int {
+        let p = bytes(entries[a].key), q = bytes(entries[b].key)
+        let n = min(p.count, q.count)
+        if n > 0, let pb = p.baseAddress, let qb = q.baseAddress {
+            let c = memcmp(pb, qb, n)
+            if c != 0 { return Int(c) }
+        }
+        return p.count - q.count
+    }
+
+    private func writeExtras(sorted: Bool, to w: inout JSONWriter) {
+        switch extras {
+        case .absent, .wrongType:
+            w.beginObject(); w.endObject()
+        case .object(let map):
+            CardBody.write(extras: map, to: &w)
+        case .entries where sorted:
+            w.beginObject()
+            for i in order {
+                let entry = entries[i]
+                w.key(utf8: bytes(entry.key))
+                let v = entry.value
+                if v.kind == .string { w.string(strings[v.start]) } else if v.plain { w.string(plain: bytes(v)) } else { w.string(utf8: bytes(v)) }
+            }
+            w.endObject()
+        case .entries:
+            var map = [String: String](minimumCapacity: entries.count)
+            for entry in entries { map[string(entry.key)] = string(entry.value) }
+            CardBody.write(extras: map, to: &w)
+        }
+    }
+}
