@@ -36,7 +36,7 @@ public struct Card: Hashable, Sendable {
     }
     /// The class type, also in the body: every filter reads it.
     private var storedClassType: String
-    /// The fields below, as their boundary JSON (`CardBody`): read on access, replaced whole
+    /// The fields below, as their boundary JSON values (`CardBody`): read on access, replaced whole
     /// when one of them is set.
     private(set) var body: CardBody
 

@@ -4,21 +4,26 @@ import Glibc
 import Musl
 #endif
 
-/// The fields of a card that only the server sets, from `url` to `domain`, kept as the card's
-/// boundary JSON of them: `{"url":…,"openURLInWebView":…,"extras":{…},"classType":…,"image":…,
-/// "imageAltText":…,"imageAspectRatio":…,"title":…,"cardDescription":…,"domain":…}`, members in
-/// the order of docs/BEHAVIOUR.md, "Cards", extras sorted by key.
+/// The fields of a card that only the server sets, from `url` to `domain`, kept as the JSON
+/// values the card's boundary JSON gives them, in the order of docs/BEHAVIOUR.md, "Cards"
+/// (`Member`), each followed by the byte 0x01: `null␁false␁{"class_type":"x"}␁"x"␁…`. Extras
+/// are sorted by key.
 ///
-/// Why bytes: a feed is boundary JSON, so encoding a card copies these bytes instead of writing
-/// a dozen fields; the decoder writes them straight from the payload's tokens without making a
-/// `String` of each text (making them was a third of a sync); and one array holds what a dozen
-/// strings and a dictionary held. The fields are read back, when an application asks, by
-/// walking these bytes (`Card.url`, `Card.content`, ...).
+/// Why bytes: a feed is boundary JSON, so encoding a card copies these values under their keys
+/// instead of writing a dozen fields; the decoder writes them straight from the payload's
+/// tokens without making a `String` of each text (making them was a third of a sync); and one
+/// array holds what a dozen strings and a dictionary held. The keys are left out (110 bytes a
+/// card). 0x01 can separate the values because JSON text never holds a raw control character.
+/// The fields are read back, when an application asks, from these bytes (`Card.url`,
+/// `Card.content`, ...).
 ///
 /// The bytes are canonical (one writer, one order, one escaping), so two bodies are equal
 /// exactly when their fields are.
 struct CardBody: Hashable, Sendable {
     let json: [UInt8]
+
+    /// What ends each value.
+    static let separator: UInt8 = 0x01
 
     /// The members, in their order in the bytes.
     enum Member: Int, CaseIterable {
@@ -38,11 +43,18 @@ struct CardBody: Hashable, Sendable {
 
     func hash(into hasher: inout Hasher) { json.withUnsafeBytes { hasher.combine(bytes: $0) } }
 
-    /// The members between the braces, as `JSONWriter.rawJSON` takes them.
-    func withMembers<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+    /// Calls `body` with each member and its value's JSON, in order.
+    func forEach(_ body: (Member, UnsafeBufferPointer<UInt8>) -> Void) {
         json.withUnsafeBufferPointer { all in
-            guard all.count >= 2 else { return body(UnsafeBufferPointer(start: nil, count: 0)) }
-            return body(UnsafeBufferPointer(rebasing: all[1..<(all.count - 1)]))
+            guard let base = all.baseAddress else { return }
+            var start = 0
+            for m in Member.allCases {
+                guard start < all.count,
+                      let end = memchr(base + start, Int32(CardBody.separator), all.count - start) else { return }
+                let stop = UnsafePointer<UInt8>(end.assumingMemoryBound(to: UInt8.self)) - base
+                body(m, UnsafeBufferPointer(rebasing: all[start..<stop]))
+                start = stop + 1
+            }
         }
     }
 
@@ -58,17 +70,44 @@ struct CardBody: Hashable, Sendable {
         case plain(UnsafeBufferPointer<UInt8>)
     }
 
-    private enum K {
-        static let url = JSONWriter.Key("url")
-        static let openURLInWebView = JSONWriter.Key("openURLInWebView")
-        static let extras = JSONWriter.Key("extras")
-        static let classType = JSONWriter.Key("classType")
-        static let image = JSONWriter.Key("image")
-        static let imageAltText = JSONWriter.Key("imageAltText")
-        static let imageAspectRatio = JSONWriter.Key("imageAspectRatio")
-        static let title = JSONWriter.Key("title")
-        static let cardDescription = JSONWriter.Key("cardDescription")
-        static let domain = JSONWriter.Key("domain")
+    /// The boundary key of each member with the comma before it (`,"url":`), one after the
+    /// other, and where each starts (`Member` order; one more offset for the end). Constants,
+    /// not computed arrays: a cold start would build them for its first feed.
+    private static var keyText: StaticString {
+        #","url":,"openURLInWebView":,"extras":,"classType":,"image":,"imageAltText":,"imageAspectRatio":,"title":,"cardDescription":,"domain":"#
+    }
+    private static func keyOffset(_ i: Int) -> Int {
+        switch i {
+        case 0: return 0
+        case 1: return 7
+        case 2: return 27
+        case 3: return 37
+        case 4: return 50
+        case 5: return 59
+        case 6: return 75
+        case 7: return 95
+        case 8: return 104
+        case 9: return 123
+        default: return 133
+        }
+    }
+
+    /// Writes the members into the card's boundary JSON, after a member already written:
+    /// each key and its value copied, with no scan of the value.
+    func writeMembers(to w: inout JSONWriter) {
+        let keys = CardBody.keyText.utf8Start
+        json.withUnsafeBufferPointer { all in
+            guard let base = all.baseAddress else { return }
+            var start = 0
+            for m in 0..<Member.allCases.count {
+                guard start < all.count, let end = memchr(base + start, Int32(CardBody.separator), all.count - start) else { return }
+                let stop = UnsafePointer<UInt8>(end.assumingMemoryBound(to: UInt8.self)) - base
+                let key = CardBody.keyOffset(m)
+                w.appendRaw(UnsafeBufferPointer(start: keys + key, count: CardBody.keyOffset(m + 1) - key))
+                w.appendRaw(UnsafeBufferPointer(start: base + start, count: stop - start))
+                start = stop + 1
+            }
+        }
     }
 
     /// The kind-specific fields of a body, whichever way they were read.
@@ -93,19 +132,18 @@ struct CardBody: Hashable, Sendable {
             case .plain(let bytes): w.string(plain: bytes)
             }
         }
-        w.beginObject()
-        w.key(K.url); text(url, &w)
-        w.key(K.openURLInWebView); w.bool(openURLInWebView)
-        w.key(K.extras); extras(&w)
-        w.key(K.classType); w.string(classType)
-        w.key(K.image); text(c.image, &w)
-        w.key(K.imageAltText); text(c.imageAltText, &w)
-        w.key(K.imageAspectRatio)
+        let end = CardBody.separator
+        text(url, &w); w.separator(end)
+        w.bool(openURLInWebView); w.separator(end)
+        extras(&w); w.separator(end)
+        w.string(classType); w.separator(end)
+        text(c.image, &w); w.separator(end)
+        text(c.imageAltText, &w); w.separator(end)
         if let ratio = c.imageAspectRatio { w.double(ratio) } else { w.null() }
-        w.key(K.title); text(c.title, &w)
-        w.key(K.cardDescription); text(c.cardDescription, &w)
-        w.key(K.domain); text(c.domain, &w)
-        w.endObject()
+        w.separator(end)
+        text(c.title, &w); w.separator(end)
+        text(c.cardDescription, &w); w.separator(end)
+        text(c.domain, &w); w.separator(end)
     }
 
     /// Writes an extras dictionary, sorted by key.
@@ -153,27 +191,16 @@ struct CardBody: Hashable, Sendable {
     /// The byte range of each member's value, in `Member` order; nil if the bytes are not a
     /// body (they always are: only `write` makes them).
     func valueRanges() -> [Range<Int>]? {
-        json.withUnsafeBufferPointer { bytes -> [Range<Int>]? in
-            var parser = Parser(bytes: bytes, maxDepth: 4)
-            parser.validUTF8 = true     // written by the library's own writer
-            var ranges: [Range<Int>] = []
-            ranges.reserveCapacity(Member.allCases.count)
-            do throws(JSONError) {
-                try parser.beginDocument()
-                guard parser.peek() == 0x7B else { return nil }
-                var cursor = try parser.beginObject()
-                while try parser.toNextMember(&cursor) {
-                    _ = try parser.scanString()
-                    try parser.afterMemberName()
-                    let start = parser.pos
-                    try parser.skipValue()
-                    ranges.append(start..<parser.pos)
-                }
-            } catch {
-                return nil
+        var ranges: [Range<Int>] = []
+        ranges.reserveCapacity(Member.allCases.count)
+        json.withUnsafeBufferPointer { all in
+            guard let base = all.baseAddress else { return }
+            forEach { _, value in
+                let start = (value.baseAddress ?? base) - base
+                ranges.append(start..<(start + value.count))
             }
-            return ranges.count == Member.allCases.count ? ranges : nil
         }
+        return ranges.count == Member.allCases.count ? ranges : nil
     }
 
     /// The range of one member's value.
@@ -233,15 +260,11 @@ struct CardBody: Hashable, Sendable {
     /// Calls `body` with the bytes of each member's value that is not null (nor `false`, nor
     /// an empty extras object), in `Member` order: how the store writes a card's compact form.
     func forEachValue(_ body: (Member, UnsafeBufferPointer<UInt8>) -> Void) {
-        guard let ranges = valueRanges() else { return }
-        json.withUnsafeBufferPointer { bytes in
-            for m in Member.allCases {
-                let v = UnsafeBufferPointer(rebasing: bytes[ranges[m.rawValue]])
-                if v.count == 4 && v[0] == 0x6E { continue }          // null
-                if v.count == 5 && v[0] == 0x66 { continue }          // false
-                if v.count == 2 && v[0] == 0x7B { continue }          // {}
-                body(m, v)
-            }
+        forEach { m, v in
+            if v.count == 4 && v[0] == 0x6E { return }          // null
+            if v.count == 5 && v[0] == 0x66 { return }          // false
+            if v.count == 2 && v[0] == 0x7B { return }          // {}
+            body(m, v)
         }
     }
 }

@@ -289,9 +289,14 @@ final class CardStore {
         var stored = StoredUser()
         let cards = try statement("SELECT id, body FROM cards WHERE user_id = ?")
         try cards.bind(1, user)
+        // One card's scratch space, reused for the next.
+        var fields = CardFields()
+        var writer = JSONWriter(reservingCapacity: 1024)
         while try cards.step() {
             // A row that no longer decodes is skipped rather than failing the whole feed.
-            if let card = cards.withBytes(1, { decoder.decodeStoredCard($0) }) { stored.cards[card.id] = card }
+            if let card = cards.withBytes(1, { decoder.decodeStoredCard($0, fields: &fields, writer: &writer) }) {
+                stored.cards[card.id] = card
+            }
         }
         cards.reset()
         let dismissed = try statement("SELECT card_id FROM dismissals WHERE user_id = ?")

@@ -369,7 +369,8 @@ struct CardFields {
         guard let created = try int(.ca) else { throw problem("missing required field \"ca\" (created, unix seconds)") }
         let removed = try bool(.r) ?? false
         if case .wrongType(let type) = extras { throw problem("field \"e\" (extras) is \(type), expected an object") }
-        let wireType = try string(.tp)
+        let wireType = value(.tp)
+        if let wireType { try expectedString(.tp, wireType) }
         var type = CardType.control
         var content = CardBody.ContentTexts()
         if !removed {
@@ -407,28 +408,40 @@ struct CardFields {
         }
     }
 
-    private func content(_ wireType: String) throws(CardProblem) -> (CardType, CardBody.ContentTexts) {
+    /// Whether a text field is `literal` (compared as bytes: no `String` made).
+    private func text(_ f: Field, is literal: StaticString) -> Bool {
+        let expected = UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount)
+        if f.kind == .string { return strings[f.start].utf8.elementsEqual(expected) }
+        let b = bytes(f)
+        guard b.count == expected.count, let p = b.baseAddress, let q = expected.baseAddress else { return false }
+        return memcmp(p, q, b.count) == 0
+    }
+
+    private func content(_ wireType: Field) throws(CardProblem) -> (CardType, CardBody.ContentTexts) {
         var c = CardBody.ContentTexts()
-        switch wireType {
-        case "banner_image":
-            c.image = try requiredText(.i, "image", for: wireType); c.imageAltText = try optionalText(.image_alt)
+        if text(wireType, is: "banner_image") {
+            let name = "banner_image"
+            c.image = try requiredText(.i, "image", for: name); c.imageAltText = try optionalText(.image_alt)
             c.imageAspectRatio = try double(.ar); c.domain = try optionalText(.dm)
             return (.banner, c)
-        case "captioned_image":
-            c.image = try requiredText(.i, "image", for: wireType); c.imageAltText = try optionalText(.image_alt)
-            c.imageAspectRatio = try double(.ar); c.title = try requiredText(.tt, "title", for: wireType)
-            c.cardDescription = try requiredText(.ds, "description", for: wireType); c.domain = try optionalText(.dm)
+        }
+        if text(wireType, is: "captioned_image") {
+            let name = "captioned_image"
+            c.image = try requiredText(.i, "image", for: name); c.imageAltText = try optionalText(.image_alt)
+            c.imageAspectRatio = try double(.ar); c.title = try requiredText(.tt, "title", for: name)
+            c.cardDescription = try requiredText(.ds, "description", for: name); c.domain = try optionalText(.dm)
             return (.captionedImage, c)
-        case "short_news", "text_announcement":
+        }
+        let shortNews = text(wireType, is: "short_news")
+        if shortNews || text(wireType, is: "text_announcement") {
             // Both are classic cards; short_news may carry an image, and is valid without one.
-            c.title = try optionalText(.tt); c.cardDescription = try requiredText(.ds, "description", for: wireType)
+            let name = shortNews ? "short_news" : "text_announcement"
+            c.title = try optionalText(.tt); c.cardDescription = try requiredText(.ds, "description", for: name)
             c.image = try nonEmptyText(.i); c.imageAltText = try optionalText(.image_alt); c.domain = try optionalText(.dm)
             return (.classic, c)
-        case "control":
-            return (.control, c)
-        default:
-            throw problem("unknown type \"\(wireType)\"")
         }
+        if text(wireType, is: "control") { return (.control, c) }
+        throw problem("unknown type \"\(string(wireType))\"")
     }
 
     // MARK: Extras
@@ -508,7 +521,7 @@ struct CardFields {
             w.beginObject()
             for i in order {
                 let entry = entries[i]
-                w.key(utf8: bytes(entry.key))
+                if entry.key.plain { w.key(plain: bytes(entry.key)) } else { w.key(utf8: bytes(entry.key)) }
                 let v = entry.value
                 if v.kind == .string { w.string(strings[v.start]) } else if v.plain { w.string(plain: bytes(v)) } else { w.string(utf8: bytes(v)) }
             }

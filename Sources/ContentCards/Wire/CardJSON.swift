@@ -76,8 +76,8 @@ public enum CardJSON {
         w.key(K.pinned); w.bool(card.pinned)
         w.key(K.isTest); w.bool(card.isTest)
         w.key(K.isControl); w.bool(card.isControl)
-        // url ... domain: the card's body (`CardBody`), copied as it is.
-        card.body.withMembers { w.rawJSON($0) }
+        // url ... domain: the values kept in the card's body (`CardBody`), copied under their keys.
+        card.body.writeMembers(to: &w)
         w.key(K.imagePath); w.string(card.imagePath)
         w.endObject()
     }

@@ -197,6 +197,16 @@ public struct JSONWriter {
         out.append(0x22)
     }
 
+    /// Writes a member name known to need no escape (see `string(plain:)`).
+    public mutating func key(plain bytes: UnsafeBufferPointer<UInt8>) {
+        beforeValue()
+        out.append(0x22)
+        out.append(bytes)
+        out.append(0x22)
+        out.append(0x3A)
+        afterKey = true
+    }
+
     /// Writes a member name given as valid UTF-8 bytes (see `string(utf8:)`).
     public mutating func key(utf8 bytes: UnsafeBufferPointer<UInt8>) {
         beforeValue()
@@ -212,6 +222,22 @@ public struct JSONWriter {
         guard bytes.count > 0 else { return }
         beforeValue()
         out.append(bytes)
+    }
+
+    /// Appends bytes as they are, leaving the comma bookkeeping alone: for a caller that
+    /// writes whole members it knows the place of (`CardBody.writeMembers`, after a member).
+    public mutating func appendRaw(_ bytes: UnsafeBufferPointer<UInt8>) {
+        unique()
+        out.append(bytes)
+    }
+
+    /// Appends a byte that separates top-level values written one after the other (no comma
+    /// then): `CardBody`'s 0x01.
+    public mutating func separator(_ byte: UInt8) {
+        unique()
+        out.append(byte)
+        needsComma = false
+        afterKey = false
     }
 
     /// Empties the writer, keeping its memory, to write the next document.
