@@ -1,6 +1,6 @@
 import CContentCardsABI
 import CContentCardsFast
-import ContentCards
+@_spi(Boundary) import ContentCards
 
 // Opening, closing, refreshing and reading: thin wrappers that validate arguments, call the
 // controller, and turn results into JSON. No business logic lives here.
@@ -97,7 +97,7 @@ public func cc_controller_apply(_ outSummary: UnsafeMutablePointer<UnsafeMutable
     entry { () throws(ContentCardsError) in
         outSummary?.pointee = nil
         let c = try Handles.controller(controller)
-        let summary = try c.apply(bytes: try CStrings.requiredBytes(payloadJSON, "payload_json"))
+        let summary = try c.apply(bytes: try CStrings.requiredBytes(payloadJSON, "payload_json"), checkedUTF8: true)
         try CStrings.output(outSummary, ResultJSON.summary(summary))
     }
 }

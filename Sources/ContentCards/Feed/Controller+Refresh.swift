@@ -379,16 +379,26 @@ extension ContentCardsController {
     @discardableResult
     public func apply(_ payload: String) throws(ContentCardsError) -> SyncSummary {
         var copy = payload
-        return try copy.withUTF8 { bytes in Result { () throws(ContentCardsError) in try apply(bytes: bytes) } }.get()
+        // A String's bytes are valid UTF-8: not checked again.
+        return try copy.withUTF8 { bytes in Result { () throws(ContentCardsError) in try apply(bytes: bytes, checkedUTF8: true) } }.get()
     }
 
     @discardableResult
     public func apply(bytes: UnsafeBufferPointer<UInt8>) throws(ContentCardsError) -> SyncSummary {
+        try apply(bytes: bytes, checkedUTF8: false)
+    }
+
+    /// `apply(bytes:)` for bytes the caller has already checked are valid UTF-8 (the C
+    /// boundary checks every string argument): the decoder does not check them again. Bytes
+    /// that are not would give text with replacement characters, never unsafe memory; only
+    /// the library's own boundary uses it.
+    @_spi(Boundary) @discardableResult
+    public func apply(bytes: UnsafeBufferPointer<UInt8>, checkedUTF8: Bool) throws(ContentCardsError) -> SyncSummary {
         // The payload is this frame's only reference to the decoded cards, held in a `var` so
         // that the merge can let them go (see `mergeLocked`).
         var payload = Payload()
         var decodeError: ContentCardsError?
-        do { payload = try decoder.decode(bytes) } catch {
+        do { payload = try decoder.decode(bytes, checkedUTF8: checkedUTF8) } catch {
             decodeError = ContentCardsError(.parse, error.message)
         }
         let result: Result<SyncSummary, ContentCardsError> = lock.withLock {

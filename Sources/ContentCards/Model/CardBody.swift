@@ -126,33 +126,34 @@ struct CardBody: Hashable, Sendable {
                       classType: String, content c: ContentTexts) {
         func text(_ t: Text, _ w: inout JSONWriter) {
             switch t {
-            case .null: w.null()
-            case .string(let s): w.string(s)
-            case .utf8(let bytes): w.string(utf8: bytes)
-            case .plain(let bytes): w.string(plain: bytes)
+            case .null: w.raw("null")
+            case .string(let s): w.rawString(s)
+            case .utf8(let bytes): w.rawString(utf8: bytes)
+            case .plain(let bytes): w.rawString(plain: bytes)
             }
         }
         let end = CardBody.separator
-        text(url, &w); w.separator(end)
-        w.bool(openURLInWebView); w.separator(end)
-        extras(&w); w.separator(end)
-        w.string(classType); w.separator(end)
-        text(c.image, &w); w.separator(end)
-        text(c.imageAltText, &w); w.separator(end)
-        if let ratio = c.imageAspectRatio { w.double(ratio) } else { w.null() }
-        w.separator(end)
-        text(c.title, &w); w.separator(end)
-        text(c.cardDescription, &w); w.separator(end)
-        text(c.domain, &w); w.separator(end)
+        text(url, &w); w.raw(end)
+        w.raw(openURLInWebView ? "true" : "false"); w.raw(end)
+        extras(&w); w.raw(end)
+        w.rawString(classType); w.raw(end)
+        text(c.image, &w); w.raw(end)
+        text(c.imageAltText, &w); w.raw(end)
+        if let ratio = c.imageAspectRatio { w.rawDouble(ratio) } else { w.raw("null") }
+        w.raw(end)
+        text(c.title, &w); w.raw(end)
+        text(c.cardDescription, &w); w.raw(end)
+        text(c.domain, &w); w.raw(end)
     }
 
     /// Writes an extras dictionary, sorted by key.
     static func write(extras: [String: String], to w: inout JSONWriter) {
-        w.beginObject()
-        for (key, value) in extras.sorted(by: { $0.key < $1.key }) {
-            w.key(key); w.string(value)
+        w.raw(0x7B)
+        for (i, (key, value)) in extras.sorted(by: { $0.key < $1.key }).enumerated() {
+            if i > 0 { w.raw(0x2C) }
+            w.rawString(key); w.raw(0x3A); w.rawString(value)
         }
-        w.endObject()
+        w.raw(0x7D)
     }
 
     /// The fields a card keeps in its body, as values.

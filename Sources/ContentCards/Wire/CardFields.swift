@@ -88,8 +88,13 @@ struct CardFields {
     /// the card rules know and stepping over the others.
     mutating func read(_ parser: inout Parser) throws(JSONError) {
         var cursor = try parser.beginObject()
-        while let key = try parser.nextKey(&cursor) {
-            guard let known = key.known else { try parser.skipValue(); continue }
+        while true {
+            let known: KnownKey
+            switch try parser.nextMemberKey(&cursor) {
+            case .end: return
+            case .other: try parser.skipValue(); continue
+            case .known(let k): known = k
+            }
             if known == .e {
                 if parser.peek() == 0x7B {
                     try readExtras(&parser)
@@ -478,6 +483,10 @@ struct CardFields {
             guard entry.key.kind == .span, entry.key.ascii else { return false }
             order.append(i)
         }
+        // Already strictly ascending (servers often send them so): nothing to sort or drop.
+        var k = 1
+        while k < order.count && compareKeys(order[k - 1], order[k]) < 0 { k += 1 }
+        if k >= order.count { return true }
         // Insertion sort: a card has a handful of extras. Equal keys stay in input order.
         var i = 1
         while i < order.count {
@@ -514,18 +523,26 @@ struct CardFields {
     private func writeExtras(sorted: Bool, to w: inout JSONWriter) {
         switch extras {
         case .absent, .wrongType:
-            w.beginObject(); w.endObject()
+            w.raw("{}")
         case .object(let map):
             CardBody.write(extras: map, to: &w)
         case .entries where sorted:
-            w.beginObject()
-            for i in order {
+            w.raw(0x7B)
+            for (n, i) in order.enumerated() {
+                if n > 0 { w.raw(0x2C) }
                 let entry = entries[i]
-                if entry.key.plain { w.key(plain: bytes(entry.key)) } else { w.key(utf8: bytes(entry.key)) }
+                if entry.key.plain { w.rawString(plain: bytes(entry.key)) } else { w.rawString(utf8: bytes(entry.key)) }
+                w.raw(0x3A)
                 let v = entry.value
-                if v.kind == .string { w.string(strings[v.start]) } else if v.plain { w.string(plain: bytes(v)) } else { w.string(utf8: bytes(v)) }
+                if v.kind == .string {
+                    w.rawString(strings[v.start])
+                } else if v.plain {
+                    w.rawString(plain: bytes(v))
+                } else {
+                    w.rawString(utf8: bytes(v))
+                }
             }
-            w.endObject()
+            w.raw(0x7D)
         case .entries:
             var map = [String: String](minimumCapacity: entries.count)
             for entry in entries { map[string(entry.key)] = string(entry.value) }

@@ -9,23 +9,6 @@ public enum CardJSON {
         "image", "imageAltText", "imageAspectRatio", "title", "cardDescription", "domain", "imagePath",
     ]
 
-    /// The keys, encoded once.
-    private enum K {
-        static let id = JSONWriter.Key("id")
-        static let type = JSONWriter.Key("type")
-        static let created = JSONWriter.Key("created")
-        static let expiresAt = JSONWriter.Key("expiresAt")
-        static let viewed = JSONWriter.Key("viewed")
-        static let clicked = JSONWriter.Key("clicked")
-        static let dismissed = JSONWriter.Key("dismissed")
-        static let read = JSONWriter.Key("read")
-        static let imagePath = JSONWriter.Key("imagePath")
-        static let dismissible = JSONWriter.Key("dismissible")
-        static let pinned = JSONWriter.Key("pinned")
-        static let isTest = JSONWriter.Key("isTest")
-        static let isControl = JSONWriter.Key("isControl")
-    }
-
     public static func encode(_ card: Card) -> String {
         var writer = JSONWriter(reservingCapacity: 512)
         write(card, to: &writer)
@@ -62,24 +45,32 @@ public enum CardJSON {
         return try writer.withBytes(body)
     }
 
+    /// Writes one card. The layout is fixed, so it goes in as literal pieces and values, with
+    /// no comma bookkeeping per member; `keys` is the order (tested).
     public static func write(_ card: Card, to w: inout JSONWriter) {
-        w.beginObject()
-        w.key(K.id); w.string(card.id)
-        w.key(K.type); w.string(card.type.rawValue)
-        w.key(K.created); w.int(card.created)
-        w.key(K.expiresAt); w.int(card.expiresAt)
-        w.key(K.viewed); w.bool(card.viewed)
-        w.key(K.clicked); w.bool(card.clicked)
-        w.key(K.dismissed); w.bool(card.dismissed)
-        w.key(K.read); w.bool(card.read)
-        w.key(K.dismissible); w.bool(card.dismissible)
-        w.key(K.pinned); w.bool(card.pinned)
-        w.key(K.isTest); w.bool(card.isTest)
-        w.key(K.isControl); w.bool(card.isControl)
+        w.beginRawValue()
+        w.raw("{\"id\":"); w.rawString(card.id)
+        switch card.type {
+        case .classic: w.raw(",\"type\":\"classic\"")
+        case .banner: w.raw(",\"type\":\"banner\"")
+        case .captionedImage: w.raw(",\"type\":\"captioned_image\"")
+        case .control: w.raw(",\"type\":\"control\"")
+        }
+        w.raw(",\"created\":"); w.rawInt(card.created)
+        w.raw(",\"expiresAt\":"); w.rawInt(card.expiresAt)
+        w.raw(card.viewed ? ",\"viewed\":true" : ",\"viewed\":false")
+        w.raw(card.clicked ? ",\"clicked\":true" : ",\"clicked\":false")
+        w.raw(card.dismissed ? ",\"dismissed\":true" : ",\"dismissed\":false")
+        w.raw(card.read ? ",\"read\":true" : ",\"read\":false")
+        w.raw(card.dismissible ? ",\"dismissible\":true" : ",\"dismissible\":false")
+        w.raw(card.pinned ? ",\"pinned\":true" : ",\"pinned\":false")
+        w.raw(card.isTest ? ",\"isTest\":true" : ",\"isTest\":false")
+        w.raw(card.isControl ? ",\"isControl\":true" : ",\"isControl\":false")
         // url ... domain: the values kept in the card's body (`CardBody`), copied under their keys.
         card.body.writeMembers(to: &w)
-        w.key(K.imagePath); w.string(card.imagePath)
-        w.endObject()
+        w.raw(",\"imagePath\":")
+        if let path = card.imagePath { w.rawString(path) } else { w.raw("null") }
+        w.raw(0x7D)
     }
 
     /// Reads one card back from its boundary JSON (the inverse of `encode`).

@@ -160,6 +160,55 @@ struct Parser {
         return key
     }
 
+    /// The next member of an object of known fields (a card): which known key it has, with
+    /// the parser at its value, or the end of the object. Keys repeat in every card, so the
+    /// common shape (`, "k": ` with a short key without escapes) is read in one tight pass;
+    /// anything else goes the general way (`nextKey`), from where it started, so errors and
+    /// odd input are handled exactly as there.
+    enum MemberKey {
+        case end
+        case known(KnownKey)
+        case other
+    }
+
+    mutating func nextMemberKey(_ cursor: inout Cursor) throws(JSONError) -> MemberKey {
+        if let base = bytes.baseAddress {
+            let n = bytes.count
+            var p = pos
+            @inline(__always) func isSpace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 }
+            while p < n && isSpace(base[p]) { p += 1 }
+            if !cursor.first && p < n && base[p] == 0x2C {
+                p += 1
+                while p < n && isSpace(base[p]) { p += 1 }
+            } else if !cursor.first {
+                p = n    // the end of the object, or an error: the general way
+            }
+            if p < n && base[p] == 0x22 {
+                let start = p + 1
+                var end = start
+                while end < n && end - start <= 16 && base[end] != 0x22 && base[end] != 0x5C { end += 1 }
+                if end < n && base[end] == 0x22 && end - start <= 16 {
+                    var q = end + 1
+                    while q < n && isSpace(base[q]) { q += 1 }
+                    if q < n && base[q] == 0x3A {
+                        q += 1
+                        while q < n && isSpace(base[q]) { q += 1 }
+                        let known = PackedKey(UnsafeBufferPointer(start: base + start, count: end - start)).flatMap(Parser.knownKey)
+                        // An unknown name is validated as the general way would (it may hold
+                        // any text); a known one is plain ASCII.
+                        if known != nil || UTF8Validation.isValid(UnsafeBufferPointer(start: base + start, count: end - start)) {
+                            pos = q
+                            cursor.first = false
+                            return known.map(MemberKey.known) ?? .other
+                        }
+                    }
+                }
+            }
+        }
+        guard let key = try nextKey(&cursor) else { return .end }
+        return key.known.map(MemberKey.known) ?? .other
+    }
+
     /// `nextKey` for objects whose member names are data, not card fields (extras): the name
     /// as it is, with no look-up among the known keys.
     mutating func nextName(_ cursor: inout Cursor) throws(JSONError) -> String? {

@@ -224,20 +224,66 @@ public struct JSONWriter {
         out.append(bytes)
     }
 
-    /// Appends bytes as they are, leaving the comma bookkeeping alone: for a caller that
-    /// writes whole members it knows the place of (`CardBody.writeMembers`, after a member).
+    // MARK: Pieces whose place the caller knows
+    //
+    // For the fixed layouts written for every card (its boundary JSON, its body): literal
+    // pieces, texts and numbers go in as they are, without the comma bookkeeping of each
+    // value, which was most of the cost of writing a card. `beginRawValue` puts the comma
+    // before a value the caller then writes in pieces (a card in a feed's array).
+
+    public mutating func beginRawValue() { beforeValue() }
+
+    public mutating func raw(_ text: StaticString) {
+        unique()
+        literal(text)
+    }
+
+    public mutating func raw(_ byte: UInt8) {
+        unique()
+        out.append(byte)
+    }
+
+    /// Appends bytes as they are (JSON this writer wrote elsewhere).
     public mutating func appendRaw(_ bytes: UnsafeBufferPointer<UInt8>) {
         unique()
         out.append(bytes)
     }
 
-    /// Appends a byte that separates top-level values written one after the other (no comma
-    /// then): `CardBody`'s 0x01.
-    public mutating func separator(_ byte: UInt8) {
+    /// A string, quoted and escaped.
+    public mutating func rawString(_ s: String) {
         unique()
-        out.append(byte)
-        needsComma = false
-        afterKey = false
+        writeString(s)
+    }
+
+    /// Text given as valid UTF-8, quoted and escaped (see `string(utf8:)`).
+    public mutating func rawString(utf8 bytes: UnsafeBufferPointer<UInt8>) {
+        unique()
+        writeStringBytes(bytes)
+    }
+
+    /// Text that needs no escape (see `string(plain:)`), quoted.
+    public mutating func rawString(plain bytes: UnsafeBufferPointer<UInt8>) {
+        unique()
+        out.append(0x22)
+        out.append(bytes)
+        out.append(0x22)
+    }
+
+    public mutating func rawInt(_ v: Int64) {
+        unique()
+        writeDigits(v)
+    }
+
+    /// As `double`: finite numbers in the shortest round-trip form, others as null.
+    public mutating func rawDouble(_ v: Double) {
+        unique()
+        if !v.isFinite {
+            literal("null")
+        } else if v == v.rounded(.towardZero), abs(v) < 1e15 {
+            writeDigits(Int64(v))
+        } else {
+            out.append(string: v.description)
+        }
     }
 
     /// Empties the writer, keeping its memory, to write the next document.

@@ -24,7 +24,7 @@ public struct PayloadDecoder: Sendable {
 
     public func decode(_ text: String) throws(PayloadError) -> Payload {
         var copy = text
-        let result = copy.withUTF8 { bytes in Result { () throws(PayloadError) in try decode(bytes) } }
+        let result = copy.withUTF8 { bytes in Result { () throws(PayloadError) in try decode(bytes, checkedUTF8: true) } }
         return try result.get()
     }
 
@@ -34,11 +34,17 @@ public struct PayloadDecoder: Sendable {
     }
 
     public func decode(_ bytes: UnsafeBufferPointer<UInt8>) throws(PayloadError) -> Payload {
+        try decode(bytes, checkedUTF8: false)
+    }
+
+    /// `checkedUTF8`: the caller knows the bytes are valid UTF-8 (a `String`'s, or checked at
+    /// the C boundary); else they are checked here, once, before parsing.
+    func decode(_ bytes: UnsafeBufferPointer<UInt8>, checkedUTF8: Bool) throws(PayloadError) -> Payload {
         if bytes.count > limits.maxBytes {
             throw PayloadError("payload is too large: \(bytes.count) bytes, over the limit of \(limits.maxBytes) (maxPayloadBytes)")
         }
         var parser = Parser(bytes: bytes, maxDepth: limits.maxDepth)
-        parser.validUTF8 = UTF8Validation.isValid(bytes)
+        parser.validUTF8 = checkedUTF8 || UTF8Validation.isValid(bytes)
         var payload = Payload()
         // A wrong shape is reported after the whole document parsed, so that a syntax error
         // anywhere wins (it says more about what went wrong).
