@@ -100,10 +100,61 @@ import Testing
     @Test func theStoredFormReadsBackToTheSameCard() throws {
         let decoder = PayloadDecoder()
         for server in try decoder.decode(Self.payload()).cards where !server.removed {
-            let stored = StoredCardJSON.encode(server.card)
-            let back = stored.withUnsafeBufferPointer { decoder.decodeStoredCard($0) }
-            #expect(back == server.card, "\(server.card.id)")
+            var card = server.card
+            card.viewed = true; card.read = true; card.pinned = !card.pinned
+            let stored = StoredCard.encode(card)
+            let back = stored.withUnsafeBufferPointer { StoredCard.decode($0, id: card.id, knownClassTypes: nil) }
+            #expect(back == card, "\(card.id)")
         }
+    }
+
+    @Test func theStoredFormTakesTheClassTypeOfTheDay() throws {
+        let card = try #require(try PayloadDecoder().decode(Self.payload()).cards.first { $0.card.id == "a" }?.card)
+        #expect(card.classType == "coupon")
+        let stored = StoredCard.encode(card)
+        let unknown = stored.withUnsafeBufferPointer { StoredCard.decode($0, id: "a", knownClassTypes: ["offer"]) }
+        #expect(unknown?.classType == "")
+        #expect(unknown.map(CardJSON.encode)?.contains(#""classType":"","#) == true)
+    }
+
+    /// Rows of schema 1 and 2 (short-key JSON) are still read.
+    @Test func theEarlierStoredFormStillReads() throws {
+        let legacy = #"{"id":"old","tp":"captioned_image","ca":5,"ea":99,"v":true,"rd":true,"p":true,"u":"https://x/u","e":{"class_type":"Home_Tile","k":"v"},"i":"https://x/i.png","image_alt":"alt","dm":"x.com","tt":"T","ds":"D","ar":1.5}"#
+        let card = try #require(Array(legacy.utf8).withUnsafeBufferPointer { PayloadDecoder().decodeStoredCard($0) })
+        #expect(card.id == "old" && card.type == .captionedImage && card.viewed && card.read && card.pinned)
+        #expect(card.classType == "home_tile" && card.extras == ["class_type": "Home_Tile", "k": "v"])
+        #expect(card.title == "T" && card.imageAspectRatio == 1.5 && card.expiresAt == 99)
+    }
+
+    /// A stored record that was damaged or edited is refused, whatever place the damage is in;
+    /// what is not refused still gives JSON that parses.
+    @Test func aDamagedStoredRecordIsRefused() throws {
+        let card = try #require(try PayloadDecoder().decode(Self.payload()).cards.first { $0.card.id == "a" }?.card)
+        let good = StoredCard.encode(card)
+        #expect(good.withUnsafeBufferPointer { StoredCard.decode($0, id: "a", knownClassTypes: nil) } != nil)
+        let text = String(decoding: good, as: UTF8.self)
+        var damaged: [[UInt8]] = [
+            [], Array(good.dropLast()), good + [0x01], Array("\"classic\"\u{1}".utf8),
+            Array(text.replacingOccurrences(of: "\"classic\"", with: "\"news\"").utf8),
+            Array(text.replacingOccurrences(of: "{", with: "[").utf8),
+            Array(text.replacingOccurrences(of: "\u{1}null\u{1}", with: "\u{1}nul\u{1}").utf8),
+            Array(text.replacingOccurrences(of: "\u{1}false\u{1}", with: "\u{1}0\u{1}").utf8),
+            Array(text.replacingOccurrences(of: "\"z\":\"1\"", with: "\"z\":1").utf8),
+        ]
+        for i in stride(from: 0, to: good.count, by: 7) {       // a quote or a separator gone, or bad UTF-8
+            var copy = good
+            copy[i] = [UInt8(0x22), 0x01, 0xFF][i % 3]
+            if copy != good { damaged.append(copy) }
+        }
+        var refused = 0
+        for bytes in damaged {
+            guard let back = bytes.withUnsafeBufferPointer({ StoredCard.decode($0, id: "a", knownClassTypes: nil) }) else {
+                refused += 1
+                continue
+            }
+            #expect((try? JSONReader.parse(CardJSON.encode(back))) != nil, "\(String(decoding: bytes, as: UTF8.self))")
+        }
+        #expect(refused >= 9)
     }
 }
 
@@ -135,6 +186,34 @@ import Testing
             #expect(fast.1 == checked.1, "\(text)")
             #expect(fast.0.ascii == text.utf8.allSatisfy { $0 < 0x80 }, "\(text)")
             #expect(fast.0.plain == !(text.contains("\\") || text.contains("\u{7F}")), "\(text)")
+        }
+    }
+}
+
+/// Short decimals are read without `Double(String)` (`CardFields.shortDecimal`); they must give
+/// the very Double it gives, and leave every other number to it.
+@Suite struct ShortDecimalTests {
+    @Test func theSameDoubleAsTheStandardLibrary() {
+        var rng = SystemRandomNumberGenerator()
+        var texts = ["0", "-0", "1", "1.0", "1.777", "0.5", "-2.25", "123456789012345", "0.000000000000001",
+                     "9007199254740993", "1e5", "1.5E-3", "12345678901234.5", "0.1", "0.3", "2.675"]
+        for _ in 0..<20_000 {
+            let whole = String(UInt64.random(in: 0...999_999_999, using: &rng))
+            let part = String(UInt64.random(in: 0...9_999_999, using: &rng))
+            texts.append(Bool.random(using: &rng) ? "\(whole).\(part)" : "-\(part).\(whole)")
+        }
+        for text in texts {
+            let bytes = Array(text.utf8)
+            let fast = bytes.withUnsafeBufferPointer { CardFields.shortDecimal($0) }
+            let digits = text.filter(\.isNumber).count
+            if text.contains("e") || text.contains("E") || digits > 15 {
+                #expect(fast == nil, "\(text)")
+            } else {
+                #expect(fast != nil, "\(text)")
+            }
+            if let fast, let exact = Double(text) {
+                #expect(fast.bitPattern == exact.bitPattern, "\(text)")
+            }
         }
     }
 }

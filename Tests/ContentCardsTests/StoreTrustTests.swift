@@ -236,6 +236,45 @@ import Glibc
         s.reset(); db.close()
     }
 
+    /// Schema 3 stores cards in a new form; a store of schema 2 (short-key JSON rows) opens
+    /// with every card as it was, goes to version 3, and rows are rewritten as they change.
+    @Test func aStoreOfSchema2IsReadAndUpgraded() throws {
+        let dir = Fixtures.temporaryDirectory()
+        defer { Fixtures.removeTree(dir) }
+        try makeStore(dir, cards: 0)
+        do {   // two cards as the library of schema 2 wrote them
+            let db = try SQLiteDatabase(path: dir + "/contentcards.sqlite")
+            try db.execute("""
+                DELETE FROM cards;
+                INSERT INTO cards (user_id, id, created, is_test, body) VALUES
+                  ('u-1', 'old-1', 5, 0, '{"id":"old-1","tp":"captioned_image","ca":5,"v":true,"p":true,"u":"https://x/u","e":{"class_type":"Home_Tile"},"i":"https://x/i.png","dm":"x.com","tt":"T","ds":"D","ar":1.5}'),
+                  ('u-1', 'old-2', 6, 0, '{"id":"old-2","tp":"short_news","ca":6,"ea":4000000000,"rd":true,"ds":"D2"}');
+                PRAGMA user_version = 2;
+                """)
+            db.close()
+        }
+        let c = try makeController(storage: dir)
+        let cards = try c.cards()
+        #expect(cards.map(\.id) == ["old-1", "old-2"])
+        #expect(cards[0].viewed && cards[0].pinned && cards[0].classType == "home_tile" && cards[0].title == "T")
+        #expect(cards[0].imageAspectRatio == 1.5 && cards[0].url == "https://x/u")
+        #expect(cards[1].read && cards[1].expiresAt == 4_000_000_000 && cards[1].cardDescription == "D2")
+        try c.logImpression(cardID: "old-2")     // a change writes the row again, in the new form
+        c.close()
+        let db = try SQLiteDatabase(path: dir + "/contentcards.sqlite")
+        let version = try db.prepare("PRAGMA user_version")
+        #expect(try version.step() && version.int(0) == CardStore.schemaVersion)
+        version.reset()
+        let rows = try db.prepare("SELECT id, substr(body, 1, 1) FROM cards ORDER BY id")
+        var firstBytes: [String] = []
+        while try rows.step() { firstBytes.append(rows.text(1) ?? "") }
+        rows.reset(); db.close()
+        #expect(firstBytes == ["{", "\""])
+        let again = try makeController(storage: dir)
+        #expect(try again.cards() == cards.map { var card = $0; if card.id == "old-2" { card.viewed = true }; return card })
+        again.close()
+    }
+
     // MARK: Item 9: ownership and modes
 
     @Test func newFilesArePrivate() throws {

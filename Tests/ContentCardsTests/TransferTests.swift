@@ -162,7 +162,7 @@ import Glibc
         c.close()
         let db = try SQLiteDatabase(path: dir + "/contentcards.sqlite")
         let version = try db.prepare("PRAGMA user_version")
-        #expect(try version.step() && version.int(0) == 2)
+        #expect(try version.step() && version.int(0) == CardStore.schemaVersion)
         version.reset()
     }
 

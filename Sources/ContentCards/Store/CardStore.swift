@@ -58,7 +58,7 @@ struct PendingEvent {
 /// WAL mode so that readers never wait for a writer and two processes can share it. Every
 /// mutation is one transaction. With no directory the store lives in memory.
 final class CardStore {
-    static let schemaVersion: Int64 = 2
+    static let schemaVersion: Int64 = 3
     static let fileName = "contentcards.sqlite"
 
     let db: SQLiteDatabase
@@ -209,6 +209,7 @@ final class CardStore {
         try db.execute("PRAGMA foreign_keys=ON")
         if version < 1 { try migrateTo1() }
         if version < 2 { try migrateTo2() }
+        if version < 3 { try migrateTo3() }
         if appID == 0 && !isEmpty {
             // A store of ours from before the application id: adopt it.
             try db.execute("PRAGMA application_id = \(CardStore.applicationID)")
@@ -274,6 +275,16 @@ final class CardStore {
         }
     }
 
+    /// Schema 3: cards are written in the form of `StoredCard` (a row's first byte tells the
+    /// forms apart, so rows of schema 2 stay as they are and are read as before). The version
+    /// goes up so that a library from before refuses the store instead of skipping every card
+    /// written since as unreadable.
+    private func migrateTo3() throws(StoreError) {
+        try db.transaction { () throws(StoreError) in
+            try db.execute("PRAGMA user_version = 3;")
+        }
+    }
+
     private func statement(_ sql: String) throws(StoreError) -> SQLiteStatement {
         if let s = statements[sql] { return s.reset() }
         let s = try db.prepare(sql)
@@ -294,9 +305,13 @@ final class CardStore {
         var writer = JSONWriter(reservingCapacity: 1024)
         while try cards.step() {
             // A row that no longer decodes is skipped rather than failing the whole feed.
-            if let card = cards.withBytes(1, { decoder.decodeStoredCard($0, fields: &fields, writer: &writer) }) {
-                stored.cards[card.id] = card
+            let id = cards.text(0) ?? ""
+            let card = cards.withBytes(1) { bytes in
+                StoredCard.isRecord(bytes)
+                    ? StoredCard.decode(bytes, id: id, knownClassTypes: decoder.knownClassTypes)
+                    : decoder.decodeStoredCard(bytes, fields: &fields, writer: &writer)    // schema 1 and 2 rows
             }
+            if let card { stored.cards[card.id] = card }
         }
         cards.reset()
         let dismissed = try statement("SELECT card_id FROM dismissals WHERE user_id = ?")
@@ -337,11 +352,10 @@ final class CardStore {
                 if !changes.upserts.isEmpty {
                     let s = try statement("INSERT OR REPLACE INTO cards (user_id, id, created, is_test, body) VALUES (?, ?, ?, ?, ?)")
                     for card in changes.upserts {
-                        // The compact form, not the server's own bytes: keeping those saved the
-                        // encoding on a sync (5 us a card) but cost as much again on every load
-                        // (white space, unknown fields), and 20% more disk.
+                        // The card's own bytes (`StoredCard`): read back by checking them, with
+                        // nothing to decode.
                         try s.run([.text(user), .text(card.id), .int(card.created), .int(card.isTest ? 1 : 0),
-                                   .bytes(StoredCardJSON.encode(card)[...])])
+                                   .bytes(StoredCard.encode(card)[...])])
                     }
                 }
                 if !changes.deletes.isEmpty {

@@ -356,10 +356,46 @@ struct CardFields {
 
     private func double(_ key: KnownKey) throws(CardProblem) -> Double? {
         guard let f = value(key) else { return nil }
+        if f.kind == .number, let d = CardFields.shortDecimal(bytes(f)) { return d }
         guard f.kind == .number || f.kind == .numberText, let d = Double(numberText(f)), d.isFinite else {
             throw problem("field \"\(key.rawValue)\" is \(f.typeName), expected a finite number")
         }
         return d
+    }
+
+    /// A decimal of at most 15 digits without an exponent (`1.777`, `-2`, `0.5`), read
+    /// exactly: its digits as an integer are exact in a Double (below 2^53), so is the power
+    /// of ten (at most 10^15), and IEEE division rounds the quotient correctly, so this is
+    /// the Double nearest the decimal, as `Double(String)` gives (Clinger's fast path). Nil
+    /// for any other number, which `Double(String)` then reads.
+    static func shortDecimal(_ b: UnsafeBufferPointer<UInt8>) -> Double? {
+        var i = 0
+        let negative = b.count > 0 && b[0] == 0x2D
+        if negative { i = 1 }
+        var mantissa: Int64 = 0
+        var digits = 0
+        var fraction = 0
+        var sawPoint = false
+        while i < b.count {
+            let c = b[i]
+            if c == 0x2E {
+                if sawPoint { return nil }
+                sawPoint = true
+            } else {
+                let d = c &- 0x30
+                guard d < 10 else { return nil }     // an exponent, or anything else
+                mantissa = mantissa * 10 + Int64(d)
+                digits += 1
+                if sawPoint { fraction += 1 }
+                if digits > 15 { return nil }
+            }
+            i += 1
+        }
+        guard digits > 0 else { return nil }
+        var scale = 1.0
+        for _ in 0..<fraction { scale *= 10 }
+        let value = Double(mantissa) / scale
+        return negative ? -value : value
     }
 
     // MARK: Building

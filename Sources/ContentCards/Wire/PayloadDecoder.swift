@@ -135,7 +135,7 @@ public struct PayloadDecoder: Sendable {
         return try fields.build(knownClassTypes: knownClassTypes, writer: &writer)
     }
 
-    /// Reads a card in its stored form (`StoredCardJSON`); nil if it does not decode.
+    /// Reads a card in the stored form of schema 1 and 2 (short-key JSON: see `StoredCard`); nil if it does not decode.
     func decodeStoredCard(_ bytes: UnsafeBufferPointer<UInt8>) -> Card? {
         var writer = JSONWriter(reservingCapacity: 1024)
         var fields = CardFields()
