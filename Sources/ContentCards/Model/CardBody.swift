@@ -120,22 +120,18 @@ struct CardBody: Hashable, Sendable {
         var domain: Text = .null
     }
 
-    /// The one place the body's layout is written: the decoder calls it with the payload's
-    /// tokens, `init(_ fields:)` with a card's values. `extras` writes the extras object.
-    static func write(to w: inout JSONWriter, url: Text, openURLInWebView: Bool, extras: (inout JSONWriter) -> Void,
-                      classType: String, content c: ContentTexts) {
-        func text(_ t: Text, _ w: inout JSONWriter) {
-            switch t {
-            case .null: w.raw("null")
-            case .string(let s): w.rawString(s)
-            case .utf8(let bytes): w.rawString(utf8: bytes)
-            case .plain(let bytes): w.rawString(plain: bytes)
-            }
-        }
-        let end = CardBody.separator
-        text(url, &w); w.raw(end)
-        w.raw(openURLInWebView ? "true" : "false"); w.raw(end)
-        extras(&w); w.raw(end)
+    /// The one place the body's layout is written, in two halves around the extras object
+    /// (which the caller writes between them: the decoder from the payload's tokens,
+    /// `init(_ fields:)` from a dictionary). Two calls rather than a closure for the extras:
+    /// the decoder's closure copied its fields on every card.
+    static func writeHead(to w: inout JSONWriter, url: Text, openURLInWebView: Bool) {
+        text(url, &w); w.raw(separator)
+        w.raw(openURLInWebView ? "true" : "false"); w.raw(separator)
+    }
+
+    static func writeTail(to w: inout JSONWriter, classType: String, content c: ContentTexts) {
+        let end = separator
+        w.raw(end)      // after the extras
         w.rawString(classType); w.raw(end)
         text(c.image, &w); w.raw(end)
         text(c.imageAltText, &w); w.raw(end)
@@ -144,6 +140,15 @@ struct CardBody: Hashable, Sendable {
         text(c.title, &w); w.raw(end)
         text(c.cardDescription, &w); w.raw(end)
         text(c.domain, &w); w.raw(end)
+    }
+
+    private static func text(_ t: Text, _ w: inout JSONWriter) {
+        switch t {
+        case .null: w.raw("null")
+        case .string(let s): w.rawString(s)
+        case .utf8(let bytes): w.rawString(utf8: bytes)
+        case .plain(let bytes): w.rawString(plain: bytes)
+        }
     }
 
     /// Writes an extras dictionary, sorted by key.
@@ -182,8 +187,9 @@ struct CardBody: Hashable, Sendable {
             break
         }
         var w = JSONWriter(reservingCapacity: 512)
-        CardBody.write(to: &w, url: t(f.url), openURLInWebView: f.openURLInWebView,
-                       extras: { CardBody.write(extras: f.extras, to: &$0) }, classType: f.classType, content: c)
+        CardBody.writeHead(to: &w, url: t(f.url), openURLInWebView: f.openURLInWebView)
+        CardBody.write(extras: f.extras, to: &w)
+        CardBody.writeTail(to: &w, classType: f.classType, content: c)
         self.init(json: w.bytes)
     }
 

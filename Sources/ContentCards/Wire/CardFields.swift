@@ -432,8 +432,9 @@ struct CardFields {
         let classType = ClassType.normalize(classTypeValue() ?? "", known: knownClassTypes)
         let sorted = sortEntries()
         w.removeAll()
-        CardBody.write(to: &w, url: url, openURLInWebView: openURLInWebView,
-                       extras: { writeExtras(sorted: sorted, to: &$0) }, classType: classType, content: content)
+        CardBody.writeHead(to: &w, url: url, openURLInWebView: openURLInWebView)
+        writeExtras(sorted: sorted, to: &w)
+        CardBody.writeTail(to: &w, classType: classType, content: content)
         let card = Card(id: id, created: created, expiresAt: expiresAt, viewed: viewed, clicked: clicked,
                         dismissed: dismissed, read: read ?? false, dismissible: dismissible, pinned: pinned,
                         isTest: isTest, type: type, classType: classType, body: CardBody(json: w.bytes))
