@@ -177,7 +177,7 @@ class Bench:
     # 1 and 6 -------------------------------------------------------------------------------
 
     def pipeline(self, n: int, with_python: bool) -> dict[str, Any]:
-        from contentcards import ContentCards, _ffi
+        from contentcards import ContentCards
         path, payload = self.payload_file(n)
         mb = len(payload.encode()) / 1e6
         repeats = self.repeats if n <= 10_000 else max(3, self.repeats // 2)
@@ -202,7 +202,7 @@ class Bench:
             def bindings_json() -> str:
                 with ContentCards(max_payload_bytes=1 << 30) as cc:
                     cc.apply(payload)
-                    return cc._call(_ffi.controller_feed, FILTER_JSON.encode())
+                    return cc.cards_json(FILTER)
 
             def bindings_objects() -> list[Any]:
                 with ContentCards(max_payload_bytes=1 << 30) as cc:

@@ -32,6 +32,16 @@ final class UpdateLog: @unchecked Sendable {
         #expect(try c.counts() == FeedCounts(total: 10, unviewed: 9, unread: 9))
     }
 
+    @Test func cardsJSONIsTheCardsAsJSON() throws {
+        let c = try makeController()
+        try c.refresh()
+        for filter in [ClassTypeFilter.all, ClassTypeFilter(["home_tile"]), ClassTypeFilter(["coupon_code", "message_webview"])] {
+            let json = try c.cardsJSON(filter)
+            #expect(json == CardJSON.encode(try c.cards(filter)))
+            #expect(try CardJSON.decodeList(json) == (try c.cards(filter)))
+        }
+    }
+
     @Test func orderIsPinnedThenNewestThenIdDescending() throws {
         let c = try makeController()
         try c.apply(Fixtures.payload([Fixtures.wire("a", created: 5), Fixtures.wire("b", created: 5),

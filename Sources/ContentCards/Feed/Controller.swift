@@ -223,6 +223,13 @@ public final class ContentCardsController: @unchecked Sendable {
         })
     }
 
+    /// The same cards as their boundary JSON (docs/WIRE.md, "Cards at the boundary"), the
+    /// text `cc_controller_feed` returns: for handing a feed on (a web view, a cache, another
+    /// process) without building a `Card` of each.
+    public func cardsJSON(_ filter: ClassTypeFilter = .all) throws(ContentCardsError) -> String {
+        CardJSON.encode(try cards(filter))
+    }
+
     /// A stored card by id, visible or not (dismissed and expired cards are returned too, with
     /// their flags); `.notFound` when the user has no such card.
     public func card(id: String) throws(ContentCardsError) -> Card {

@@ -589,6 +589,13 @@ class ContentCards:
         text = self._call(_ffi.controller_feed, _filter_json(class_types))
         return [Card._from_library(item) for item in json.loads(text)]
 
+    def cards_json(self, class_types: Iterable[str] | str | None = None) -> str:
+        """The same cards as the library's boundary JSON text (what C's ``cc_controller_feed``
+        returns), without building a :class:`Card` of each: for handing a feed on to a web
+        view, a cache or another process. ``json.loads`` of it gives each card's
+        :meth:`Card.to_json`."""
+        return self._call(_ffi.controller_feed, _filter_json(class_types))
+
     def card(self, card: CardRef) -> Card:
         """One stored card by id, visible or not. Raises CardNotFoundError."""
         import json

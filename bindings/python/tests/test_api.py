@@ -327,3 +327,14 @@ def test_cards_built_directly_equal_checked_ones(sample: cc.ContentCards) -> Non
         assert card == checked and hash(card) == hash(checked) and repr(card) == repr(checked)
         with pytest.raises(AttributeError):
             card.title = "x"  # type: ignore[misc]
+
+
+def test_cards_json_is_the_cards_as_json(sample: cc.ContentCards) -> None:
+    """cards_json() is the boundary JSON of exactly what cards() gives, filtered alike."""
+    import json
+    sample.refresh(5)
+    for class_types in (None, "home_tile", ["message_webview", "coupon_code"], []):
+        assert json.loads(sample.cards_json(class_types)) == [c.to_json() for c in sample.cards(class_types)]
+    sample.close()
+    with pytest.raises(cc.ClosedError):
+        sample.cards_json()
