@@ -32,7 +32,7 @@ SWIFTPM_LIB_FLAGS := -c release --product contentcards -Xswiftc -static-stdlib \
 FUZZ_SECONDS ?= 15
 STRESS_ROUNDS ?= 300
 STRESS_FUZZ_SECONDS ?= 300
-FUZZ_TARGETS := payload config filter calls
+FUZZ_TARGETS := payload config filter calls decoders
 
 .PHONY: check-repo version fuzz fuzz-replay stress bench fleet demo test deps lib cmake python test-swift test-c test-lib test-python test-install tsan memcheck install clean
 

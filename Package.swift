@@ -45,7 +45,7 @@ let package = Package(
         // Fuzz targets over the C ABI (see the file's header; `make fuzz`).
         .executableTarget(
             name: "contentcards-fuzz",
-            dependencies: ["ContentCardsC", "CContentCardsABI"],
+            dependencies: ["ContentCardsC", "CContentCardsABI", "ContentCards"],
             path: "Sources/contentcards-fuzz",
             swiftSettings: [.swiftLanguageMode(.v5), .unsafeFlags(["-parse-as-library"])]),
         .testTarget(

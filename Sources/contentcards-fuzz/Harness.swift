@@ -4,17 +4,20 @@
 //   make fuzz            builds with -sanitize=fuzzer,address and runs each target briefly
 //   make fuzz-long       the long run (FUZZ_SECONDS per target)
 //
-// CC_FUZZ_TARGET picks the target: payload, config, filter or calls. Built without CC_FUZZ (the
+// CC_FUZZ_TARGET picks the target: payload, config, filter, calls or decoders (the payload
+// decoder's stream path against its parsed-value path, and the stored form's round trip: a
+// difference is a crash, as a trap would be). Built without CC_FUZZ (the
 // ordinary build), the same harness replays files given on the command line, so the corpus in
 // fuzz/corpus runs as a regression test without libFuzzer.
 import CContentCardsABI
 import ContentCardsC
+@testable import ContentCards
 #if canImport(Glibc)
 import Glibc
 #endif
 
 enum Target: String, CaseIterable {
-    case payload, config, filter, calls
+    case payload, config, filter, calls, decoders
 }
 
 let target: Target = {
@@ -70,7 +73,34 @@ func runPayload(_ data: UnsafeRawBufferPointer) {
     }
     var feed: UnsafeMutablePointer<CChar>?
     _ = cc_controller_feed(&feed, c, nil)
+    // Whatever went in, what comes out is JSON (cards are written from their stored bytes).
+    if let feed, (try? JSONReader.parse(String(cString: feed))) == nil {
+        fatalError("the feed is not JSON: \(String(cString: feed).prefix(400))")
+    }
     freeing(feed)
+}
+
+/// The two ways a payload is read must agree: the token stream (what sync and apply use) and a
+/// parsed `JSONValue`. Every card read must encode to JSON that parses back to it, and survive
+/// the store's form.
+func runDecoders(_ data: UnsafeRawBufferPointer) {
+    let bytes = Array(data.bindMemory(to: UInt8.self))
+    let decoder = PayloadDecoder()
+    let streamed = try? decoder.decode(bytes)
+    let parsed = (try? JSONReader.parse(bytes)).flatMap { try? decoder.decode($0) }
+    if (streamed == nil) != (parsed == nil) {
+        fatalError("one decoder refused what the other read: stream \(streamed == nil ? "refused" : "read"), parsed \(parsed == nil ? "refused" : "read")")
+    }
+    guard let streamed, let parsed else { return }
+    if streamed != parsed { fatalError("the decoders disagree:\n\(streamed)\n\(parsed)") }
+    for server in streamed.cards {
+        let json = CardJSON.encode(server.card)
+        guard let back = try? CardJSON.decode(json) else { fatalError("a card's JSON does not parse: \(json)") }
+        if back != server.card { fatalError("a card's JSON reads back different: \(json)") }
+        let stored = StoredCard.encode(server.card)
+        let again = stored.withUnsafeBufferPointer { StoredCard.decode($0, id: server.card.id, knownClassTypes: nil) }
+        if again != server.card { fatalError("a card's stored form reads back different: \(json)") }
+    }
 }
 
 func runConfig(_ data: UnsafeRawBufferPointer) {
@@ -162,6 +192,7 @@ func runOne(_ data: UnsafeRawBufferPointer) {
     case .config: runConfig(data)
     case .filter: runFilter(data)
     case .calls: runCalls(data)
+    case .decoders: runDecoders(data)
     }
 }
 

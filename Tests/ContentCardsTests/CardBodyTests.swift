@@ -35,6 +35,16 @@ import Testing
         }
     }
 
+    /// Found by the decoders fuzz target: the card reader's fast path for member names took an
+    /// unknown name with a raw control character (not JSON) as a name to skip.
+    @Test func aControlCharacterInAMemberNameIsNotJSON() {
+        for name in ["\u{05}\u{00}e", "i\u{01}d", "\u{1F}", "x\u{0A}y"] {
+            let text = #"[{"id":"a","tp":"short_news","ca":1,"ds":"d",""# + name + #"":1}]"#
+            #expect(throws: PayloadError.self) { try PayloadDecoder().decode(Array(text.utf8)) }
+            #expect(throws: (any Error).self) { try JSONReader.parse(Array(text.utf8)) }
+        }
+    }
+
     @Test func aDecodedCardEqualsTheSameCardBuiltFromItsValues() throws {
         let decoded = try PayloadDecoder().decode(Self.payload()).cards.map(\.card)
         for card in decoded {

@@ -193,13 +193,14 @@ struct Parser {
                     if q < n && base[q] == 0x3A {
                         q += 1
                         while q < n && isSpace(base[q]) { q += 1 }
-                        let known = PackedKey(UnsafeBufferPointer(start: base + start, count: end - start)).flatMap(Parser.knownKey)
-                        // An unknown name is validated as the general way would (it may hold
-                        // any text); a known one is plain ASCII.
-                        if known != nil || UTF8Validation.isValid(UnsafeBufferPointer(start: base + start, count: end - start)) {
+                        // Only a known name is taken here: it is plain ASCII, so the bytes
+                        // were a valid string. Any other name (which may hold control
+                        // characters, invalid in JSON, or bad UTF-8) goes the general way,
+                        // which checks it.
+                        if let known = PackedKey(UnsafeBufferPointer(start: base + start, count: end - start)).flatMap(Parser.knownKey) {
                             pos = q
                             cursor.first = false
-                            return known.map(MemberKey.known) ?? .other
+                            return .known(known)
                         }
                     }
                 }
