@@ -27,10 +27,12 @@ final class Snapshot: @unchecked Sendable {
         entries = cards.map { card in
             let values: [String?] = [card.id, card.type.rawValue, card.url, card.classType, card.image,
                                      card.imageAltText, card.title, card.cardDescription, card.domain, card.imagePath]
-            let keys = card.extras.keys.sorted()
+            // Read once: a card's extras are decoded from its body on each access.
+            let extras = card.extras
+            let keys = extras.keys.sorted()
             return Entry(card: card,
                          strings: values.map { $0.flatMap { strdup($0) } },
-                         extras: keys.map { (strdup($0), strdup(card.extras[$0] ?? "")) },
+                         extras: keys.map { (strdup($0), strdup(extras[$0] ?? "")) },
                          extraIndex: Dictionary(uniqueKeysWithValues: keys.enumerated().map { ($1, $0) }))
         }
     }
