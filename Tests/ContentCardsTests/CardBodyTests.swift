@@ -112,7 +112,7 @@ import Testing
         for server in try decoder.decode(Self.payload()).cards where !server.removed {
             var card = server.card
             card.viewed = true; card.read = true; card.pinned = !card.pinned
-            let stored = StoredCard.encode(card)
+            let stored = try #require(StoredCard.encode(card))
             let back = stored.withUnsafeBufferPointer { StoredCard.decode($0, id: card.id, knownClassTypes: nil) }
             #expect(back == card, "\(card.id)")
         }
@@ -121,7 +121,7 @@ import Testing
     @Test func theStoredFormTakesTheClassTypeOfTheDay() throws {
         let card = try #require(try PayloadDecoder().decode(Self.payload()).cards.first { $0.card.id == "a" }?.card)
         #expect(card.classType == "coupon")
-        let stored = StoredCard.encode(card)
+        let stored = try #require(StoredCard.encode(card))
         let unknown = stored.withUnsafeBufferPointer { StoredCard.decode($0, id: "a", knownClassTypes: ["offer"]) }
         #expect(unknown?.classType == "")
         #expect(unknown.map(CardJSON.encode)?.contains(#""classType":"","#) == true)
@@ -140,7 +140,7 @@ import Testing
     /// what is not refused still gives JSON that parses.
     @Test func aDamagedStoredRecordIsRefused() throws {
         let card = try #require(try PayloadDecoder().decode(Self.payload()).cards.first { $0.card.id == "a" }?.card)
-        let good = StoredCard.encode(card)
+        let good = try #require(StoredCard.encode(card))
         #expect(good.withUnsafeBufferPointer { StoredCard.decode($0, id: "a", knownClassTypes: nil) } != nil)
         let text = String(decoding: good, as: UTF8.self)
         var damaged: [[UInt8]] = [
@@ -225,5 +225,104 @@ import Testing
                 #expect(fast.bitPattern == exact.bitPattern, "\(text)")
             }
         }
+    }
+}
+
+/// Findings of the review of this round's decoder and stored form, each with the input that
+/// showed it.
+@Suite struct StoredFormReviewTests {
+    static func card(_ wire: String) throws -> Card {
+        try #require(try PayloadDecoder().decode("[" + wire + "]").cards.first?.card)
+    }
+
+    static func roundTrip(_ card: Card) -> Card? {
+        StoredCard.encode(card).flatMap { r in r.withUnsafeBufferPointer { StoredCard.decode($0, id: card.id, knownClassTypes: nil) } }
+    }
+
+    /// Times of 19 digits (nanoseconds) were refused when the store was read again.
+    @Test func nineteenDigitTimesSurviveTheStore() throws {
+        for wire in [#"{"id":"a","tp":"control","ca":1732345678000000000,"ea":9223372036854775807}"#,
+                     #"{"id":"b","tp":"control","ca":-9223372036854775808,"ea":1e18}"#] {
+            let card = try Self.card(wire)
+            #expect(Self.roundTrip(card) == card, "\(wire)")
+        }
+    }
+
+    /// A card with very many extras keys out of order was sorted in quadratic time.
+    @Test func aCardWithManyExtrasIsSortedInTime() throws {
+        let keys = (0..<150_000).reversed().map { String(format: "k%06d", $0) }
+        let wire = #"{"id":"many","tp":"control","ca":1,"e":{"# + keys.map { #""\#($0)":"v""# }.joined(separator: ",") + "}}"
+        final class Box: @unchecked Sendable { var card: Card? }
+        let box = Box()
+        #expect(HangTests.finishes(within: 30) { box.card = try? Self.card(wire) })
+        let decoded = try #require(box.card)
+        #expect(decoded.extras.count == 150_000 && decoded.extras["k000000"] == "v" && decoded.extras["k149999"] == "v")
+        #expect(CardJSON.encode(decoded).contains(#""extras":{"k000000":"v","k000001":"v","#))
+    }
+
+    /// A member name ending in NUL bytes was read as the known name before them ("id" + NUL).
+    @Test func aNameWithANULIsNotAKnownName() {
+        for text in ["[{\"id\u{0}\":\"x\",\"id\":\"a\",\"tp\":\"control\",\"ca\":1}]",
+                     "[{\"id\":\"a\",\"tp\":\"control\",\"ca\":1,\"zz\":{\"id\u{0}\":1}}]",
+                     "[{\"id\":\"a\",\"tp\":\"control\",\"ca\":1,\"e\":{\"class_type\u{0}\":\"x\"}}]"] {
+            #expect(throws: PayloadError.self) { try PayloadDecoder().decode(Array(text.utf8)) }
+            #expect(throws: (any Error).self) { try JSONReader.parse(Array(text.utf8)) }
+        }
+    }
+
+    /// The record does not repeat the id: a row whose id is empty, holds a NUL or is not
+    /// UTF-8 is skipped and counted, not put into the feed.
+    @Test func aRowWithABadIdIsSkipped() throws {
+        let dir = Fixtures.temporaryDirectory()
+        defer { Fixtures.removeTree(dir) }
+        do {
+            let c = try makeController(storage: dir)
+            try c.apply(Fixtures.payload(["a", "b", "c", "d"].map { Fixtures.wire($0) }, full: true))
+            c.close()
+        }
+        do {
+            let db = try SQLiteDatabase(path: dir + "/contentcards.sqlite")
+            try db.execute("""
+                UPDATE cards SET id = '' WHERE id = 'a';
+                UPDATE cards SET id = CAST(X'620063' AS TEXT) WHERE id = 'b';
+                UPDATE cards SET id = CAST(X'63FF' AS TEXT) WHERE id = 'c';
+                """)
+            db.close()
+        }
+        let c = try makeController(storage: dir)
+        #expect(try c.cards().map(\.id) == ["d"])
+        #expect(c.diagnostics().unreadableStoredCards == 3)
+        c.close()
+    }
+
+    /// A record whose values are right but not the bytes the library writes is refused: its
+    /// body would go into feeds as it is.
+    @Test func aRecordNotInTheWritersFormIsRefused() throws {
+        let card = try Self.card(#"{"id":"a","tp":"banner_image","ca":1,"i":"https://x/i.png","ar":1.5,"tt":"x","e":{"b":"2","a":"1"}}"#)
+        let good = try #require(StoredCard.encode(card))
+        #expect(Self.roundTrip(card) == card)
+        let text = String(decoding: good, as: UTF8.self)
+        let edits: [(String, String)] = [
+            (#"{"a":"1","b":"2"}"#, #"{"b":"2","a":"1"}"#),         // extras out of order
+            (#"{"a":"1","b":"2"}"#, #"{"a":"1","a":"1","b":"2"}"#),  // a repeated key
+            (#"{"a":"1","b":"2"}"#, #"{ "a":"1","b":"2"}"#),         // white space
+            (#"{"a":"1","b":"2"}"#, #"{"a" :"1","b":"2"}"#),
+            (#"{"a":"1","b":"2"}"#, #"{"a":"1","b":"2" }"#),
+            (#"{"a":"1","b":"2"}"#, #"{"a":"\u0031","b":"2"}"#),     // an escape the writer does not use
+            (#"{"a":"1","b":"2"}"#, "{\"a\":\"1\u{7F}\",\"b\":\"2\"}"), // DEL, which the writer escapes
+            ("\u{1}1.5\u{1}", "\u{1}1.50\u{1}"),                      // a number not in its shortest form
+            ("\u{1}1.5\u{1}", "\u{1}15e-1\u{1}"),
+            ("\u{1}\"https://x/i.png\"\u{1}", "\u{1}null\u{1}"),     // a banner without its image
+            ("\"banner\"", "\"control\""),                           // a control card with an image
+        ]
+        for (from, to) in edits {
+            let edited = text.replacingOccurrences(of: from, with: to)
+            #expect(edited != text, "\(from) not found")
+            let back = Array(edited.utf8).withUnsafeBufferPointer { StoredCard.decode($0, id: "a", knownClassTypes: nil) }
+            #expect(back == nil, "accepted: \(to)")
+        }
+        // Escapes the writer does use are accepted (checked by writing the values again).
+        let quoted = try Self.card(#"{"id":"q","tp":"short_news","ca":1,"ds":"say \"hi\"\n\u0001","e":{"é":"x","a\"b":"y"}}"#)
+        #expect(Self.roundTrip(quoted) == quoted)
     }
 }

@@ -68,7 +68,7 @@ import Testing
         let c = try ContentCardsController(json: json)
         #expect(try c.unreadCount() == 1)
         #expect(try c.card(id: "m-2").read)
-        let stored = StoredCard.encode(try c.card(id: "m-2"))
+        let stored = try #require(StoredCard.encode(try c.card(id: "m-2")))
         #expect(stored.withUnsafeBufferPointer { StoredCard.decode($0, id: "m-2", knownClassTypes: nil) }?.read == true)
         #expect(CardJSON.encode(try c.card(id: "m-2")).contains(#""dismissed":false,"read":true,"#))
         #expect(try CardJSON.decode(CardJSON.encode(try c.card(id: "m-2"))) == (try c.card(id: "m-2")))

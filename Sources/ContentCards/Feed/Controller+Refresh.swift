@@ -389,9 +389,10 @@ extension ContentCardsController {
     }
 
     /// `apply(bytes:)` for bytes the caller has already checked are valid UTF-8 (the C
-    /// boundary checks every string argument): the decoder does not check them again. Bytes
-    /// that are not would give text with replacement characters, never unsafe memory; only
-    /// the library's own boundary uses it.
+    /// boundary checks every string argument): the decoder does not check them again. A
+    /// caller that claims it wrongly gets cards whose text holds the bad bytes (never unsafe
+    /// memory; the store then refuses such a card on reading); only the library's own
+    /// boundary uses it, after its check.
     @_spi(Boundary) @discardableResult
     public func apply(bytes: UnsafeBufferPointer<UInt8>, checkedUTF8: Bool) throws(ContentCardsError) -> SyncSummary {
         // The payload is this frame's only reference to the decoded cards, held in a `var` so

@@ -263,17 +263,6 @@ struct CardBody: Hashable, Sendable {
             return .control
         }
     }
-
-    /// Calls `body` with the bytes of each member's value that is not null (nor `false`, nor
-    /// an empty extras object), in `Member` order: how the store writes a card's compact form.
-    func forEachValue(_ body: (Member, UnsafeBufferPointer<UInt8>) -> Void) {
-        forEach { m, v in
-            if v.count == 4 && v[0] == 0x6E { return }          // null
-            if v.count == 5 && v[0] == 0x66 { return }          // false
-            if v.count == 2 && v[0] == 0x7B { return }          // {}
-            body(m, v)
-        }
-    }
 }
 
 extension Card.Content {

@@ -304,12 +304,15 @@ final class CardStore {
         var fields = CardFields()
         var writer = JSONWriter(reservingCapacity: 1024)
         while try cards.step() {
-            // A row that no longer decodes is skipped rather than failing the whole feed.
-            let id = cards.text(0) ?? ""
-            let card = cards.withBytes(1) { bytes in
-                StoredCard.isRecord(bytes)
-                    ? StoredCard.decode(bytes, id: id, knownClassTypes: decoder.knownClassTypes)
-                    : decoder.decodeStoredCard(bytes, fields: &fields, writer: &writer)    // schema 1 and 2 rows
+            // A row that no longer decodes is skipped rather than failing the whole feed (and
+            // counted: `unreadableStoredCards`).
+            let card = cards.withBytes(1) { bytes -> Card? in
+                guard StoredCard.isRecord(bytes) else {
+                    return decoder.decodeStoredCard(bytes, fields: &fields, writer: &writer)    // schema 1 and 2 rows
+                }
+                // The record does not repeat the id: the row's must be one a payload could give.
+                guard let id = cards.withBytes(0, { StoredCard.checkedID($0) }) else { return nil }
+                return StoredCard.decode(bytes, id: id, knownClassTypes: decoder.knownClassTypes)
             }
             if let card { stored.cards[card.id] = card }
         }
@@ -354,8 +357,11 @@ final class CardStore {
                     for card in changes.upserts {
                         // The card's own bytes (`StoredCard`): read back by checking them, with
                         // nothing to decode.
+                        guard let record = StoredCard.encode(card) else {
+                            throw StoreError("out of memory writing card \(card.id.prefix(120)) to the store; nothing was written")
+                        }
                         try s.run([.text(user), .text(card.id), .int(card.created), .int(card.isTest ? 1 : 0),
-                                   .bytes(StoredCard.encode(card)[...])])
+                                   .bytes(record[...])])
                     }
                 }
                 if !changes.deletes.isEmpty {

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// The form a card is stored in (schema 3): fourteen JSON values, each followed by the byte
 /// 0x01, as in `CardBody`: the boundary type (`"classic"`), created, expiresAt, the local and
 /// server flags as one integer, then the card's body as it is in memory (url ... domain).
@@ -14,7 +20,8 @@ enum StoredCard {
     private static let viewed: Int64 = 1, clicked: Int64 = 2, dismissed: Int64 = 4, read: Int64 = 8
     private static let pinned: Int64 = 16, dismissible: Int64 = 32, isTest: Int64 = 64
 
-    static func encode(_ c: Card) -> [UInt8] {
+    /// The record of a card; nil when memory ran out writing it.
+    static func encode(_ c: Card) -> [UInt8]? {
         var w = JSONWriter(reservingCapacity: c.body.json.count + 48)
         let end = CardBody.separator
         switch c.type {
@@ -36,14 +43,30 @@ enum StoredCard {
         if c.isTest { flags |= isTest }
         w.rawInt(flags); w.raw(end)
         c.body.json.withUnsafeBufferPointer { w.appendRaw($0) }
-        return w.bytes
+        return w.failed ? nil : w.bytes
     }
 
     /// Whether a stored row is in this form (the earlier one is a JSON object).
     static func isRecord(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool { bytes.first == 0x22 }
 
+    /// The id of a row of schema 3 (the record does not repeat it): one a payload could give,
+    /// non-empty, valid UTF-8, no NUL; nil otherwise.
+    static func checkedID(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        guard bytes.count > 0, let base = bytes.baseAddress, memchr(base, 0, bytes.count) == nil,
+              UTF8Validation.isValid(bytes) else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     /// The card of a record, with the class type normalized again under the configuration of
-    /// the day; nil when any value is not what its place needs.
+    /// the day; nil when any value is not what its place needs, or the body is not exactly the
+    /// bytes the library writes for those values (a record edited by hand must not put into a
+    /// feed JSON that another card with the same fields would not give, nor make two equal
+    /// cards compare unequal).
+    ///
+    /// The check is strict and cheap for what the library writes (strings without escapes,
+    /// extras with ASCII keys in order, no white space); a record with anything else (an
+    /// escape, a non-ASCII key) is accepted only if writing its values again gives the same
+    /// bytes.
     static func decode(_ bytes: UnsafeBufferPointer<UInt8>, id: String, knownClassTypes: Set<String>?) -> Card? {
         guard UTF8Validation.isValid(bytes) else { return nil }
         var p = Parser(bytes: bytes, maxDepth: 4)
@@ -52,38 +75,53 @@ enum StoredCard {
         var bodyStart = 0
         var storedClassType = ""
         var rawClassType: String?
+        var plain = true          // false: compare with the values written again
+        var nulls: UInt16 = 0     // bit i: place i holds null
         do throws(JSONError) {
             for place in 0..<14 {
                 if place == 4 { bodyStart = p.pos }
                 guard p.pos < bytes.count else { return nil }
+                let first = bytes[p.pos]
                 switch place {
                 case 0:
-                    guard let type = try cardType(&p) else { return nil }
+                    guard first == 0x22, let type = try cardType(&p) else { return nil }
                     header.type = type
                 case 1, 2, 3:
-                    guard let n = CardFields.plainInteger(UnsafeBufferPointer(rebasing: bytes[try p.scanNumber()])) else {
+                    guard first == 0x2D || (first >= 0x30 && first <= 0x39) else { return nil }
+                    let digits = UnsafeBufferPointer(rebasing: bytes[try p.scanNumber()])
+                    // Written by `rawInt`: digits, at most 19 and a sign.
+                    guard let n = CardFields.plainInteger(digits) ?? Int64(String(decoding: digits, as: UTF8.self)) else {
                         return nil
                     }
                     if place == 1 { header.created = n } else if place == 2 { header.expiresAt = n } else { header.flags = n }
                 case 5:                                    // openURLInWebView
-                    guard bytes[p.pos] == 0x74 || bytes[p.pos] == 0x66 else { return nil }
+                    guard first == 0x74 || first == 0x66 else { return nil }
                     try p.skipValue()
                 case 6:                                    // extras: strings only
-                    guard bytes[p.pos] == 0x7B, let extras = try checkExtras(&p) else { return nil }
+                    guard first == 0x7B, let extras = try checkExtras(&p) else { return nil }
                     rawClassType = extras.classType
+                    if !extras.plain { plain = false }
                 case 7:                                    // classType
-                    guard let s = try string(&p) else { return nil }
-                    storedClassType = s
-                case 10:                                   // imageAspectRatio
-                    if bytes[p.pos] == 0x6E { try p.literal("null") } else {
-                        guard bytes[p.pos] == 0x2D || (bytes[p.pos] >= 0x30 && bytes[p.pos] <= 0x39) else { return nil }
-                        _ = try p.scanNumber()
+                    guard first == 0x22 else { return nil }
+                    let span = try p.scanString()
+                    if !span.plain { plain = false }
+                    storedClassType = try p.string(span)
+                case 10:                                   // imageAspectRatio: as `rawDouble` writes it
+                    if first == 0x6E { try p.literal("null"); nulls |= 1 << place } else {
+                        guard first == 0x2D || (first >= 0x30 && first <= 0x39) else { return nil }
+                        let text = UnsafeBufferPointer(rebasing: bytes[try p.scanNumber()])
+                        guard let value = CardFields.shortDecimal(text) ?? Double(String(decoding: text, as: UTF8.self)),
+                              value.isFinite else { return nil }
+                        var w = JSONWriter(reservingCapacity: 32)
+                        w.rawDouble(value)
+                        guard w.withBytes({ $0.elementsEqual(text) }) else { return nil }
                     }
                 default:                                   // url, image, alt text, title, description, domain
-                    if bytes[p.pos] == 0x6E { try p.literal("null") } else {
-                        guard bytes[p.pos] == 0x22 else { return nil }
+                    if first == 0x6E { try p.literal("null"); nulls |= 1 << place } else {
+                        guard first == 0x22 else { return nil }
                         let span = try p.scanString()
                         if span.escaped { _ = try p.string(span) }    // checks the escapes
+                        if !span.plain { plain = false }
                     }
                 }
                 guard p.pos < bytes.count, bytes[p.pos] == CardBody.separator else { return nil }
@@ -92,17 +130,32 @@ enum StoredCard {
         } catch {
             return nil
         }
-        guard p.pos == bytes.count else { return nil }
+        guard p.pos == bytes.count, hasItsKindsFields(header.type, nulls: nulls) else { return nil }
         var card = Card(id: id, created: header.created, expiresAt: header.expiresAt,
                         viewed: header.flags & viewed != 0, clicked: header.flags & clicked != 0,
                         dismissed: header.flags & dismissed != 0, read: header.flags & read != 0,
                         dismissible: header.flags & dismissible != 0, pinned: header.flags & pinned != 0,
                         isTest: header.flags & isTest != 0, type: header.type, classType: storedClassType,
                         body: CardBody(json: Array(UnsafeBufferPointer(rebasing: bytes[bodyStart...]))))
+        if !plain && CardBody(card.body.fields(type: card.type)) != card.body { return nil }
         // Stored under the configuration of its day: normalized again under today's.
         let classType = ClassType.normalize(rawClassType ?? "", known: knownClassTypes)
         if classType != storedClassType { card.classType = classType }
         return card
+    }
+
+    /// The kind's fields are strings where the kind has them (a classic card's description,
+    /// an image card's image, a captioned card's title and description) and null where it has
+    /// none, as `CardBody` writes them. Places: image 8, alt text 9, ratio 10, title 11,
+    /// description 12, domain 13.
+    private static func hasItsKindsFields(_ type: CardType, nulls: UInt16) -> Bool {
+        func isNull(_ place: Int) -> Bool { nulls & (1 << place) != 0 }
+        switch type {
+        case .classic: return !isNull(12) && isNull(10)
+        case .banner: return !isNull(8) && isNull(11) && isNull(12)
+        case .captionedImage: return !isNull(8) && !isNull(11) && !isNull(12)
+        case .control: return (8...13).allSatisfy(isNull)
+        }
     }
 
     private struct Header {
@@ -122,14 +175,11 @@ enum StoredCard {
         return nil
     }
 
-    /// A string value's text; nil for any other value.
-    private static func string(_ p: inout Parser) throws(JSONError) -> String? {
-        guard p.peek() == 0x22 else { return nil }
-        return try p.string(try p.scanString())
-    }
-
     private struct Extras {
         var classType: String?
+        /// What the library writes: keys ASCII without escapes and in strictly ascending
+        /// order, values without escapes or DEL, no white space.
+        var plain = true
     }
 
     private static let classTypeKey = Array(ClassType.extrasKey.utf8)
@@ -138,17 +188,42 @@ enum StoredCard {
     /// object holds anything else.
     private static func checkExtras(_ p: inout Parser) throws(JSONError) -> Extras? {
         var extras = Extras()
+        let bytes = p.bytes
+        var previous: StringSpan?
         var cursor = try p.beginObject()
-        while try p.toNextMember(&cursor) {
+        while true {
+            let at = p.pos
+            guard try p.toNextMember(&cursor) else { break }
+            // No white space, a comma only between members: as written.
+            let expected = at + (previous == nil ? 0 : 1)
+            if p.pos != expected { extras.plain = false }
             let key = try p.scanString()
             let isClassType = key.escaped
                 ? try p.string(key) == ClassType.extrasKey
                 : p.bytes(key).elementsEqual(classTypeKey)
+            if key.escaped || !key.ascii || !key.plain { extras.plain = false }
+            if let previous, !isAscending(p.bytes(previous), p.bytes(key)) { extras.plain = false }
+            previous = key
+            let colon = p.pos
             try p.afterMemberName()
             guard p.peek() == 0x22 else { return nil }
+            if p.pos != colon + 1 { extras.plain = false }
             let value = try p.scanString()
+            if !value.plain { extras.plain = false }
             if isClassType { extras.classType = try p.string(value) } else if value.escaped { _ = try p.string(value) }
         }
+        // No white space before the closing brace either.
+        if p.pos >= 2 && bytes[p.pos - 2] != (previous == nil ? 0x7B : 0x22) { extras.plain = false }
         return extras
+    }
+
+    /// Strictly ascending byte order (what the writer's sorted, duplicate-free keys give).
+    private static func isAscending(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        let n = min(a.count, b.count)
+        if n > 0, let pa = a.baseAddress, let pb = b.baseAddress {
+            let c = memcmp(pa, pb, n)
+            if c != 0 { return c < 0 }
+        }
+        return a.count < b.count
     }
 }

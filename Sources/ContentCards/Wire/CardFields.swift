@@ -435,6 +435,7 @@ struct CardFields {
         CardBody.writeHead(to: &w, url: url, openURLInWebView: openURLInWebView)
         writeExtras(sorted: sorted, to: &w)
         CardBody.writeTail(to: &w, classType: classType, content: content)
+        if w.failed { throw problem("out of memory writing the card") }
         let card = Card(id: id, created: created, expiresAt: expiresAt, viewed: viewed, clicked: clicked,
                         dismissed: dismissed, read: read ?? false, dismissible: dismissible, pinned: pinned,
                         isTest: isTest, type: type, classType: classType, body: CardBody(json: w.bytes))
@@ -524,17 +525,28 @@ struct CardFields {
         var k = 1
         while k < order.count && compareKeys(order[k - 1], order[k]) < 0 { k += 1 }
         if k >= order.count { return true }
-        // Insertion sort: a card has a handful of extras. Equal keys stay in input order.
-        var i = 1
-        while i < order.count {
-            let x = order[i]
-            var j = i - 1
-            while j >= 0 && compareKeys(order[j], x) > 0 {
-                order[j + 1] = order[j]
-                j -= 1
+        if order.count <= 16 {
+            // Insertion sort: a card has a handful of extras. Equal keys stay in input order.
+            var i = 1
+            while i < order.count {
+                let x = order[i]
+                var j = i - 1
+                while j >= 0 && compareKeys(order[j], x) > 0 {
+                    order[j + 1] = order[j]
+                    j -= 1
+                }
+                order[j + 1] = x
+                i += 1
             }
-            order[j + 1] = x
-            i += 1
+        } else {
+            // A payload may hold a card with a million extras: O(n log n), equal keys in input
+            // order (the index breaks the tie).
+            var sorted = order
+            sorted.sort { a, b in
+                let c = compareKeys(a, b)
+                return c != 0 ? c < 0 : a < b
+            }
+            order = sorted
         }
         // Of equal keys, the last one read wins.
         var kept = 0

@@ -193,9 +193,9 @@ struct Parser {
                     if q < n && base[q] == 0x3A {
                         q += 1
                         while q < n && isSpace(base[q]) { q += 1 }
-                        // Only a known name is taken here: it is plain ASCII, so the bytes
-                        // were a valid string. Any other name (which may hold control
-                        // characters, invalid in JSON, or bad UTF-8) goes the general way,
+                        // Only a known name is taken here: `PackedKey` refuses control bytes,
+                        // and a known name is plain ASCII, so the bytes were a valid string.
+                        // Any other name (which may hold bad UTF-8) goes the general way,
                         // which checks it.
                         if let known = PackedKey(UnsafeBufferPointer(start: base + start, count: end - start)).flatMap(Parser.knownKey) {
                             pos = q

@@ -25,6 +25,9 @@ public struct JSONWriter {
 
     public var string: String { out.withBytes { String(decoding: $0, as: UTF8.self) } }
 
+    /// An allocation failed while writing: the bytes are only a prefix of what was written.
+    public var failed: Bool { out.failed }
+
     /// The JSON written, NUL-terminated, in `malloc`ed memory that the caller owns (and frees
     /// with `free`): a C caller's result without a copy. Nil when memory ran out while writing.
     /// The writer is left empty.
@@ -186,11 +189,11 @@ public struct JSONWriter {
     /// Writes text given as valid UTF-8 bytes (a string token of the input without escapes,
     /// which is its text as it is): the same output as `string` of the same text, without
     /// making a `String` of it.
-    public mutating func string(utf8 bytes: UnsafeBufferPointer<UInt8>) { beforeValue(); writeStringBytes(bytes) }
+    mutating func string(utf8 bytes: UnsafeBufferPointer<UInt8>) { beforeValue(); writeStringBytes(bytes) }
 
     /// Writes text known to need no escape (the parser saw no quote, backslash, control
     /// character or DEL in it): the bytes between quotes, with no scan.
-    public mutating func string(plain bytes: UnsafeBufferPointer<UInt8>) {
+    mutating func string(plain bytes: UnsafeBufferPointer<UInt8>) {
         beforeValue()
         out.append(0x22)
         out.append(bytes)
@@ -198,7 +201,7 @@ public struct JSONWriter {
     }
 
     /// Writes a member name known to need no escape (see `string(plain:)`).
-    public mutating func key(plain bytes: UnsafeBufferPointer<UInt8>) {
+    mutating func key(plain bytes: UnsafeBufferPointer<UInt8>) {
         beforeValue()
         out.append(0x22)
         out.append(bytes)
@@ -208,20 +211,11 @@ public struct JSONWriter {
     }
 
     /// Writes a member name given as valid UTF-8 bytes (see `string(utf8:)`).
-    public mutating func key(utf8 bytes: UnsafeBufferPointer<UInt8>) {
+    mutating func key(utf8 bytes: UnsafeBufferPointer<UInt8>) {
         beforeValue()
         writeStringBytes(bytes)
         out.append(0x3A)
         afterKey = true
-    }
-
-    /// Appends JSON this writer wrote elsewhere, as it is: a value after a key, or members
-    /// (`"k":v,"k":v`, no braces) inside an open object. How a card's body becomes part of
-    /// its boundary JSON, or of its stored form, by copying.
-    public mutating func rawJSON(_ bytes: UnsafeBufferPointer<UInt8>) {
-        guard bytes.count > 0 else { return }
-        beforeValue()
-        out.append(bytes)
     }
 
     // MARK: Pieces whose place the caller knows
@@ -231,51 +225,51 @@ public struct JSONWriter {
     // value, which was most of the cost of writing a card. `beginRawValue` puts the comma
     // before a value the caller then writes in pieces (a card in a feed's array).
 
-    public mutating func beginRawValue() { beforeValue() }
+    mutating func beginRawValue() { beforeValue() }
 
-    public mutating func raw(_ text: StaticString) {
+    mutating func raw(_ text: StaticString) {
         unique()
         literal(text)
     }
 
-    public mutating func raw(_ byte: UInt8) {
+    mutating func raw(_ byte: UInt8) {
         unique()
         out.append(byte)
     }
 
     /// Appends bytes as they are (JSON this writer wrote elsewhere).
-    public mutating func appendRaw(_ bytes: UnsafeBufferPointer<UInt8>) {
+    mutating func appendRaw(_ bytes: UnsafeBufferPointer<UInt8>) {
         unique()
         out.append(bytes)
     }
 
     /// A string, quoted and escaped.
-    public mutating func rawString(_ s: String) {
+    mutating func rawString(_ s: String) {
         unique()
         writeString(s)
     }
 
     /// Text given as valid UTF-8, quoted and escaped (see `string(utf8:)`).
-    public mutating func rawString(utf8 bytes: UnsafeBufferPointer<UInt8>) {
+    mutating func rawString(utf8 bytes: UnsafeBufferPointer<UInt8>) {
         unique()
         writeStringBytes(bytes)
     }
 
     /// Text that needs no escape (see `string(plain:)`), quoted.
-    public mutating func rawString(plain bytes: UnsafeBufferPointer<UInt8>) {
+    mutating func rawString(plain bytes: UnsafeBufferPointer<UInt8>) {
         unique()
         out.append(0x22)
         out.append(bytes)
         out.append(0x22)
     }
 
-    public mutating func rawInt(_ v: Int64) {
+    mutating func rawInt(_ v: Int64) {
         unique()
         writeDigits(v)
     }
 
     /// As `double`: finite numbers in the shortest round-trip form, others as null.
-    public mutating func rawDouble(_ v: Double) {
+    mutating func rawDouble(_ v: Double) {
         unique()
         if !v.isFinite {
             literal("null")
@@ -287,7 +281,7 @@ public struct JSONWriter {
     }
 
     /// Empties the writer, keeping its memory, to write the next document.
-    public mutating func removeAll() {
+    mutating func removeAll() {
         unique()
         out.removeAll()
         needsComma = false; outer.removeAll(keepingCapacity: true); afterKey = false
@@ -381,8 +375,12 @@ struct ByteBuffer {
         try withExtendedLifetime(storage) { try body(UnsafeBufferPointer(start: base, count: count)) }
     }
 
-    /// Forgets the bytes written, keeping the memory (the buffer must be this copy's own).
-    mutating func removeAll() { count = 0 }
+    /// Forgets the bytes written, keeping the memory (the buffer must be this copy's own); a
+    /// failed allocation is forgotten too (the next write tries again).
+    mutating func removeAll() {
+        count = 0
+        failed = false
+    }
 
     /// Gives this copy a buffer of its own when another copy shares it.
     @inline(__always)
@@ -406,7 +404,9 @@ struct ByteBuffer {
     /// Room for `n` more bytes; false when it could not be had (the buffer is then failed).
     @inline(__always)
     private mutating func reserve(_ n: Int) -> Bool {
-        if count + n <= capacity { return true }
+        // Once an allocation failed nothing more is written: the bytes stay a prefix of what
+        // was meant, never a text with holes in it.
+        if count + n <= capacity && !failed { return true }
         return grow(to: max(count + n, capacity * 2))
     }
 

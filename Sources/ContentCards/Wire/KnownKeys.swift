@@ -53,8 +53,9 @@ enum KnownKey: String {
 }
 
 extension Parser {
-    /// Up to 16 bytes of a member name in two words (names never hold a NUL byte, so the zero
-    /// padding cannot collide).
+    /// Up to 16 bytes of a member name in two words, zero-padded. Nil for a name with a
+    /// control character: raw, such a name is not JSON (the general reader refuses it), and a
+    /// NUL would collide with the padding ("id" + NUL would read as "id").
     struct PackedKey {
         var low: UInt64 = 0
         var high: UInt64 = 0
@@ -62,6 +63,7 @@ extension Parser {
         init?(_ raw: UnsafeBufferPointer<UInt8>) {
             guard raw.count <= 16 else { return nil }
             for i in 0..<raw.count {
+                guard raw[i] >= 0x20 else { return nil }
                 if i < 8 { low |= UInt64(raw[i]) << (8 * UInt64(i)) } else { high |= UInt64(raw[i]) << (8 * UInt64(i - 8)) }
             }
         }
