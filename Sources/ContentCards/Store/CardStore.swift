@@ -312,7 +312,7 @@ final class CardStore {
                 }
                 // The record does not repeat the id: the row's must be one a payload could give.
                 guard let id = cards.withBytes(0, { StoredCard.checkedID($0) }) else { return nil }
-                return StoredCard.decode(bytes, id: id, knownClassTypes: decoder.knownClassTypes)
+                return StoredCard.decode(bytes, id: id, knownClassTypes: decoder.knownClassTypes, scratch: &writer)
             }
             if let card { stored.cards[card.id] = card }
         }

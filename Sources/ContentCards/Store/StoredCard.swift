@@ -68,6 +68,14 @@ enum StoredCard {
     /// escape, a non-ASCII key) is accepted only if writing its values again gives the same
     /// bytes.
     static func decode(_ bytes: UnsafeBufferPointer<UInt8>, id: String, knownClassTypes: Set<String>?) -> Card? {
+        var scratch = JSONWriter(reservingCapacity: 32)
+        return decode(bytes, id: id, knownClassTypes: knownClassTypes, scratch: &scratch)
+    }
+
+    /// `decode`, with a writer kept from one record to the next (a store's load reads
+    /// thousands in a row).
+    static func decode(_ bytes: UnsafeBufferPointer<UInt8>, id: String, knownClassTypes: Set<String>?,
+                       scratch w: inout JSONWriter) -> Card? {
         guard UTF8Validation.isValid(bytes) else { return nil }
         var p = Parser(bytes: bytes, maxDepth: 4)
         p.validUTF8 = true
@@ -112,7 +120,7 @@ enum StoredCard {
                         let text = UnsafeBufferPointer(rebasing: bytes[try p.scanNumber()])
                         guard let value = CardFields.shortDecimal(text) ?? Double(String(decoding: text, as: UTF8.self)),
                               value.isFinite else { return nil }
-                        var w = JSONWriter(reservingCapacity: 32)
+                        w.removeAll()
                         w.rawDouble(value)
                         guard w.withBytes({ $0.elementsEqual(text) }) else { return nil }
                     }
