@@ -75,9 +75,16 @@ func runPayload(_ data: UnsafeRawBufferPointer) {
     _ = cc_controller_feed(&feed, c, nil)
     // Whatever went in, what comes out is JSON (cards are written from their stored bytes).
     if let feed, (try? JSONReader.parse(String(cString: feed))) == nil {
-        fatalError("the feed is not JSON: \(String(cString: feed).prefix(400))")
+        finding("the feed is not JSON: \(String(cString: feed).prefix(400))")
     }
     freeing(feed)
+}
+
+/// A finding of the fuzz oracles below: the harness (an executable of its own, never part of
+/// the library a host loads) stops so that libFuzzer keeps the input, as it does on a crash.
+func finding(_ message: String) -> Never {
+    fputs("contentcards-fuzz: \(message)\n", stderr)
+    abort()
 }
 
 /// The two ways a payload is read must agree: the token stream (what sync and apply use) and a
@@ -89,17 +96,17 @@ func runDecoders(_ data: UnsafeRawBufferPointer) {
     let streamed = try? decoder.decode(bytes)
     let parsed = (try? JSONReader.parse(bytes)).flatMap { try? decoder.decode($0) }
     if (streamed == nil) != (parsed == nil) {
-        fatalError("one decoder refused what the other read: stream \(streamed == nil ? "refused" : "read"), parsed \(parsed == nil ? "refused" : "read")")
+        finding("one decoder refused what the other read: stream \(streamed == nil ? "refused" : "read"), parsed \(parsed == nil ? "refused" : "read")")
     }
     guard let streamed, let parsed else { return }
-    if streamed != parsed { fatalError("the decoders disagree:\n\(streamed)\n\(parsed)") }
+    if streamed != parsed { finding("the decoders disagree:\n\(streamed)\n\(parsed)") }
     for server in streamed.cards {
         let json = CardJSON.encode(server.card)
-        guard let back = try? CardJSON.decode(json) else { fatalError("a card's JSON does not parse: \(json)") }
-        if back != server.card { fatalError("a card's JSON reads back different: \(json)") }
+        guard let back = try? CardJSON.decode(json) else { finding("a card's JSON does not parse: \(json)") }
+        if back != server.card { finding("a card's JSON reads back different: \(json)") }
         guard let stored = StoredCard.encode(server.card) else { continue }
         let again = stored.withUnsafeBufferPointer { StoredCard.decode($0, id: server.card.id, knownClassTypes: nil) }
-        if again != server.card { fatalError("a card's stored form reads back different: \(json)") }
+        if again != server.card { finding("a card's stored form reads back different: \(json)") }
     }
 }
 
