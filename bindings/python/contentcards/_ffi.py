@@ -277,6 +277,19 @@ def controller_feed(handle: int, filter_json: bytes | None) -> str:
     return _call_string_out(lib.cc_controller_feed, handle, filter_json)
 
 
+def controller_feed_bytes(handle: int, filter_json: bytes | None) -> bytes:
+    """The feed as its UTF-8 bytes, not decoded: `Controller.cards` splits it into cards."""
+    out = c_void_p()
+    try:
+        lib.cc_controller_feed(ctypes.byref(out), handle, filter_json)
+        if not out.value:
+            raise error_for(-99, "cc_controller_feed succeeded but returned no string")
+        return ctypes.string_at(out.value)
+    finally:
+        if out.value:
+            lib.cc_string_free(out)
+
+
 def controller_card(handle: int, card_id: bytes) -> str:
     return _call_string_out(lib.cc_controller_card, handle, card_id)
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 # `import contentcards`, which should cost next to nothing (docs/PERFORMANCE.md).
 
 from . import _ffi, _logs
-from .cards import Card
+from .cards import Card, _lazy_cards
 from .convert import ContentCardable, Registry
 from .errors import (CardNotFoundError, ClosedError, ConfigError, ContentCardsError,
                      InvalidHandleError, ParseError, TransportError, error_for)
@@ -584,10 +584,14 @@ class ContentCards:
 
     def cards(self, class_types: Iterable[str] | str | None = None) -> list[Card]:
         """The visible feed in feed order, optionally only some class types (a str is one).
-        Control cards are included: log their impression, do not draw them."""
-        import json
-        text = self._call(_ffi.controller_feed, _filter_json(class_types))
-        return [Card._from_library(item) for item in json.loads(text)]
+        Control cards are included: log their impression, do not draw them. Each card reads
+        its fields from its part of the feed's text when one is first read (see :class:`Card`)."""
+        text = self._call(_ffi.controller_feed_bytes, _filter_json(class_types))
+        cards = _lazy_cards(text)
+        if cards is None:  # the empty feed, "[]"
+            import json
+            cards = [Card._from_library(item) for item in json.loads(text)]
+        return cards
 
     def cards_json(self, class_types: Iterable[str] | str | None = None) -> str:
         """The same cards as the library's boundary JSON text (what C's ``cc_controller_feed``

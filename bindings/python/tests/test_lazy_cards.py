@@ -1,0 +1,126 @@
+"""The cards of ``cards()`` are read lazily (issue 9): each keeps its own part of the feed's
+text until a field is read. Nothing of it may show: every card equals the one built from the
+whole feed parsed at once, field by field, whatever its text holds."""
+
+from __future__ import annotations
+
+import copy
+import json
+import pickle
+import threading
+from typing import Any
+
+import pytest
+
+import contentcards as cc
+from contentcards import cards as cards_module
+from conftest import open_sample
+
+# Texts that look like the place where one card ends and the next begins, and extras whose
+# key is "id": the split must still find exactly the cards.
+TRICKY = ['},{"id":"x"}', ',{"id":', '{"id":', '"},{"id":"', '\\', '\\"},{"id":\\"',
+          'caf\u00e9 \u2603 \U0001F600', '\n\t\u0001', '[{"id":"a"}]']
+
+
+def tricky_payload() -> list[dict[str, Any]]:
+    cards: list[dict[str, Any]] = []
+    for i, text in enumerate(TRICKY):
+        cards.append({"id": f"c{i}{text}", "tp": "captioned_image", "ca": 1700000000 + i,
+                      "ea": -1, "tt": text, "ds": text + text, "i": "https://x.example/i.png",
+                      "ar": 1.5 + i, "u": "https://x.example/?q=" + text,
+                      "e": {"id": text, "class_type": "home_tile", text: text, "n": i}})
+    cards.append({"id": "ctl", "tp": "control", "ca": 1600000000, "ea": -1, "e": {}})
+    cards.append({"id": "b", "tp": "banner_image", "ca": 1600000001, "ea": 4102444800,
+                  "i": "https://x.example/b.png", "ar": 2, "e": {"class_type": "coupon_code"}})
+    return cards
+
+
+@pytest.fixture
+def tricky() -> Any:
+    with cc.ContentCards() as controller:
+        controller.apply(tricky_payload())
+        yield controller
+
+
+def eager(controller: cc.ContentCards, class_types: Any = None) -> list[cc.Card]:
+    return [cc.Card.from_json(item) for item in json.loads(controller.cards_json(class_types))]
+
+
+def test_lazy_cards_equal_the_whole_feed_parsed(tricky: cc.ContentCards) -> None:
+    expected = eager(tricky)
+    assert len(expected) == len(TRICKY) + 2
+    lazy = tricky.cards()
+    assert [card.id for card in lazy] == [card.id for card in expected]
+    for got, want in zip(lazy, expected):
+        for name in want._fields:
+            assert getattr(got, name) == getattr(want, name), name
+        assert got == want and hash(got) == hash(want) and repr(got) == repr(want)
+        assert got.to_json() == want.to_json()
+    assert tricky.cards("coupon_code") == eager(tricky, "coupon_code")
+    assert tricky.cards(["nothing"]) == []
+    with cc.ContentCards() as empty:
+        assert empty.cards() == []
+
+
+def test_cards_parses_no_card_until_a_field_is_read(tricky: cc.ContentCards,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    real = json.loads
+
+    def counting(text: Any, **kwargs: Any) -> Any:
+        calls.append(len(text))
+        return real(text, **kwargs)
+
+    order = [card["id"] for card in real(tricky.cards_json())]
+    at = order.index("c3" + TRICKY[3])
+    other = (at + 1) % len(order)
+    monkeypatch.setattr(json, "loads", counting)
+    lazy = tricky.cards()
+    assert calls == []
+    assert lazy[at].title == TRICKY[3]
+    assert len(calls) == 1
+    assert lazy[at].extras["id"] == TRICKY[3] and lazy[at].image_aspect_ratio == 4.5
+    assert len(calls) == 1  # one parse sets every field
+    assert lazy[other] != lazy[at]
+    assert len(calls) == 2
+
+
+def test_a_lazy_card_is_an_ordinary_value(tricky: cc.ContentCards) -> None:
+    card = tricky.cards()[1]
+    assert pickle.loads(pickle.dumps(tricky.cards()[1])) == card
+    assert copy.deepcopy(card) is card
+    assert card._replace(title="t").title == "t"
+    assert card._fields == cc.Card.__slots__[:-1]
+    with pytest.raises(AttributeError, match="no attribute 'titel'"):
+        card.titel  # type: ignore[attr-defined]  # noqa: B018
+    assert not hasattr(tricky.cards()[1], "_missing")
+    with pytest.raises(AttributeError):
+        card.title = "x"  # type: ignore[misc]
+    assert {card: 1}[tricky.cards()[1]] == 1
+
+
+def test_threads_reading_the_same_lazy_cards_see_the_same_values() -> None:
+    with open_sample() as controller:
+        controller.refresh(5)
+        expected = eager(controller)
+        for _ in range(20):
+            lazy = controller.cards()
+            seen: list[list[Any]] = []
+            start = threading.Barrier(4)
+
+            def read() -> None:
+                start.wait()
+                seen.append([card.to_json() for card in reversed(lazy)][::-1])
+
+            threads = [threading.Thread(target=read) for _ in range(4)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert all(values == [card.to_json() for card in expected] for values in seen)
+            assert lazy == expected
+
+
+def test_a_feed_text_not_in_the_writers_form_is_parsed_whole() -> None:
+    assert cards_module._lazy_cards(b"[]") is None
+    assert cards_module._lazy_cards(b' [{"id":"a"}]') is None
