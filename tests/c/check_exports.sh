@@ -3,9 +3,12 @@
 # library, and no undeclared cc_ symbol is (docs/C-API.md, "Names"); every
 # declaration starts with CC_API. Also checks the SONAME and that the Swift
 # runtime is linked in (no libswift*.so needed). (The version node CONTENTCARDS_1 is an 'A' symbol.)
+# A third argument, static-cxx, also requires the C++ standard library linked in (CMake's
+# build, where the compiler has libstdc++.a: no libstdc++.so to load, docs/PERFORMANCE.md).
 set -eu
 lib=$1
 header=$2
+want_static_cxx=${3:-}
 declared=$(grep -oE '\bcc_[a-z0-9_]+[[:space:]]*\(' "$header" | tr -d ' (' | sort -u)
 exported=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TW]$/ {print $3}' | sed 's/@.*//' | grep '^cc_' | sort -u)
 status=0
@@ -22,6 +25,9 @@ soname=$(readelf -d "$lib" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
 if [ "$soname" != "libcontentcards.so.1" ]; then echo "SONAME is '$soname', expected libcontentcards.so.1"; status=1; fi
 if readelf -d "$lib" | grep NEEDED | grep -q 'libswift\|libFoundation\|libdispatch'; then
     echo "the library needs Swift runtime libraries:"; readelf -d "$lib" | grep NEEDED; status=1
+fi
+if [ "$want_static_cxx" = static-cxx ] && readelf -d "$lib" | grep NEEDED | grep -q 'libstdc++'; then
+    echo "the library needs libstdc++.so (expected it linked in)"; status=1
 fi
 count=$(printf '%s\n' "$exported" | grep -c .)
 if [ $status -eq 0 ]; then echo "exports: $count cc_ functions, all declared; SONAME $soname; Swift runtime linked in"; echo "1 passed, 0 failed"; else echo "0 passed, 1 failed"; fi
