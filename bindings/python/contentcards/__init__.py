@@ -20,17 +20,53 @@ The library (``libcontentcards.so.1``, a C ABI) is found as described in
 from __future__ import annotations
 
 from . import _ffi, _logs  # noqa: F401 - _logs routes the library's log to logging
-from .cards import Card, CardType, normalize_class_type
-from .controller import CONFIG_KEYS, ContentCards, Subscription, UpdateStream
-from .convert import ContentCardable, ContentCardData, Registry
-from .errors import (CardNotFoundError, ClosedError, ConfigError, ContentCardsError,
-                     InternalError, InvalidArgumentError, InvalidHandleError, NetworkError,
-                     NoMemoryError, NoSourceError, ParseError, RateLimitedError, RefusedError,
-                     RequestTimeoutError, ServerError, SourceFileError, StorageError,
-                     TransportError, UnavailableError, WrongUserError)
-from .results import (Counts, Diagnostics, FlushResult, ImageStats, LeftOut, LogResult,
-                      PendingEvent, PendingEvents, SyncSummary, Update, UpdateReason)
-from .transport import TransportRequest, TransportResponse
+
+# The rest of the package is imported when one of its names is first used (PEP 562): `import
+# contentcards` loads and checks the library and nothing else (issue 9: import time), and a
+# program that uses the controller imports the controller's modules then, once.
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(("Card", "CardType", "normalize_class_type"), "cards"),
+    **dict.fromkeys(("CONFIG_KEYS", "ContentCards", "Subscription", "UpdateStream"), "controller"),
+    **dict.fromkeys(("ContentCardable", "ContentCardData", "Registry"), "convert"),
+    **dict.fromkeys((
+        "CardNotFoundError", "ClosedError", "ConfigError", "ContentCardsError", "InternalError",
+        "InvalidArgumentError", "InvalidHandleError", "NetworkError", "NoMemoryError",
+        "NoSourceError", "ParseError", "RateLimitedError", "RefusedError", "RequestTimeoutError",
+        "ServerError", "SourceFileError", "StorageError", "TransportError", "UnavailableError",
+        "WrongUserError"), "errors"),
+    **dict.fromkeys(("Counts", "Diagnostics", "FlushResult", "ImageStats", "LeftOut",
+                     "LogResult", "PendingEvent", "PendingEvents", "SyncSummary", "Update",
+                     "UpdateReason"), "results"),
+    **dict.fromkeys(("TransportRequest", "TransportResponse"), "transport"),
+}
+
+TYPE_CHECKING = False  # typing is not imported at run time; type checkers read this as True
+if TYPE_CHECKING:
+    from .cards import Card, CardType, normalize_class_type
+    from .controller import CONFIG_KEYS, ContentCards, Subscription, UpdateStream
+    from .convert import ContentCardable, ContentCardData, Registry
+    from .errors import (CardNotFoundError, ClosedError, ConfigError, ContentCardsError,
+                         InternalError, InvalidArgumentError, InvalidHandleError, NetworkError,
+                         NoMemoryError, NoSourceError, ParseError, RateLimitedError, RefusedError,
+                         RequestTimeoutError, ServerError, SourceFileError, StorageError,
+                         TransportError, UnavailableError, WrongUserError)
+    from .results import (Counts, Diagnostics, FlushResult, ImageStats, LeftOut, LogResult,
+                          PendingEvent, PendingEvents, SyncSummary, Update, UpdateReason)
+    from .transport import TransportRequest, TransportResponse
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(__import__(f"{__name__}.{module}", fromlist=[name]), name)
+    globals()[name] = value  # found directly from now on
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 #: The package's version: the version of the library it carries (CC_VERSION_STRING of
 #: include/contentcards.h, the one place the version is written), as loaded.

@@ -14,7 +14,6 @@ library's ``message`` for people. :func:`error_for` builds the right subclass fr
 from __future__ import annotations
 
 import math
-import re
 
 # typing is not imported at run time (issue 9: import time); mypy reads this as True.
 TYPE_CHECKING = False
@@ -164,9 +163,6 @@ class RequestTimeoutError(ContentCardsError, TimeoutError):
     default_code = -9
 
 
-_HTTP_STATUS = re.compile(r"HTTP (\d{3})")
-
-
 class ServerError(ContentCardsError, OSError):
     """The server answered with an HTTP error status (``http_status`` when the message has it).
 
@@ -178,7 +174,8 @@ class ServerError(ContentCardsError, OSError):
 
     def __init__(self, message: str = "", code: int | None = None) -> None:
         super().__init__(message, code)
-        match = _HTTP_STATUS.search(message)
+        import re  # here, not at import: `re` was a tenth of `import contentcards` (issue 9)
+        match = re.search(r"HTTP (\d{3})", message)
         self.http_status: int | None = int(match.group(1)) if match else None
 
 

@@ -338,3 +338,24 @@ def test_cards_json_is_the_cards_as_json(sample: cc.ContentCards) -> None:
     sample.close()
     with pytest.raises(cc.ClosedError):
         sample.cards_json()
+
+
+def test_import_loads_the_library_and_defers_the_rest() -> None:
+    # Issue 9 (import time): `import contentcards` loads and checks the library; the modules
+    # behind the controller, the results and conversion are imported when first used.
+    import subprocess
+    import sys
+    script = ("import sys, contentcards as cc; "
+              "print(sorted(m for m in sys.modules if m.startswith('contentcards.'))); "
+              "print(cc.ContentCards.__module__, 'contentcards.controller' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True, env=dict(os.environ)).stdout.splitlines()
+    assert out[0] == "['contentcards._ffi', 'contentcards._library', 'contentcards._logs', " \
+                     "'contentcards.errors']"
+    assert out[1] == "contentcards.controller True"
+    for name in cc.__all__:
+        assert getattr(cc, name) is not None, name
+    assert set(cc.__all__) <= set(dir(cc))
+    assert cc.ParseError is cc.errors.ParseError and cc.Card is cc.cards.Card
+    with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
+        cc.Nope  # type: ignore[attr-defined]  # noqa: B018
