@@ -94,4 +94,26 @@ import Testing
         let m = Merge.apply(Payload(cards: [.init(card: card("a"))]), to: &s)
         #expect(m.changes.isEmpty)
     }
+
+    /// A hand-made payload may list an id twice: the later copy sees what the earlier one
+    /// changed, also on a first sync (where the merge skips looking up the empty stored state).
+    @Test func aRepeatedIdSeesTheEarlierCopysChangesOnAFirstSync() {
+        var s = StoredUser()
+        let m = Merge.apply(Payload(cards: [.init(card: card("a", dismissed: true)),
+                                            .init(card: card("a", created: 150, viewed: true)),
+                                            .init(card: card("b")), .init(card: card("b", created: 90))]), to: &s)
+        #expect(s.cards["a"]?.dismissed == true)      // rule 4 over the earlier copy's rule 5
+        #expect(s.cards["a"]?.viewed == true && s.cards["a"]?.created == 150)
+        #expect(s.cards["b"]?.created == 100)         // rule 2 against the earlier copy
+        #expect(m.stats.added == 2 && m.stats.updated == 1 && m.stats.keptNewer == 1)
+        #expect(m.changes.dismissalsAdded == ["a"])
+    }
+
+    /// The payload's cards are moved into the changes: the merge leaves none of them behind.
+    @Test func planningTakesThePayloadsCards() {
+        var payload = Payload(cards: [.init(card: card("a")), .init(card: card("b"))])
+        let m = Merge.plan(&payload, from: StoredUser())
+        #expect(m.changes.upserts.map(\.id) == ["a", "b"])
+        #expect(payload.cards.allSatisfy { $0.card.id.isEmpty && $0.card.body.json.isEmpty })
+    }
 }

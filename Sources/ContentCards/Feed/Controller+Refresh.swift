@@ -356,7 +356,7 @@ extension ContentCardsController {
                 return .failure(ContentCardsError(.storage, error.message))
             }
         }
-        var merge = Merge.plan(payload, from: stored, pendingRead: pendingRead)
+        var merge = Merge.plan(&payload, from: stored, pendingRead: pendingRead)
         payload.cards = []
         let nextSync = sync ?? SyncState(validator: nil, syncedAt: stored.sync.syncedAt)
         if nextSync != stored.sync { merge.changes.sync = nextSync }

@@ -16,7 +16,8 @@ struct Merge {
     /// Applies `payload` to `state` (mutated to the merged state) and records the changes.
     /// The caller has already discarded a payload for another user (rule 1).
     static func apply(_ payload: Payload, to state: inout StoredUser, pendingRead: Set<CardKey> = []) -> Merge {
-        let merge = plan(payload, from: state, pendingRead: pendingRead)
+        var payload = payload
+        let merge = plan(&payload, from: state, pendingRead: pendingRead)
         _ = state.apply(merge.changes)
         return merge
     }
@@ -26,12 +27,18 @@ struct Merge {
     /// never copies the user's cards, and one that fails to persist leaves nothing to undo.
     /// `pendingRead`: cards with a read or unread event still in the outbox, whose local read
     /// state the server has not heard of yet (rule 9).
-    static func plan(_ payload: Payload, from state: StoredUser, pendingRead: Set<CardKey> = []) -> Merge {
+    ///
+    /// The payload's cards are moved into the changes, not copied: each is taken out of
+    /// `payload.cards`, which is left holding empty cards (copying a card retains its bytes,
+    /// an atomic operation on memory just written by another card's decode; two copies a card
+    /// were 2.4% of a 10,000-card apply's time).
+    static func plan(_ payload: inout Payload, from state: StoredUser, pendingRead: Set<CardKey> = []) -> Merge {
         var merge = Merge()
         // Sized once: grown by doubling, a full sync's array held a third more than it used.
         merge.changes.upserts.reserveCapacity(payload.cards.count)
         var listed = Set<CardKey>(minimumCapacity: payload.cards.count)
-        for server in payload.cards { listed.insert(CardKey(server.card.id)) }
+        // By index: `for server in payload.cards` copies every card to read its id.
+        for i in payload.cards.indices { listed.insert(CardKey(payload.cards[i].card.id)) }
         // A decoded payload lists each id once; a hand-made one may not, and then a later
         // copy must see what an earlier one changed: such a payload keeps an overlay of this
         // merge's changes, read before the stored state.
@@ -47,13 +54,19 @@ struct Merge {
             return state.dismissed.contains(key)
         }
 
-        for server in payload.cards {
-            let s = server.card
-            let key = CardKey(s.id)
-            let stored = stored(key)
+        // What each card is swapped for when taken out of the payload (no heap memory).
+        let empty = Payload.ServerCard(card: .empty)
+        // A first sync has nothing stored to look up.
+        let nothingStored = state.cards.isEmpty && state.dismissed.isEmpty
+        for i in payload.cards.indices {
+            var server = empty
+            swap(&server, &payload.cards[i])
+            let id = server.card.id
+            let key = CardKey(id)
+            let stored = nothingStored && !overlay ? nil : stored(key)
 
             // Rule 2: a stored copy newer than the server's wins.
-            if let c = stored, c.created > s.created {
+            if let c = stored, c.created > server.card.created {
                 merge.stats.keptNewer += 1
                 continue
             }
@@ -61,42 +74,47 @@ struct Merge {
             if server.removed {
                 if stored != nil {
                     if overlay { cards[key] = .some(nil) }
-                    merge.changes.deletes.append(s.id)
+                    merge.changes.deletes.append(id)
                     merge.stats.removed += 1
                 }
                 if isDismissed(key) {
                     if overlay { dismissed[key] = false }
-                    merge.changes.dismissalsRemoved.append(s.id)
+                    merge.changes.dismissalsRemoved.append(id)
                 }
                 continue
             }
-            var next = s
+            let serverDismissed = server.card.dismissed
+            let serverRead = server.read
+            var next = (consume server).card
             // Rule 6 (applied to every stored copy): sticky flags are the OR of local and server.
             if let c = stored {
-                next.viewed = c.viewed || s.viewed
-                next.clicked = c.clicked || s.clicked
-                next.dismissed = c.dismissed || s.dismissed
+                next.viewed = c.viewed || next.viewed
+                next.clicked = c.clicked || next.clicked
+                next.dismissed = c.dismissed || next.dismissed
                 // Rule 9: read state is not sticky (a card can be marked unread again): the
                 // server's `rd` wins when the card carries it, unless this device changed the
                 // card's read state and the event has not been delivered yet; without `rd`
                 // the local state stays.
-                if let serverRead = server.read, !pendingRead.contains(key) {
+                if let serverRead, !pendingRead.contains(key) {
                     next.read = serverRead
                 } else {
                     next.read = c.read
                 }
             }
-            if isDismissed(key) {
+            if (!nothingStored || overlay) && isDismissed(key) {
                 // Rule 4: dismissed locally stays dismissed; it is not resurrected.
                 next.dismissed = true
-            } else if s.dismissed {
+            } else if serverDismissed {
                 // Rule 5: dismissed on the server (another device): dismissed here too.
                 next.dismissed = true
                 if overlay { dismissed[key] = true }
-                merge.changes.dismissalsAdded.append(s.id)
+                merge.changes.dismissalsAdded.append(id)
             }
-            if stored == nil { merge.stats.added += 1 } else if stored != next { merge.stats.updated += 1 }
-            if stored != next {
+            // (Compared card to card: `stored != next` wraps `next` in an Optional, a copy.)
+            let changed: Bool
+            if let c = stored { changed = c != next } else { changed = true }
+            if stored == nil { merge.stats.added += 1 } else if changed { merge.stats.updated += 1 }
+            if changed {
                 if overlay { cards[key] = .some(next) }
                 merge.changes.upserts.append(next)
             }
