@@ -198,6 +198,26 @@ import Testing
             #expect(fast.0.plain == !(text.contains("\\") || text.contains("\u{7F}")), "\(text)")
         }
     }
+
+    /// A string that is not well formed (a raw control character, no closing quote, a
+    /// backslash at the very end) gets the same error from both loops, wherever it falls.
+    @Test func bothLoopsRefuseTheSameMalformedStrings() {
+        let bad = ["abc\u{01}def", "abcdefghijk\u{1F}", "\u{0A}", "abcdefgh", "abcdefghijklmnop\\", "é\u{00}é"]
+        for text in bad {
+            for close in ["", "\""] {
+                let token = Array(("\"" + text + close).utf8)
+                func scan(_ valid: Bool) -> String {
+                    token.withUnsafeBufferPointer { b in
+                        var p = Parser(bytes: b, maxDepth: 4)
+                        p.validUTF8 = valid
+                        do throws(JSONError) { _ = try p.scanString(); return "ok \(p.pos)" } catch { return error.message }
+                    }
+                }
+                #expect(scan(true) == scan(false), "\(text.debugDescription)\(close)")
+                if close.isEmpty || text.utf8.contains(where: { $0 < 0x20 }) { #expect(!scan(true).hasPrefix("ok"), "\(text.debugDescription)") }
+            }
+        }
+    }
 }
 
 /// Short decimals are read without `Double(String)` (`CardFields.shortDecimal`); they must give
