@@ -270,6 +270,11 @@ extension FeedIndex {
             if let new = t.new { added.append(Entry(new, classType: next.classTypeID(new.classType))) }
         }
         added.sort(by: Self.precedes)
+        if entries.isEmpty {
+            // A first sync: the new entries are the index (no second array of them to merge into).
+            next.entries = added
+            return next
+        }
         var merged: [Entry] = []
         merged.reserveCapacity(entries.count + added.count)
         var i = 0, j = 0
