@@ -304,28 +304,32 @@ class Bench:
         python = sys.executable
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 
-        def wall(cmd: list[str]) -> tuple[float, str]:
-            times, out = [], ""
+        def wall(cmd: list[str]) -> tuple[float, list[str]]:
+            """The median wall time of the runs, and every run's output (the figures a run
+            prints are taken as medians too: one run's alone swung by half)."""
+            times, outs = [], []
             for _ in range(self.repeats):
                 start = time.perf_counter()
-                out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
+                outs.append(subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout)
                 times.append((time.perf_counter() - start) * 1000)
-            return statistics.median(times), out
+            return statistics.median(times), outs
 
-        c_ms, out = wall([self.bench_c, "cold", store])
-        inner = json.loads(out.strip().splitlines()[-1])
+        c_ms, outs = wall([self.bench_c, "cold", store])
+        inner = [json.loads(out.strip().splitlines()[-1]) for out in outs]
         true_ms, _ = wall(["/bin/true"])
         script = ("import time; t=time.perf_counter(); import contentcards; t1=time.perf_counter(); "
                   f"cc=contentcards.ContentCards(storage_path={store!r}, user_id='bench'); n=len(cc.cards()); "
                   "t2=time.perf_counter(); print(n, (t1-t)*1000, (t2-t1)*1000)")
-        py_ms, out = wall([python, "-c", script])
-        n, import_ms, open_feed_ms = out.split()
+        py_ms, outs = wall([python, "-c", script])
+        runs = [out.split() for out in outs]
         bare_ms, _ = wall([python, "-c", "pass"])
-        return {"cards": inner["cards"], "c_process_ms": round(c_ms, 1), "true_process_ms": round(true_ms, 1),
-                "c_open_ms": inner["open_ms"], "c_first_feed_ms": inner["first_feed_ms"],
+        return {"cards": inner[0]["cards"], "c_process_ms": round(c_ms, 1), "true_process_ms": round(true_ms, 1),
+                "c_open_ms": round(statistics.median(r["open_ms"] for r in inner), 3),
+                "c_first_feed_ms": round(statistics.median(r["first_feed_ms"] for r in inner), 3),
                 "py_process_ms": round(py_ms, 1), "py_bare_process_ms": round(bare_ms, 1),
-                "py_import_ms": round(float(import_ms), 2), "py_open_and_feed_ms": round(float(open_feed_ms), 2),
-                "py_cards": int(n)}
+                "py_import_ms": round(statistics.median(float(r[1]) for r in runs), 2),
+                "py_open_and_feed_ms": round(statistics.median(float(r[2]) for r in runs), 2),
+                "py_cards": int(runs[0][0])}
 
     # 4 and 5 -------------------------------------------------------------------------------
 

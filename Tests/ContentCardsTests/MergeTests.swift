@@ -116,4 +116,20 @@ import Testing
         #expect(m.changes.upserts.map(\.id) == ["a", "b"])
         #expect(payload.cards.allSatisfy { $0.card.id.isEmpty && $0.card.body.json.isEmpty })
     }
+
+    /// A decoded payload carries its cards' ids for the merge (rule 7 without hashing every id
+    /// again); changing its cards drops them, so a full sync still keeps exactly its cards.
+    @Test func aDecodedPayloadWhoseCardsChangedMergesOnItsCards() throws {
+        let text = #"{"full_sync":true,"cards":[{"id":"a","tp":"short_news","ca":1,"ds":"x"},"#
+            + #"{"id":"b","tp":"short_news","ca":1,"ds":"x"}]}"#
+        var payload = try PayloadDecoder().decode(text)
+        #expect(payload.listedIDs == ["a", "b"])
+        payload.cards[1].card.id = "c"
+        #expect(payload.listedIDs == nil)
+        var s = state([card("b"), card("d")])
+        let m = Merge.apply(payload, to: &s)
+        #expect(Set(s.cards.keys.map(\.id)) == ["a", "c"])
+        #expect(m.stats.added == 2 && m.stats.removed == 2)
+    }
 }
+

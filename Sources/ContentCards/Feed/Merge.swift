@@ -36,9 +36,17 @@ struct Merge {
         var merge = Merge()
         // Sized once: grown by doubling, a full sync's array held a third more than it used.
         merge.changes.upserts.reserveCapacity(payload.cards.count)
-        var listed = Set<CardKey>(minimumCapacity: payload.cards.count)
-        // By index: `for server in payload.cards` copies every card to read its id.
-        for i in payload.cards.indices { listed.insert(CardKey(payload.cards[i].card.id)) }
+        // The decoder's set of the ids when it has one (it matches the cards: the decoder
+        // refuses a repeated id), else collected here.
+        var listed: Set<CardKey>
+        if let ids = payload.listedIDs, ids.count == payload.cards.count {
+            listed = ids
+            payload.listedIDs = nil
+        } else {
+            listed = Set<CardKey>(minimumCapacity: payload.cards.count)
+            // By index: `for server in payload.cards` copies every card to read its id.
+            for i in payload.cards.indices { listed.insert(CardKey(payload.cards[i].card.id)) }
+        }
         // A decoded payload lists each id once; a hand-made one may not, and then a later
         // copy must see what an earlier one changed: such a payload keeps an overlay of this
         // merge's changes, read before the stored state.

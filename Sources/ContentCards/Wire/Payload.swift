@@ -23,7 +23,7 @@ public struct Payload: Sendable, Equatable {
         public var description: String { "card \(id.map { "\"\($0)\"" } ?? "#\(index)"): \(reason)" }
     }
 
-    public var cards: [ServerCard]
+    public var cards: [ServerCard] { didSet { listedIDs = nil } }   // (the set describes these cards)
     public var leftOut: [LeftOut]
     /// A full sync lists every card of the user: stored cards it does not list are deleted.
     public var fullSync: Bool
@@ -32,6 +32,17 @@ public struct Payload: Sendable, Equatable {
     public var lastCardUpdatedAt: Int64
     /// The user the response is for, when the server says so.
     public var userID: String?
+    /// The ids of `cards`, when the decoder collected them (it refuses a repeated id): the
+    /// merge takes this set rather than hashing every id again (issue 9). Any change to
+    /// `cards` drops it. Not part of the value: `==` compares what the payload says, not this
+    /// cache of it.
+    var listedIDs: Set<CardKey>?
+
+    public static func == (a: Payload, b: Payload) -> Bool {
+        a.cards == b.cards && a.leftOut == b.leftOut && a.fullSync == b.fullSync
+            && a.lastFullSyncAt == b.lastFullSyncAt && a.lastCardUpdatedAt == b.lastCardUpdatedAt
+            && a.userID == b.userID
+    }
 
     public init(cards: [ServerCard] = [], leftOut: [LeftOut] = [], fullSync: Bool = false,
                 lastFullSyncAt: Int64 = -1, lastCardUpdatedAt: Int64 = -1, userID: String? = nil) {

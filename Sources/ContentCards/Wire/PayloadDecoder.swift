@@ -123,6 +123,7 @@ public struct PayloadDecoder: Sendable {
             for member in members { fields.set(member.key, member.value) }
             add(&fields, index: index, seen: &seen, writer: &writer, to: &payload)
         }
+        payload.listedIDs = seen
         return payload
     }
 
@@ -186,6 +187,7 @@ public struct PayloadDecoder: Sendable {
             }
             index += 1
         }
+        payload.listedIDs = seen
     }
 
     private func readCard(_ parser: inout Parser, into fields: inout CardFields) throws(JSONError) {
