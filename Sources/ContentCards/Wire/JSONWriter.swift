@@ -224,53 +224,62 @@ public struct JSONWriter {
     // pieces, texts and numbers go in as they are, without the comma bookkeeping of each
     // value, which was most of the cost of writing a card. `beginRawValue` puts the comma
     // before a value the caller then writes in pieces (a card in a feed's array).
+    //
+    // A run of pieces does not check, piece by piece, that the buffer is this writer's own
+    // (the check is a call into the runtime: it was a third of writing a card's body). A run
+    // starts where the buffer is known to be: a new writer, `removeAll()`, `beginRawValue()`
+    // or any other write; no copy of the writer may be written to in the middle of a run.
+    // Debug builds (the tests, the fuzzer) check every piece.
 
     mutating func beginRawValue() { beforeValue() }
 
+    @inline(__always)
+    private mutating func inRun() { assert(out.isUnique(), "a raw piece outside a run (see JSONWriter)") }
+
     mutating func raw(_ text: StaticString) {
-        unique()
+        inRun()
         literal(text)
     }
 
     mutating func raw(_ byte: UInt8) {
-        unique()
+        inRun()
         out.append(byte)
     }
 
     /// Appends bytes as they are (JSON this writer wrote elsewhere).
     mutating func appendRaw(_ bytes: UnsafeBufferPointer<UInt8>) {
-        unique()
+        inRun()
         out.append(bytes)
     }
 
     /// A string, quoted and escaped.
     mutating func rawString(_ s: String) {
-        unique()
+        inRun()
         writeString(s)
     }
 
     /// Text given as valid UTF-8, quoted and escaped (see `string(utf8:)`).
     mutating func rawString(utf8 bytes: UnsafeBufferPointer<UInt8>) {
-        unique()
+        inRun()
         writeStringBytes(bytes)
     }
 
     /// Text that needs no escape (see `string(plain:)`), quoted.
     mutating func rawString(plain bytes: UnsafeBufferPointer<UInt8>) {
-        unique()
+        inRun()
         out.append(0x22)
         out.append(bytes)
         out.append(0x22)
     }
 
     mutating func rawInt(_ v: Int64) {
-        unique()
+        inRun()
         writeDigits(v)
     }
 
     /// As `double`: finite numbers in the shortest round-trip form, others as null.
     mutating func rawDouble(_ v: Double) {
-        unique()
+        inRun()
         if !v.isFinite {
             literal("null")
         } else if v == v.rounded(.towardZero), abs(v) < 1e15 {
@@ -381,6 +390,9 @@ struct ByteBuffer {
         count = 0
         failed = false
     }
+
+    /// Whether no other copy shares the buffer.
+    mutating func isUnique() -> Bool { isKnownUniquelyReferenced(&storage) }
 
     /// Gives this copy a buffer of its own when another copy shares it.
     @inline(__always)
