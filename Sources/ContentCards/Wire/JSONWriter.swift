@@ -267,9 +267,7 @@ public struct JSONWriter {
     /// Text that needs no escape (see `string(plain:)`), quoted.
     mutating func rawString(plain bytes: UnsafeBufferPointer<UInt8>) {
         inRun()
-        out.append(0x22)
-        out.append(bytes)
-        out.append(0x22)
+        out.appendQuoted(bytes)
     }
 
     mutating func rawInt(_ v: Int64) {
@@ -439,6 +437,18 @@ struct ByteBuffer {
         guard reserve(1) else { return }
         base[count] = byte
         count += 1
+    }
+
+    /// `bytes` between quotes, with one check for room.
+    @inline(__always)
+    mutating func appendQuoted(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard reserve(bytes.count + 2) else { return }
+        base[count] = 0x22
+        if let source = bytes.baseAddress, bytes.count > 0 {
+            (base + count + 1).update(from: source, count: bytes.count)
+        }
+        count += bytes.count + 2
+        base[count - 1] = 0x22
     }
 
     @inline(__always)
