@@ -260,6 +260,38 @@ class Bench:
         row["same_output"] = same
         return row
 
+    def scaling(self, sizes: list[int]) -> list[dict[str, Any]]:
+        """The C pipeline's cost per card at each size. The sizes are timed in rounds, one run
+        of each per round (timed one after another, a size measured in a quiet moment against
+        one measured in a busy one made noise look like growth); within a run, small sizes
+        make many passes (a 100-card pass is half a millisecond) and the median of all passes
+        but the first is that run's figure. The pure-Python baseline runs once per size, for
+        comparison and to check the output."""
+        per_card: dict[int, list[float]] = {n: [] for n in sizes}
+        outputs: dict[int, str] = {}
+        for _ in range(3 if self.quick else 5):
+            for n in sizes:
+                path, _ = self.payload_file(n)
+                out = os.path.join(self.tmp, f"scaling-{n}.json")
+                passes = max(3, min(41, 200_000 // n))
+                c = self.c("pipeline", path, FILTER_JSON, str(passes), out)
+                ms = statistics.median(a + f for a, f in zip(c["apply_ms"][1:], c["feed_ms"][1:]))
+                per_card[n].append(ms * 1000 / n)
+                outputs[n] = out
+        rows = []
+        for n in sizes:
+            _, payload = self.payload_file(n)
+            start = time.perf_counter()
+            python_out = baseline_python(payload)
+            python_ms = (time.perf_counter() - start) * 1000
+            with open(outputs[n], encoding="utf-8") as f:
+                same = ids_of(f.read()) == ids_of(python_out)
+            us = statistics.median(per_card[n])
+            rows.append({"cards": n, "c_us_per_card": round(us, 3), "c_ms": round(us * n / 1000, 3),
+                         "c_us_per_card_rounds": [round(x, 3) for x in per_card[n]],
+                         "python_us_per_card": round(python_ms * 1000 / n, 3), "same_output": same})
+        return rows
+
     # 2 -------------------------------------------------------------------------------------
 
     def calls(self) -> dict[str, Any]:
@@ -445,15 +477,15 @@ class Bench:
                   f"{b['total'] / max(a['total'], 1):6.1f}x less{'  (304)' if a['not_modified'] else ''}")
         print()
 
-        print("6. Scaling (C ABI from C vs pure Python)")
+        print("6. Scaling (C ABI from C, per card; pure Python beside it)")
         sizes = [100, 1_000, 10_000] if self.quick else [100, 1_000, 10_000, 100_000]
-        scaling = []
-        for n in sizes:
-            row = p if n == 10_000 else self.pipeline(n, with_python=False)
-            scaling.append(row)
-            print(f"   {n:7d} cards: C {row['c_ms']:9.2f} ms ({row['c_ms'] / n * 1000:6.2f} us/card)   "
-                  f"pure Python {row['python_ms']:9.2f} ms ({row['python_ms'] / n * 1000:6.2f} us/card)   "
-                  f"same output: {row['same_output']}")
+        scaling = self.scaling(sizes)
+        for row in scaling:
+            n = row["cards"]
+            print(f"   {n:7d} cards: C {row['c_us_per_card']:6.2f} us/card ({row['c_ms']:9.2f} ms)   "
+                  f"pure Python {row['python_us_per_card']:6.2f} us/card   same output: {row['same_output']}")
+        costs = [row["c_us_per_card"] for row in scaling]
+        print(f"   largest per-card cost over the smallest: {max(costs) / min(costs):.2f}x")
         self.results["scaling"] = scaling
         out = os.path.join(self.build, "bench.json")
         with open(out, "w") as f:
