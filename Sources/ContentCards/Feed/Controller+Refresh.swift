@@ -12,6 +12,16 @@ enum SyncAnswer {
     case notModified
 }
 
+extension Result where Success == SyncAnswer {
+    /// The payload, taken out: `self` no longer holds its cards, so the merge is handed the
+    /// only reference and can move them (`Merge.plan`) instead of copying the whole array.
+    mutating func takePayload() -> (payload: Payload, validator: String?)? {
+        guard case .success(.payload(let payload, let validator)) = self else { return nil }
+        self = .success(.notModified)
+        return (payload, validator)
+    }
+}
+
 final class RefreshTicket {
     var result: Result<SyncSummary, ContentCardsError>?
     /// What the fetch thread got (set under the controller's lock); ignored once the refresh
@@ -220,7 +230,7 @@ extension ContentCardsController {
                 changed.broadcast()
             }
         }
-        let decoded: Result<SyncAnswer, ContentCardsError> = lock.withLock {
+        var decoded: Result<SyncAnswer, ContentCardsError> = lock.withLock {
             guard launched else {
                 background.fetches -= 1
                 return .failure(ContentCardsError(.noMemory, "cannot start a thread for the refresh"))
@@ -241,10 +251,11 @@ extension ContentCardsController {
             // so that what a reopen reads back is what this process reported.
             let finishedAt = clock.now()
             let result: Result<SyncSummary, ContentCardsError>
+            var answer = decoded.takePayload()
             switch decoded {
             case .failure(let e):
                 result = .failure(e)
-            case .success(.notModified):
+            case .success(.notModified) where answer == nil:
                 // The cards held are the server's: no decode, no merge, no write. The time of
                 // this check is kept in memory only (refreshOnOpenAfterSeconds reads the stored
                 // time of the last merge, so a reopen may check once more: a cheap 304).
@@ -258,7 +269,13 @@ extension ContentCardsController {
                     summary.counts = currentCounts()
                     result = .success(summary)
                 }
-            case .success(.payload(var payload, let validator)):
+            case .success:
+                guard var payload = answer?.payload else {
+                    result = .failure(ContentCardsError(.internal, "a sync answer without a payload"))
+                    break
+                }
+                let validator = answer?.validator
+                answer = nil    // `payload` is now the cards' only holder
                 if store == nil {
                     result = .failure(Self.closedError)
                 } else if let other = payload.userID, other != start.userID {
