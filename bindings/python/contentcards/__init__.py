@@ -19,6 +19,9 @@ The library (``libcontentcards.so.1``, a C ABI) is found as described in
 
 from __future__ import annotations
 
+import atexit as _atexit
+import sys as _sys
+
 from . import _ffi, _logs  # noqa: F401 - _logs routes the library's log to logging
 
 # The rest of the package is imported when one of its names is first used (PEP 562): `import
@@ -55,17 +58,35 @@ if TYPE_CHECKING:
     from .transport import TransportRequest, TransportResponse
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(__import__(f"{__name__}.{module}", fromlist=[name]), name)
-    globals()[name] = value  # found directly from now on
-    return value
+# The submodules the package imported when it imported everything: still attributes of it.
+_SUBMODULES = frozenset({"cards", "controller", "convert", "results", "transport", "_value"})
+
+if not TYPE_CHECKING:  # (type checkers see the imports above, and reject unknown names)
+    def __getattr__(name: str) -> object:
+        module = _LAZY.get(name)
+        if module is None and name not in _SUBMODULES:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        imported = __import__(f"{__name__}.{module or name}", fromlist=[name])
+        value = imported if module is None else getattr(imported, name)
+        globals()[name] = value  # found directly from now on
+        return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | _SUBMODULES)
+
+
+def _close_controllers_at_exit() -> None:
+    """Closes the controllers still open at exit (``controller._close_all_at_exit``),
+    registered here, at import, as it was before the controller's module was imported on
+    first use: exit handlers run newest first, so one the application registers after
+    importing the package (a last flush) still runs while its controllers are open."""
+    controller = _sys.modules.get(f"{__name__}.controller")
+    if controller is not None:
+        controller._close_all_at_exit()
+
+
+_atexit.register(_close_controllers_at_exit)
 
 
 #: The package's version: the version of the library it carries (CC_VERSION_STRING of

@@ -349,7 +349,10 @@ def _lazy_cards(feed: bytes) -> list[Card] | None:
 def _fill(card: Card, text: bytes) -> None:
     """Sets every field of a lazy card from its text, then lets go of the text."""
     import json
-    d = json.loads(_CARD_START + text)
+    try:
+        d = json.loads(_CARD_START + text)
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError: never from the library
+        raise ParseError(f"a card of the feed is not JSON: {exc}") from None
     try:
         _set_fields(card, d)
     except (KeyError, TypeError, ValueError):

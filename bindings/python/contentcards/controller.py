@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import atexit
 import os
 import sys
 import threading
@@ -316,15 +315,13 @@ _open_controllers: weakref.WeakSet[ContentCards] = weakref.WeakSet()
 
 def _close_all_at_exit() -> None:
     """Closes the controllers still open when the interpreter exits, before module teardown,
-    so no library thread calls back into a finalizing interpreter."""
+    so no library thread calls back into a finalizing interpreter. (Registered with atexit by
+    the package's ``__init__``, at import.)"""
     for controller in list(_open_controllers):
         try:
             controller.close()
         except BaseException:  # noqa: BLE001
             pass
-
-
-atexit.register(_close_all_at_exit)
 
 
 class Subscription:

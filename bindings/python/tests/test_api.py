@@ -359,3 +359,20 @@ def test_import_loads_the_library_and_defers_the_rest() -> None:
     assert cc.ParseError is cc.errors.ParseError and cc.Card is cc.cards.Card
     with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
         cc.Nope  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_submodules_and_exit_order_are_as_an_eager_import_left_them() -> None:
+    # The package's submodules stay its attributes (they were when `import contentcards`
+    # imported them all), and the hook that closes controllers at exit is registered at import:
+    # an exit handler the application registers after importing still finds its controller open.
+    import subprocess
+    import sys
+    script = ("import atexit, contentcards as cc\n"
+              "print(cc.results.Update.__name__, cc.convert.Registry.__name__)\n"
+              "atexit.register(lambda: print('at exit', c.count()))\n"
+              "c = cc.ContentCards()\n"
+              "c.apply([{'id': 'a', 'tp': 'short_news', 'ca': 1, 'ds': 'x'}])\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            env=dict(os.environ), timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["Update Registry", "at exit 1"], result.stderr

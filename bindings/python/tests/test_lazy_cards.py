@@ -124,3 +124,13 @@ def test_threads_reading_the_same_lazy_cards_see_the_same_values() -> None:
 def test_a_feed_text_not_in_the_writers_form_is_parsed_whole() -> None:
     assert cards_module._lazy_cards(b"[]") is None
     assert cards_module._lazy_cards(b' [{"id":"a"}]') is None
+
+
+def test_a_card_whose_text_is_not_json_says_so_when_read() -> None:
+    # Never from the library; if it ever were, the error is the package's ParseError.
+    cards = cards_module._lazy_cards(b'[{"id":"a",},{"id":"b","type":"classic"}]')
+    assert cards is not None and len(cards) == 2
+    with pytest.raises(cc.ParseError, match="not JSON"):
+        cards[0].title  # noqa: B018
+    with pytest.raises(cc.ParseError, match="missing"):
+        cards[1].title  # noqa: B018
