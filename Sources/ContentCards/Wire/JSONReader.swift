@@ -416,33 +416,14 @@ struct Parser {
         var ascii = true
         var hasDEL = false
         let words = UnsafeRawPointer(bytes.baseAddress)
-        var seen: UInt64 = 0
         while true {
             // Eight plain ASCII characters at a time (no quote, backslash, control character or
-            // non-ASCII byte among them): most of a payload's text. In valid UTF-8, any eight
-            // bytes without a quote, backslash, control character or DEL.
+            // non-ASCII byte among them); every other byte is looked at below, and checked.
+            // (Input known to be valid UTF-8 goes through `scanValidString`, and comes here
+            // only for a string that is not well formed, to say what is wrong with it.)
             if let words {
-                if validUTF8 {
-                    // The mask's lowest set bit is exactly the first byte that ends the run
-                    // (the SWAR tests give false positives only above a true one): step to it
-                    // at once instead of byte by byte.
-                    while pos + 8 <= bytes.count {
-                        let word = UInt64(littleEndian: words.loadUnaligned(fromByteOffset: pos, as: UInt64.self))
-                        let ending = Parser.endingMask(word)
-                        if ending == 0 {
-                            seen |= word
-                            pos += 8
-                            continue
-                        }
-                        let k = ending.trailingZeroBitCount >> 3
-                        seen |= word & ((1 << UInt64(k << 3)) &- 1)
-                        pos += k
-                        break
-                    }
-                } else {
-                    while pos + 8 <= bytes.count && !Parser.anySpecial(words.loadUnaligned(fromByteOffset: pos, as: UInt64.self)) {
-                        pos += 8
-                    }
+                while pos + 8 <= bytes.count && !Parser.anySpecial(words.loadUnaligned(fromByteOffset: pos, as: UInt64.self)) {
+                    pos += 8
                 }
             }
             guard pos < bytes.count else { throw error("unterminated string (the JSON is truncated)", at: open) }
@@ -462,7 +443,6 @@ struct Parser {
             ascii = false
             pos += validUTF8 ? 1 : try utf8SequenceLength(at: pos)
         }
-        if seen & 0x8080_8080_8080_8080 != 0 { ascii = false }
         let end = pos
         pos += 1
         return StringSpan(start: start, end: end, escaped: hasEscapes, ascii: ascii, plain: !hasEscapes && !hasDEL)
