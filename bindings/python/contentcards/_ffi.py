@@ -26,11 +26,19 @@ from ctypes import (CFUNCTYPE, POINTER, Structure, c_char_p, c_double, c_int, c_
                     c_uint64, c_void_p)
 
 from . import _library
-from .errors import InvalidArgumentError, error_for
 
 TYPE_CHECKING = False  # typing is not imported at run time (import time)
 if TYPE_CHECKING:
     from typing import Any, Callable
+
+    from .errors import ContentCardsError
+
+
+def error_for(code: int, message: str, retry_after: float | None = None) -> ContentCardsError:
+    """:func:`contentcards.errors.error_for`. The errors module (some twenty classes) is
+    imported when a call first fails, not at ``import contentcards`` (issue 9: import time)."""
+    from .errors import error_for as make
+    return make(code, message, retry_after)
 
 __all__ = [
     "CALLBACK_KEY_NONE", "FREE_TRAMPOLINE", "SIGNATURES", "TRANSPORT_TRAMPOLINE",
@@ -188,6 +196,7 @@ def cstr(value: str | bytes, what: str) -> bytes:
     else:
         raise TypeError(f"{what} must be a str, not {type(value).__name__}")
     if b"\0" in data:
+        from .errors import InvalidArgumentError
         raise InvalidArgumentError(f"{what} contains a NUL character", -1)
     return data
 
