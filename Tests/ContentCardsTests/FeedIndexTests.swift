@@ -92,4 +92,27 @@ import Testing
             Self.check(&index, stored.cards, now: 1020)
         }
     }
+
+    /// The packed-key sort gives exactly the order of `precedes`, across pinned and unpinned
+    /// cards, equal seconds, ids that differ in length and bytes, and times at both ends of
+    /// Int64 (where a naive packing of the sign or the pinned bit would go wrong).
+    @Test func thePackedKeySortIsTheFeedOrder() {
+        var r = Random(state: 99)
+        let times: [Int64] = [.min, .min + 1, -1, 0, 1, 100, 101, 1 << 62, .max - 1, .max]
+        let ids = ["a", "b", "aa", "ab", "b0", "é", "z", "card-1", "card-10", "card-2"]
+        for round in 0..<200 {
+            var entries: [FeedIndex.Entry] = []
+            var used = Set<String>()
+            for _ in 0..<r.next(40) {
+                let id = ids[r.next(ids.count)] + String(r.next(round % 3 == 0 ? 2 : 50))
+                guard used.insert(id).inserted else { continue }
+                let card = Card(id: id, created: round % 2 == 0 ? times[r.next(times.count)] : Int64(r.next(4)),
+                                pinned: r.next(4) == 0, content: .classic(.init(cardDescription: "d")))
+                entries.append(FeedIndex.Entry(FeedIndex.Facts(card), classType: 0))
+            }
+            let expected = entries.sorted(by: FeedIndex.precedes).map(\.id)
+            #expect(FeedIndex.inFeedOrder(entries).map(\.id) == expected, "round \(round)")
+        }
+    }
 }
+
