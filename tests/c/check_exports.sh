@@ -31,6 +31,13 @@ fi
 if [ "$want_static_cxx" = static-cxx ] && readelf -d "$lib" | grep NEEDED | grep -q 'libstdc++'; then
     echo "the library needs libstdc++.so (expected it linked in)"; status=1
 fi
+# The oldest glibc the library runs on is the README's promise (2.35: Ubuntu 22.04): no symbol
+# of a newer version may come in (the C++ standard library linked in brought arc4random, 2.36,
+# until glibc_compat.c took its place).
+newest=$(objdump -T "$lib" | grep -o 'GLIBC_2\.[0-9]*' | sed 's/GLIBC_2\.//' | sort -n | tail -1)
+if [ -n "$newest" ] && [ "$newest" -gt 35 ]; then
+    echo "the library needs glibc 2.$newest (README: 2.35 or later):"; objdump -T "$lib" | grep "GLIBC_2\.$newest"; status=1
+fi
 count=$(printf '%s\n' "$exported" | grep -c .)
 if [ $status -eq 0 ]; then echo "exports: $count cc_ functions, all declared; SONAME $soname; Swift runtime linked in"; echo "1 passed, 0 failed"; else echo "0 passed, 1 failed"; fi
 exit $status
