@@ -122,7 +122,7 @@ enum StoredCard {
                               value.isFinite else { return nil }
                         w.removeAll()
                         w.rawDouble(value)
-                        guard w.withBytes({ same($0, text) }) else { return nil }
+                        guard w.withBytes({ $0.bytesEqual(text) }) else { return nil }
                     }
                 default:                                   // url, image, alt text, title, description, domain
                     if first == 0x6E { try p.literal("null"); nulls |= 1 << place } else {
@@ -179,27 +179,15 @@ enum StoredCard {
         let span = try p.scanString()
         if span.escaped { return CardType(rawValue: try p.string(span)) }
         let b = p.bytes(span)
-        // Byte compares against literals: the generic `elementsEqual` against each case's
-        // `rawValue.utf8` (a String made per case) was a twentieth of opening a store.
-        if same(b, "classic") { return .classic }
-        if same(b, "captioned_image") { return .captionedImage }
-        if same(b, "banner") { return .banner }
-        if same(b, "control") { return .control }
+        // Compared as bytes with literals (`ByteCompare.swift`), not through each case's
+        // `rawValue` (a String made per case).
+        if b.bytesEqual("classic") { return .classic }
+        if b.bytesEqual("captioned_image") { return .captionedImage }
+        if b.bytesEqual("banner") { return .banner }
+        if b.bytesEqual("control") { return .control }
         return nil
     }
 
-    /// Whether `bytes` are exactly `literal`'s.
-    @inline(__always)
-    static func same(_ bytes: UnsafeBufferPointer<UInt8>, _ literal: StaticString) -> Bool {
-        bytes.count == literal.utf8CodeUnitCount
-            && (bytes.count == 0 || memcmp(bytes.baseAddress!, literal.utf8Start, bytes.count) == 0)
-    }
-
-    /// Whether two byte ranges are equal.
-    @inline(__always)
-    static func same(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
-        a.count == b.count && (a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0)
-    }
 
     private struct Extras {
         var classType: String?
@@ -224,7 +212,7 @@ enum StoredCard {
             let key = try p.scanString()
             let isClassType = key.escaped
                 ? try p.string(key) == ClassType.extrasKey
-                : same(p.bytes(key), "class_type")
+                : p.bytes(key).bytesEqual("class_type")
             if key.escaped || !key.ascii || !key.plain { extras.plain = false }
             if let previous, !isAscending(p.bytes(previous), p.bytes(key)) { extras.plain = false }
             previous = key
@@ -243,11 +231,6 @@ enum StoredCard {
 
     /// Strictly ascending byte order (what the writer's sorted, duplicate-free keys give).
     private static func isAscending(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
-        let n = min(a.count, b.count)
-        if n > 0, let pa = a.baseAddress, let pb = b.baseAddress {
-            let c = memcmp(pa, pb, n)
-            if c != 0 { return c < 0 }
-        }
-        return a.count < b.count
+        a.bytesCompare(b) < 0
     }
 }
