@@ -15,34 +15,43 @@ public enum CardJSON {
         return writer.string
     }
 
-    public static func encode<C: Collection>(_ cards: C) -> String where C.Element == Card {
+    // The feed functions take an array: their callers are in other files and modules, where
+    // a function generic over the collection is not specialized and every card went through
+    // the iterator's witness (500 instructions a card of a feed). Any other collection of
+    // cards is made an array first.
+
+    public static func encode(_ cards: [Card]) -> String {
         String(decoding: encodeBytes(cards), as: UTF8.self)
     }
 
+    public static func encode<C: Collection>(_ cards: C) -> String where C.Element == Card {
+        encode(Array(cards))
+    }
+
     /// The same JSON as UTF-8 bytes, with no String between.
-    public static func encodeBytes<C: Collection>(_ cards: C) -> [UInt8] where C.Element == Card {
+    public static func encodeBytes(_ cards: [Card]) -> [UInt8] {
         withEncoded(cards) { Array($0) }
     }
 
     /// The JSON of `cards`, NUL-terminated, in `malloc`ed memory the caller owns and frees with
     /// `free` (what the C boundary returns, without copying it); nil when memory ran out.
-    public static func encodeMalloced<C: Collection>(_ cards: C) -> UnsafeMutablePointer<CChar>? where C.Element == Card {
-        var writer = JSONWriter(reservingCapacity: 720 * max(cards.count, 1))
-        writer.beginArray()
-        for card in cards { write(card, to: &writer) }
-        writer.endArray()
+    public static func encodeMalloced(_ cards: [Card]) -> UnsafeMutablePointer<CChar>? {
+        var writer = feed(cards)
         return writer.takeMalloced()
     }
 
     /// Calls `body` with the JSON of `cards`, in the writer's own buffer (what the C boundary
     /// copies out: one copy instead of two).
-    public static func withEncoded<C: Collection, R>(_ cards: C, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R
-    where C.Element == Card {
+    public static func withEncoded<R>(_ cards: [Card], _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        try feed(cards).withBytes(body)
+    }
+
+    private static func feed(_ cards: [Card]) -> JSONWriter {
         var writer = JSONWriter(reservingCapacity: 720 * max(cards.count, 1))
         writer.beginArray()
         for card in cards { write(card, to: &writer) }
         writer.endArray()
-        return try writer.withBytes(body)
+        return writer
     }
 
     /// Writes one card. The layout is fixed, so it goes in as literal pieces and values, with
