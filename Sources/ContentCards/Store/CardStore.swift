@@ -210,6 +210,7 @@ final class CardStore {
         if version < 1 { try migrateTo1() }
         if version < 2 { try migrateTo2() }
         if version < 3 { try migrateTo3() }
+        try addChecksumColumn()
         if appID == 0 && !isEmpty {
             // A store of ours from before the application id: adopt it.
             try db.execute("PRAGMA application_id = \(CardStore.applicationID)")
@@ -285,6 +286,20 @@ final class CardStore {
         }
     }
 
+    /// The `checksum` column of `cards` (`RecordSum`), added to a store that has none. The
+    /// schema version stays 3: a library that does not know the column reads the store as it
+    /// is and writes rows that leave it null, and a null or wrong sum only means that the
+    /// record is checked in full, as every record was before the column.
+    private func addChecksumColumn() throws(StoreError) {
+        let has = try db.prepare("SELECT 1 FROM pragma_table_info('cards') WHERE name = 'checksum'")
+        let present = try has.step()
+        has.reset()
+        if present { return }
+        try db.transaction { () throws(StoreError) in
+            try db.execute("ALTER TABLE cards ADD COLUMN checksum INTEGER")
+        }
+    }
+
     private func statement(_ sql: String) throws(StoreError) -> SQLiteStatement {
         if let s = statements[sql] { return s.reset() }
         let s = try db.prepare(sql)
@@ -308,7 +323,7 @@ final class CardStore {
         try count.bind(1, user)
         if try count.step() { stored.cards.reserveCapacity(Int(clamping: max(0, count.int(0)))) }
         count.reset()
-        let cards = try statement("SELECT id, body FROM cards WHERE user_id = ?")
+        let cards = try statement("SELECT id, body, checksum FROM cards WHERE user_id = ?")
         try cards.bind(1, user)
         // One card's scratch space, reused for the next.
         var fields = CardFields()
@@ -322,6 +337,11 @@ final class CardStore {
                 }
                 // The record does not repeat the id: the row's must be one a payload could give.
                 guard let id = cards.withBytes(0, { StoredCard.checkedID($0) }) else { return nil }
+                // A record with its sum is read as written; any other is checked value by value.
+                if !cards.isNull(2), cards.int(2) == RecordSum.of(bytes),
+                   let card = StoredCard.decodeSummed(bytes, id: id, knownClassTypes: decoder.knownClassTypes) {
+                    return card
+                }
                 return StoredCard.decode(bytes, id: id, knownClassTypes: decoder.knownClassTypes, scratch: &writer)
             }
             if let card { stored.cards[card.id] = card }
@@ -363,7 +383,7 @@ final class CardStore {
             // in-memory database), costing a third of a 10,000-card sync and 5 MB.
             if !isInMemory {
                 if !changes.upserts.isEmpty {
-                    let s = try statement("INSERT OR REPLACE INTO cards (user_id, id, created, is_test, body) VALUES (?, ?, ?, ?, ?)")
+                    let s = try statement("INSERT OR REPLACE INTO cards (user_id, id, created, is_test, body, checksum) VALUES (?, ?, ?, ?, ?, ?)")
                     for card in changes.upserts {
                         // The card's own bytes (`StoredCard`): read back by checking them, with
                         // nothing to decode.
@@ -371,7 +391,7 @@ final class CardStore {
                             throw StoreError("out of memory writing card \(card.id.prefix(120)) to the store; nothing was written")
                         }
                         try s.run([.text(user), .text(card.id), .int(card.created), .int(card.isTest ? 1 : 0),
-                                   .bytes(record[...])])
+                                   .bytes(record[...]), .int(RecordSum.of(record))])
                     }
                 }
                 if !changes.deletes.isEmpty {

@@ -152,6 +152,84 @@ enum StoredCard {
         return card
     }
 
+    /// `decode` for a record whose check sum matched (`RecordSum`): the bytes the library wrote
+    /// for a card it had checked, so only what a `Card` holds apart from its body is read (the
+    /// kind, the times, the flags, the class type), with no check of each value. Nil when the
+    /// record is not laid out as written, or when its class type is `""` (the extras' own
+    /// `class_type`, which today's known class types may accept, is then needed): the caller
+    /// then checks it in full with `decode`.
+    static func decodeSummed(_ bytes: UnsafeBufferPointer<UInt8>, id: String, knownClassTypes: Set<String>?) -> Card? {
+        guard let base = bytes.baseAddress else { return nil }
+        // Where each of the fourteen values ends: the record's only 0x01 bytes (JSON text holds
+        // no raw control byte).
+        var ends = (0, 0, 0, 0, 0, 0, 0)             // of places 0, 1, 2, 3, 5, 6, 7
+        var start = 0
+        for place in 0..<14 {
+            guard start < bytes.count, let hit = memchr(base + start, Int32(CardBody.separator), bytes.count - start) else {
+                return nil
+            }
+            let end = UnsafePointer<UInt8>(hit.assumingMemoryBound(to: UInt8.self)) - base
+            switch place {
+            case 0: ends.0 = end
+            case 1: ends.1 = end
+            case 2: ends.2 = end
+            case 3: ends.3 = end
+            case 5: ends.4 = end
+            case 6: ends.5 = end
+            case 7: ends.6 = end
+            default: break
+            }
+            start = end + 1
+        }
+        guard start == bytes.count else { return nil }
+        func slice(_ from: Int, _ to: Int) -> UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(rebasing: bytes[from..<to]) }
+        let type: CardType
+        let name = slice(0, ends.0)
+        if name.bytesEqual("\"classic\"") { type = .classic }
+        else if name.bytesEqual("\"captioned_image\"") { type = .captionedImage }
+        else if name.bytesEqual("\"banner\"") { type = .banner }
+        else if name.bytesEqual("\"control\"") { type = .control }
+        else { return nil }
+        guard let created = CardFields.plainInteger(slice(ends.0 + 1, ends.1)),
+              let expiresAt = CardFields.plainInteger(slice(ends.1 + 1, ends.2)),
+              let flags = CardFields.plainInteger(slice(ends.2 + 1, ends.3)) else { return nil }
+        // The class type as written: a string without escapes (anything else: in full).
+        let quoted = slice(ends.5 + 1, ends.6)
+        guard quoted.count >= 2, quoted[0] == 0x22, quoted[quoted.count - 1] == 0x22,
+              memchr(quoted.baseAddress! + 1, 0x5C, quoted.count - 2) == nil else { return nil }
+        // "" with a `class_type` among the extras: a value the configuration of its day did not
+        // know, which today's may (in full). With none, it is "" under any configuration.
+        if quoted.count == 2 && hasClassTypeKey(slice(ends.4 + 1, ends.5)) { return nil }
+        let stored = String(decoding: UnsafeBufferPointer(rebasing: quoted[1..<(quoted.count - 1)]), as: UTF8.self)
+        // A class type that is not "" is the extras' value normalized (a set of known types
+        // holds normalized values), so today's configuration only decides whether it is known.
+        var card = Card(id: id, created: created, expiresAt: expiresAt,
+                        viewed: flags & viewed != 0, clicked: flags & clicked != 0,
+                        dismissed: flags & dismissed != 0, read: flags & read != 0,
+                        dismissible: flags & dismissible != 0, pinned: flags & pinned != 0,
+                        isTest: flags & isTest != 0, type: type, classType: stored,
+                        body: CardBody(json: Array(UnsafeBufferPointer(rebasing: bytes[(ends.3 + 1)...]))))
+        // The body holds the class type too: setting it rewrites both.
+        if !stored.isEmpty, let known = knownClassTypes, !known.contains(stored) { card.classType = "" }
+        return card
+    }
+
+    /// Whether the extras object as the library writes it has the key `class_type`: the bytes
+    /// `"class_type":` right after `{` or `,`. Inside a string every quote is escaped (`\"`),
+    /// so a quote after `{` or `,` always opens a key.
+    private static func hasClassTypeKey(_ extras: UnsafeBufferPointer<UInt8>) -> Bool {
+        let key: StaticString = "\"class_type\":"
+        let n = key.utf8CodeUnitCount
+        guard extras.count > n, let base = extras.baseAddress else { return false }
+        var at = 0
+        while at + n < extras.count, let hit = memchr(base + at + 1, 0x22, extras.count - at - 1 - n) {
+            let q = UnsafePointer<UInt8>(hit.assumingMemoryBound(to: UInt8.self)) - base
+            if (base[q - 1] == 0x7B || base[q - 1] == 0x2C) && memcmp(base + q, key.utf8Start, n) == 0 { return true }
+            at = q
+        }
+        return false
+    }
+
     /// The kind's fields are strings where the kind has them (a classic card's description,
     /// an image card's image, a captioned card's title and description) and null where it has
     /// none, as `CardBody` writes them. Places: image 8, alt text 9, ratio 10, title 11,
