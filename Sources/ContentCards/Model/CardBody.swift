@@ -94,18 +94,26 @@ struct CardBody: Hashable, Sendable {
 
     /// Writes the members into the card's boundary JSON, after a member already written:
     /// each key and its value copied, with no scan of the value.
+    /// The room is asked for once (every key and every value fit in the body's length and
+    /// the keys' text), then the pieces are copied.
     func writeMembers(to w: inout JSONWriter) {
         let keys = CardBody.keyText.utf8Start
+        let members = Member.allCases.count
         json.withUnsafeBufferPointer { all in
             guard let base = all.baseAddress else { return }
-            var start = 0
-            for m in 0..<Member.allCases.count {
-                guard start < all.count, let end = memchr(base + start, Int32(CardBody.separator), all.count - start) else { return }
-                let stop = UnsafePointer<UInt8>(end.assumingMemoryBound(to: UInt8.self)) - base
-                let key = CardBody.keyOffset(m)
-                w.appendRaw(UnsafeBufferPointer(start: keys + key, count: CardBody.keyOffset(m + 1) - key))
-                w.appendRaw(UnsafeBufferPointer(start: base + start, count: stop - start))
-                start = stop + 1
+            w.appendRaw(maxCount: all.count + CardBody.keyOffset(members)) { out in
+                var start = 0, written = 0
+                for m in 0..<members {
+                    guard start < all.count, let end = memchr(base + start, Int32(CardBody.separator), all.count - start) else { break }
+                    let stop = UnsafePointer<UInt8>(end.assumingMemoryBound(to: UInt8.self)) - base
+                    let key = CardBody.keyOffset(m), keyLength = CardBody.keyOffset(m + 1) - key
+                    (out + written).update(from: keys + key, count: keyLength)
+                    written += keyLength
+                    (out + written).update(from: base + start, count: stop - start)
+                    written += stop - start
+                    start = stop + 1
+                }
+                return written
             }
         }
     }

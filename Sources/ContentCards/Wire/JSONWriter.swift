@@ -252,6 +252,15 @@ public struct JSONWriter {
         out.append(bytes)
     }
 
+    /// Lets `body` write up to `maxCount` bytes straight into the buffer and returns; `body`
+    /// gets where to write and returns how many bytes it wrote (at most `maxCount`). For a
+    /// piece made of many small copies (a card's body between its keys): one check for room
+    /// instead of one a copy.
+    mutating func appendRaw(maxCount: Int, _ body: (UnsafeMutablePointer<UInt8>) -> Int) {
+        inRun()
+        out.append(maxCount: maxCount, body)
+    }
+
     /// A string, quoted and escaped.
     mutating func rawString(_ s: String) {
         inRun()
@@ -456,6 +465,13 @@ struct ByteBuffer {
         guard let source = bytes.baseAddress, bytes.count > 0, reserve(bytes.count) else { return }
         (base + count).update(from: source, count: bytes.count)
         count += bytes.count
+    }
+
+    mutating func append(maxCount: Int, _ body: (UnsafeMutablePointer<UInt8>) -> Int) {
+        guard maxCount > 0, reserve(maxCount) else { return }
+        let written = body(base + count)
+        assert(written >= 0 && written <= maxCount, "a piece wrote past the room it asked for")
+        count += min(max(written, 0), maxCount)
     }
 
     @inline(__always)
