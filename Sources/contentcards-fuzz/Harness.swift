@@ -92,6 +92,13 @@ func finding(_ message: String) -> Never {
 /// the store's form.
 func runDecoders(_ data: UnsafeRawBufferPointer) {
     let bytes = Array(data.bindMemory(to: UInt8.self))
+    // The input as a record whose sum matched (someone who rewrote both on purpose): whatever
+    // it reads as must be safe to use, field by field and encoded.
+    if let forged = bytes.withUnsafeBufferPointer({ StoredCard.decodeSummed($0, id: "f", knownClassTypes: ["x"]) }) {
+        _ = (forged.url, forged.openURLInWebView, forged.extras, forged.content, forged.classType)
+        _ = CardJSON.encode(forged)
+        _ = StoredCard.encode(forged)
+    }
     let decoder = PayloadDecoder()
     let streamed = try? decoder.decode(bytes)
     let parsed = (try? JSONReader.parse(bytes)).flatMap { try? decoder.decode($0) }
@@ -107,6 +114,13 @@ func runDecoders(_ data: UnsafeRawBufferPointer) {
         guard let stored = StoredCard.encode(server.card) else { continue }
         let again = stored.withUnsafeBufferPointer { StoredCard.decode($0, id: server.card.id, knownClassTypes: nil) }
         if again != server.card { finding("a card's stored form reads back different: \(json)") }
+        // Read as a record whose sum matched: the same card as the full check, under any
+        // configuration (or nil, left to the full check: an escaped class type, 19 digits).
+        for known in [nil, Set([server.card.classType]), Set(["x"])] {
+            let full = stored.withUnsafeBufferPointer { StoredCard.decode($0, id: server.card.id, knownClassTypes: known) }
+            let summed = stored.withUnsafeBufferPointer { StoredCard.decodeSummed($0, id: server.card.id, knownClassTypes: known) }
+            if let summed, summed != full { finding("a summed record reads back different: \(json)") }
+        }
     }
 }
 
