@@ -17,7 +17,9 @@
  *                                                 while another thread applies N cards
  *   bench_c cold DIR                              open a controller on a store with cards already
  *                                                 in it, to the first feed read (run in a new
- *                                                 process: load time is measured by the caller) */
+ *                                                 process: load time is measured by the caller)
+ *   bench_c load                                  load the library, make one call, exit (what a
+ *                                                 cold start costs before it opens anything) */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -343,6 +345,8 @@ int main(int argc, char **argv) {
     if (argc >= 3 && strcmp(argv[1], "memory") == 0) return memory(argv[2]);
     if (argc >= 3 && strcmp(argv[1], "controllers") == 0) return controllers(atoi(argv[2]));
     if (argc >= 3 && strcmp(argv[1], "cold") == 0) return cold(argv[2]);
+    /* The library loaded and one call made, nothing else: what a cold start costs before it opens. */
+    if (argc >= 2 && strcmp(argv[1], "load") == 0) return cc_abi_version() == CC_ABI_VERSION ? 0 : 1;
     if (argc >= 3 && strcmp(argv[1], "readers") == 0) return readers(atoi(argv[2]), argc >= 4 ? argv[3] : "[]");
     if (argc >= 4 && strcmp(argv[1], "percard") == 0) return percard(argv[2], atoi(argv[3]));
     fprintf(stderr, "usage: see the comment at the top of bench/bench_c.c\n");

@@ -338,26 +338,27 @@ class Bench:
         python = sys.executable
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 
-        def wall(cmd: list[str]) -> tuple[float, list[str]]:
-            """The median wall time of the runs, and every run's output (the figures a run
-            prints are taken as medians too: one run's alone swung by half)."""
-            times, outs = [], []
-            for _ in range(self.repeats):
-                start = time.perf_counter()
-                outs.append(subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout)
-                times.append((time.perf_counter() - start) * 1000)
-            return statistics.median(times), outs
-
-        c_ms, outs = wall([self.bench_c, "cold", store])
-        inner = [json.loads(out.strip().splitlines()[-1]) for out in outs]
-        true_ms, _ = wall(["/bin/true"])
+        # Each process is short: many rounds, and in each round every command runs once, one
+        # after the other, so that a slow moment of the machine falls on all of them alike.
         script = ("import time; t=time.perf_counter(); import contentcards; t1=time.perf_counter(); "
                   f"cc=contentcards.ContentCards(storage_path={store!r}, user_id='bench'); n=len(cc.cards()); "
                   "t2=time.perf_counter(); print(n, (t1-t)*1000, (t2-t1)*1000)")
-        py_ms, outs = wall([python, "-c", script])
-        runs = [out.split() for out in outs]
-        bare_ms, _ = wall([python, "-c", "pass"])
+        commands = {"c": [self.bench_c, "cold", store], "true": ["/bin/true"], "load": [self.bench_c, "load"],
+                    "py": [python, "-c", script], "bare": [python, "-c", "pass"]}
+        times: dict[str, list[float]] = {k: [] for k in commands}
+        outputs: dict[str, list[str]] = {k: [] for k in commands}
+        for _ in range(15 if self.quick else 31):
+            for name, cmd in commands.items():
+                start = time.perf_counter()
+                outputs[name].append(subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout)
+                times[name].append((time.perf_counter() - start) * 1000)
+        c_ms, true_ms, load_ms = (statistics.median(times[k]) for k in ("c", "true", "load"))
+        py_ms, bare_ms = statistics.median(times["py"]), statistics.median(times["bare"])
+        # The figures a run prints are medians too: one run's alone swung by half.
+        inner = [json.loads(out.strip().splitlines()[-1]) for out in outputs["c"]]
+        runs = [out.split() for out in outputs["py"]]
         return {"cards": inner[0]["cards"], "c_process_ms": round(c_ms, 1), "true_process_ms": round(true_ms, 1),
+                "c_load_only_process_ms": round(load_ms, 1),
                 "c_open_ms": round(statistics.median(r["open_ms"] for r in inner), 3),
                 "c_first_feed_ms": round(statistics.median(r["first_feed_ms"] for r in inner), 3),
                 "py_process_ms": round(py_ms, 1), "py_bare_process_ms": round(bare_ms, 1),
@@ -437,7 +438,9 @@ class Bench:
         cold = self.cold()
         self.results["cold"] = cold
         print(f"3. Cold start, {cold['cards']} stored cards")
-        print(f"   C process {cold['c_process_ms']} ms (an empty process: {cold['true_process_ms']} ms); "
+        print(f"   C process {cold['c_process_ms']} ms (an empty process: {cold['true_process_ms']} ms, "
+              f"{cold['c_process_ms'] / cold['true_process_ms']:.1f}x it; one that only loads the library: "
+              f"{cold['c_load_only_process_ms']} ms); "
               f"open {cold['c_open_ms']:.2f} ms, first feed {cold['c_first_feed_ms']:.2f} ms")
         print(f"   Python process {cold['py_process_ms']} ms (bare interpreter: {cold['py_bare_process_ms']} ms); "
               f"import {cold['py_import_ms']} ms, open + first feed {cold['py_open_and_feed_ms']} ms\n")
