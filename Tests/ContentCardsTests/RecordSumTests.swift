@@ -173,6 +173,27 @@ import Testing
         #expect(try column(dir, "SELECT checksum IS NOT NULL FROM cards ORDER BY id") == [1, 0, 0, 0])
     }
 
+    /// Several connections opening a store from before the column at once all open it: the
+    /// column is added by one of them, and the others find it under the write lock.
+    @Test func storesOpenedTogetherAddTheColumnOnce() throws {
+        for _ in 0..<5 {
+            let dir = Fixtures.temporaryDirectory()
+            defer { Fixtures.removeTree(dir) }
+            do {
+                let c = try makeController(storage: dir)
+                try c.apply(Fixtures.payload(["a", "b"].map { Fixtures.wire($0) }, full: true))
+                c.close()
+            }
+            try storeRows(dir, "ALTER TABLE cards DROP COLUMN checksum")
+            let failures = Messages()
+            DispatchQueue.concurrentPerform(iterations: 6) { _ in
+                do { _ = try CardStore(directory: dir) } catch { failures.add("\(error)") }
+            }
+            #expect(failures.all.isEmpty, "\(failures.all)")
+            #expect(try column(dir, "SELECT count(*) FROM pragma_table_info('cards') WHERE name = 'checksum'") == [1])
+        }
+    }
+
     /// A card stored under a configuration that did not know its class type (stored as "")
     /// takes its own class type back under one that does, or under none.
     @Test func aClassTypeUnknownWhenStoredIsKnownLater() throws {
@@ -194,4 +215,12 @@ import Testing
             c.close()
         }
     }
+}
+
+/// Messages collected from several threads.
+private final class Messages: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [String] = []
+    func add(_ s: String) { lock.lock(); items.append(s); lock.unlock() }
+    var all: [String] { lock.lock(); defer { lock.unlock() }; return items }
 }

@@ -292,11 +292,16 @@ final class CardStore {
     /// is and writes rows that leave it null, and a null or wrong sum only means that the
     /// record is checked in full, as every record was before the column.
     private func addChecksumColumn() throws(StoreError) {
-        let has = try db.prepare("SELECT 1 FROM pragma_table_info('cards') WHERE name = 'checksum'")
-        let present = try has.step()
-        has.reset()
-        if present { return }
+        func present() throws(StoreError) -> Bool {
+            let has = try db.prepare("SELECT 1 FROM pragma_table_info('cards') WHERE name = 'checksum'")
+            defer { has.reset() }
+            return try has.step()
+        }
+        if try present() { return }
         try db.transaction { () throws(StoreError) in
+            // Asked again under the write lock: another process opening the same store at the
+            // same moment may have added it since (adding it twice is an error).
+            if try present() { return }
             try db.execute("ALTER TABLE cards ADD COLUMN checksum INTEGER")
         }
     }
