@@ -155,9 +155,10 @@ enum StoredCard {
     /// `decode` for a record whose check sum matched (`RecordSum`): the bytes the library wrote
     /// for a card it had checked, so only what a `Card` holds apart from its body is read (the
     /// kind, the times, the flags, the class type), with no check of each value. Nil when the
-    /// record is not laid out as written, or when its class type is `""` (the extras' own
-    /// `class_type`, which today's known class types may accept, is then needed): the caller
-    /// then checks it in full with `decode`.
+    /// record is not laid out as written, holds what this reading leaves to the full check (an
+    /// escaped class type, a time of 19 digits), or has the class type `""` while its extras
+    /// hold a `class_type` (a value the configuration of its day did not know, which today's
+    /// may): the caller then checks it in full with `decode`.
     static func decodeSummed(_ bytes: UnsafeBufferPointer<UInt8>, id: String, knownClassTypes: Set<String>?) -> Card? {
         guard let base = bytes.baseAddress else { return nil }
         // Where each of the fourteen values ends: the record's only 0x01 bytes (JSON text holds

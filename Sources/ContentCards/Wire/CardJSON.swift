@@ -33,6 +33,10 @@ public enum CardJSON {
         withEncoded(cards) { Array($0) }
     }
 
+    public static func encodeBytes<C: Collection>(_ cards: C) -> [UInt8] where C.Element == Card {
+        encodeBytes(Array(cards))
+    }
+
     /// The JSON of `cards`, NUL-terminated, in `malloc`ed memory the caller owns and frees with
     /// `free` (what the C boundary returns, without copying it); nil when memory ran out.
     public static func encodeMalloced(_ cards: [Card]) -> UnsafeMutablePointer<CChar>? {
@@ -44,6 +48,11 @@ public enum CardJSON {
     /// copies out: one copy instead of two).
     public static func withEncoded<R>(_ cards: [Card], _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
         try feed(cards).withBytes(body)
+    }
+
+    public static func withEncoded<C: Collection, R>(_ cards: C, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R
+    where C.Element == Card {
+        try withEncoded(Array(cards), body)
     }
 
     private static func feed(_ cards: [Card]) -> JSONWriter {
