@@ -20,8 +20,7 @@ extension ContentCardsController {
                     loaded = otherUsers.removeValue(forKey: newUserID) ?? StoredUser()
                     otherUsers[userID] = stored
                 } else {
-                    loaded = try store.load(user: newUserID, decoder: decoder)
-                    storeVersion = try store.dataVersion()
+                    (loaded, storeVersion) = try store.loadWithVersion(user: newUserID, decoder: decoder)
                 }
                 if let nextImages { images?.use(nextImages) }
                 publish(replacing: loaded)

@@ -89,9 +89,8 @@ public final class ContentCardsController: @unchecked Sendable {
         limiter = RateLimiter(capacity: configuration.refreshTokens, interval: configuration.refreshIntervalSeconds, now: clock.now())
         do {
             let store = try CardStore(directory: configuration.storagePath)
-            stored = try store.load(user: configuration.userID, decoder: decoder)
+            (stored, storeVersion) = try store.loadWithVersion(user: configuration.userID, decoder: decoder)
             index = FeedIndex(stored.cards.values)
-            storeVersion = try store.dataVersion()
             lastSyncedAt = stored.sync.syncedAt
             self.store = store
         } catch {
@@ -171,9 +170,9 @@ public final class ContentCardsController: @unchecked Sendable {
         guard let store else { throw Self.closedError }
         guard !store.isInMemory else { return }
         do {
-            let version = try store.dataVersion()
-            if version != storeVersion {
-                publish(replacing: try store.load(user: userID, decoder: decoder))
+            if try store.dataVersion() != storeVersion {
+                let (loaded, version) = try store.loadWithVersion(user: userID, decoder: decoder)
+                publish(replacing: loaded)
                 storeVersion = version
             }
         } catch {

@@ -67,6 +67,10 @@ final class CardStore {
     let isInMemory: Bool
 
     private var statements: [String: SQLiteStatement] = [:]
+    /// Found whole at open (checked, or stamped as checked): what lets close stamp it.
+    private var isVerified = false
+    /// Whether this open ran `PRAGMA quick_check` (not for a new store, nor a stamped one).
+    private(set) var ranQuickCheck = false
 
     /// The `PRAGMA application_id` of a contentcards store ("CCrd"): set when the store is
     /// created, so that another application's SQLite database is never taken for ours.
@@ -109,11 +113,27 @@ final class CardStore {
             throw error
         }
         cc_sqlite_no_checkpoint_on_close(db.handle, 0)
+        isVerified = true
+        if !isInMemory {
+            // The -wal and -shm files stay when the last connection closes (the WAL emptied
+            // into the file and cut to nothing, as before): creating both again at every open
+            // and unlinking them at every close was a tenth of a millisecond of each cold start.
+            // The limit is what a WAL is cut back to after a checkpoint (and to 0 at close);
+            // without one a persistent WAL would keep the size of the largest sync ever written.
+            var persist: Int32 = 1
+            _ = sqlite3_file_control(db.handle, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
+            try? db.execute("PRAGMA journal_size_limit=4194304")
+        }
     }
 
     func close() {
         statements.removeAll()
+        let inherited = db.isInherited
         db.close()
+        // After SQLite's last checkpoint, so the stamp has the file as it stays. Not for a
+        // connection inherited across fork() (never closed there), nor after SQLite reported
+        // the file corrupt.
+        if isVerified && !isInMemory && !inherited && !db.sawCorruption { CheckStamp.save(location) }
     }
 
     /// The error of a failed open, saying what is wrong: damaged, read-only, or another
@@ -153,10 +173,50 @@ final class CardStore {
         }
     }
 
-    /// First reads, writing nothing: the schema version, the application id, the tables, and
-    /// `PRAGMA quick_check`. Only a store known to be ours and whole is then switched to WAL,
-    /// migrated or adopted; anything else is refused and left byte for byte as it was.
+    /// What the first reads of an open found (`inspect`).
+    private struct Inspection {
+        var version: Int64
+        var appID: Int32
+        var isEmpty: Bool
+        var isWAL: Bool
+        var hasChecksum: Bool
+    }
+
+    /// First reads, writing nothing, in one read transaction: the schema version, the
+    /// application id, the tables, and `PRAGMA quick_check`. Only a store known to be ours and
+    /// whole is then switched to WAL, migrated or adopted; anything else is refused and left
+    /// byte for byte as it was. A store of today's schema in WAL mode is written nothing at all.
     private func prepareSchemaOnce() throws(StoreError) {
+        // Asked before SQLite reads anything (its first read creates the -wal and -shm files).
+        let stamped = !isInMemory && CheckStamp.matches(location)
+        let found = try db.readTransaction { () throws(StoreError) -> Inspection in try inspect(stamped: stamped) }
+        if !isInMemory {
+            if !found.isWAL { try db.execute("PRAGMA journal_mode=WAL") }
+            // NORMAL in WAL mode: a committed transaction survives a crash or kill of the
+            // process; only a power loss may roll back the last commits.
+            try db.execute("PRAGMA synchronous=NORMAL")
+        }
+        if isInMemory {
+            // An in-memory store lives in its page cache, which SQLite starts with a slab of
+            // pages; it holds only events (see `apply`), small rows: 1 KiB pages instead of
+            // 4 KiB take 1,000 controllers from 170 MB to 43 MB (an app may open one per user,
+            // a server one per request). Only possible before the first table exists.
+            try db.execute("PRAGMA page_size=1024")
+        }
+        try db.execute("PRAGMA foreign_keys=ON")
+        if found.version < 1 { try migrateTo1() }
+        if found.version < 2 { try migrateTo2() }
+        if found.version < 3 { try migrateTo3() }
+        // An in-memory store writes no cards (see `apply`): no column for them.
+        if !isInMemory && !found.hasChecksum { try addChecksumColumn() }
+        if found.appID == 0 && !found.isEmpty {
+            // A store of ours from before the application id: adopt it.
+            try db.execute("PRAGMA application_id = \(CardStore.applicationID)")
+        }
+    }
+
+    /// The reads of `prepareSchemaOnce`; throws when the store is not ours, newer, or damaged.
+    private func inspect(stamped: Bool) throws(StoreError) -> Inspection {
         let version = try pragmaInt("PRAGMA user_version")
         let appID = Int32(truncatingIfNeeded: try pragmaInt("PRAGMA application_id"))
         var tables: [String] = []
@@ -178,9 +238,12 @@ final class CardStore {
                 throw StoreError("the file at \(location) is another application's SQLite database, not a contentcards store (\(what)); it was left as it is: use another storagePath", complete: true)
             }
         }
-        if !isEmpty {
+        if !isEmpty && !stamped {
             // The whole file is checked before anything is written: a damaged page otherwise
             // shows as a partial feed, "not found" answers, and new writes into a broken file.
+            // Skipped when the stamp of a clean close says nothing touched the file since
+            // (`CheckStamp`).
+            ranQuickCheck = true
             let check = try db.prepare("PRAGMA quick_check(5)")
             var problems: [String] = []
             while try check.step() { problems.append(check.text(0) ?? "") }
@@ -190,32 +253,14 @@ final class CardStore {
                 throw StoreError("the store at \(location) is damaged (corrupt: PRAGMA quick_check found: \(first)); it was left as it is: move it away to start with an empty store, or restore a backup", code: SQLITE_CORRUPT, complete: true)
             }
         }
+        var isWAL = false
         if !isInMemory {
             let mode = try db.prepare("PRAGMA journal_mode")
-            let current = try mode.step() ? mode.text(0) ?? "" : ""
+            isWAL = (try mode.step() ? mode.text(0) ?? "" : "").lowercased() == "wal"
             mode.reset()   // an unfinished statement holds a read transaction open
-            if current.lowercased() != "wal" { try db.execute("PRAGMA journal_mode=WAL") }
-            // NORMAL in WAL mode: a committed transaction survives a crash or kill of the
-            // process; only a power loss may roll back the last commits.
-            try db.execute("PRAGMA synchronous=NORMAL")
         }
-        if isInMemory {
-            // An in-memory store lives in its page cache, which SQLite starts with a slab of
-            // pages; it holds only events (see `apply`), small rows: 1 KiB pages instead of
-            // 4 KiB take 1,000 controllers from 170 MB to 43 MB (an app may open one per user,
-            // a server one per request). Only possible before the first table exists.
-            try db.execute("PRAGMA page_size=1024")
-        }
-        try db.execute("PRAGMA foreign_keys=ON")
-        if version < 1 { try migrateTo1() }
-        if version < 2 { try migrateTo2() }
-        if version < 3 { try migrateTo3() }
-        // An in-memory store writes no cards (see `apply`): no column for them.
-        if !isInMemory { try addChecksumColumn() }
-        if appID == 0 && !isEmpty {
-            // A store of ours from before the application id: adopt it.
-            try db.execute("PRAGMA application_id = \(CardStore.applicationID)")
-        }
+        let hasChecksum = tables.contains("cards") ? try hasChecksumColumn() : false
+        return Inspection(version: version, appID: appID, isEmpty: isEmpty, isWAL: isWAL, hasChecksum: hasChecksum)
     }
 
     private func pragmaInt(_ sql: String) throws(StoreError) -> Int64 {
@@ -292,18 +337,18 @@ final class CardStore {
     /// is and writes rows that leave it null, and a null or wrong sum only means that the
     /// record is checked in full, as every record was before the column.
     private func addChecksumColumn() throws(StoreError) {
-        func present() throws(StoreError) -> Bool {
-            let has = try db.prepare("SELECT 1 FROM pragma_table_info('cards') WHERE name = 'checksum'")
-            defer { has.reset() }
-            return try has.step()
-        }
-        if try present() { return }
         try db.transaction { () throws(StoreError) in
             // Asked again under the write lock: another process opening the same store at the
             // same moment may have added it since (adding it twice is an error).
-            if try present() { return }
+            if try hasChecksumColumn() { return }
             try db.execute("ALTER TABLE cards ADD COLUMN checksum INTEGER")
         }
+    }
+
+    private func hasChecksumColumn() throws(StoreError) -> Bool {
+        let has = try db.prepare("SELECT 1 FROM pragma_table_info('cards') WHERE name = 'checksum'")
+        defer { has.reset() }
+        return try has.step()
     }
 
     private func statement(_ sql: String) throws(StoreError) -> SQLiteStatement {
@@ -315,14 +360,34 @@ final class CardStore {
 
     // MARK: Reading
 
-    /// The user's cards, dismissals and cursors. Cards are decoded with `decoder`, so class
-    /// types are normalized under the current configuration.
+    /// The user's state as `load` reads it, and the store's `data_version` of that same
+    /// snapshot (one read transaction): a commit of another process between the two would
+    /// otherwise be counted as seen without having been loaded.
+    func loadWithVersion(user: String, decoder: PayloadDecoder) throws(StoreError) -> (StoredUser, Int64) {
+        try db.readTransaction { () throws(StoreError) -> (StoredUser, Int64) in
+            (try load(user: user, decoder: decoder), try dataVersion())
+        }
+    }
+
+    /// The user's cards, dismissals and cursors, read in one transaction (one snapshot). Cards
+    /// are decoded with `decoder`, so class types are normalized under the current configuration.
     func load(user: String, decoder: PayloadDecoder) throws(StoreError) -> StoredUser {
-        var stored = StoredUser()
         // An in-memory store holds no cards, dismissals or cursors (see `apply`): nothing to
         // read, and no statements to prepare and keep (a controller's memory: they were a
         // tenth of an in-memory controller's 50 KB).
-        if isInMemory { return stored }
+        if isInMemory { return StoredUser() }
+        // A scan needs a handful of pages at a time: with SQLite's cache at its usual size
+        // each of the file's pages would take a fresh buffer (a page fault, 2 µs here, for
+        // every 4 KB read: a sixth of loading 1,000 cards). Read through a small cache whose
+        // buffers are reused, then given back its size for the writes that follow.
+        let cacheSize = try pragmaInt("PRAGMA cache_size")
+        try db.execute("PRAGMA cache_size=16")
+        defer { try? db.execute("PRAGMA cache_size=\(cacheSize)") }
+        return try db.readTransaction { () throws(StoreError) -> StoredUser in try loadInTransaction(user: user, decoder: decoder) }
+    }
+
+    private func loadInTransaction(user: String, decoder: PayloadDecoder) throws(StoreError) -> StoredUser {
+        var stored = StoredUser()
         // The table sized once: grown by doubling, 1,000 cards were hashed again some 1,000
         // more times (an eighth of opening a store of 1,000 cards).
         let count = try statement("SELECT COUNT(*) FROM cards WHERE user_id = ?")
