@@ -12,7 +12,8 @@ Rows:
      through the Python bindings; against pure Python (json + a list filter + json.dumps) and
      orjson. Output check: the same card ids in every output.
   2. the cost of one call: a count from C, and from Python next to the ctypes floor.
-  3. cold start: load the library and open a controller on 1,000 stored cards, to the first feed.
+  3. cold start: load the library and open a controller on 1,000 stored cards, to the first feed
+     (processes started with posix_spawn by bench/proctime.c, beside an empty process).
   4. logging: durable impressions per second, and the latency of one call (p50, p99).
   5. memory: resident memory per 10,000 stored cards, and per controller for 1,000 of them.
   6. scaling: the pipeline at 100, 1,000, 10,000 and 100,000 cards.
@@ -338,27 +339,38 @@ class Bench:
         python = sys.executable
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 
-        # Each process is short: many rounds, and in each round every command runs once, one
-        # after the other, so that a slow moment of the machine falls on all of them alike.
         script = ("import time; t=time.perf_counter(); import contentcards; t1=time.perf_counter(); "
                   f"cc=contentcards.ContentCards(storage_path={store!r}, user_id='bench'); n=len(cc.cards()); "
                   "t2=time.perf_counter(); print(n, (t1-t)*1000, (t2-t1)*1000)")
-        commands = {"c": [self.bench_c, "cold", store], "true": ["/bin/true"], "load": [self.bench_c, "load"],
+
+        # Each process is short: many rounds, and in each round every command runs once, one
+        # after the other, so that a slow moment of the machine falls on all of them alike.
+        # The processes are started by `proctime` (posix_spawn, as a shell or hyperfine starts
+        # them): from this Python process, a hundred megabytes resident by now, subprocess
+        # added about a millisecond to every process, as much as the empty one it measured.
+        # "c" opens the store as a clean close left it (stamped: no full check); "c_check" first
+        # removes the stamp, as any change to the file would, so its open checks every page.
+        commands = {"true": ["/bin/true"], "load": [self.bench_c, "load"], "c": [self.bench_c, "cold", store],
+                    "c_check": [self.bench_c, "cold-check", store],
                     "py": [python, "-c", script], "bare": [python, "-c", "pass"]}
-        times: dict[str, list[float]] = {k: [] for k in commands}
-        outputs: dict[str, list[str]] = {k: [] for k in commands}
-        for _ in range(15 if self.quick else 31):
-            for name, cmd in commands.items():
-                start = time.perf_counter()
-                outputs[name].append(subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout)
-                times[name].append((time.perf_counter() - start) * 1000)
-        c_ms, true_ms, load_ms = (statistics.median(times[k]) for k in ("c", "true", "load"))
+        rounds = 15 if self.quick else 31
+        outdir = tempfile.mkdtemp(prefix="proctime-", dir=self.tmp)
+        argv: list[str] = [os.path.join(self.build, "bin", "proctime"), str(rounds), outdir]
+        for i, cmd in enumerate(commands.values()):
+            argv += ([";"] if i else []) + cmd
+        medians = json.loads(subprocess.run(argv, check=True, capture_output=True, text=True, env=env).stdout)["median_ms"]
+        times = {name: [ms] for name, ms in zip(commands, medians)}
+        outputs: dict[str, list[str]] = {}
+        for i, name in enumerate(commands):
+            with open(os.path.join(outdir, f"{i}.out"), encoding="utf-8") as f:
+                outputs[name] = [line + "\n" for line in f.read().splitlines()]
+        c_ms, true_ms, load_ms, check_ms = (statistics.median(times[k]) for k in ("c", "true", "load", "c_check"))
         py_ms, bare_ms = statistics.median(times["py"]), statistics.median(times["bare"])
         # The figures a run prints are medians too: one run's alone swung by half.
         inner = [json.loads(out.strip().splitlines()[-1]) for out in outputs["c"]]
         runs = [out.split() for out in outputs["py"]]
         return {"cards": inner[0]["cards"], "c_process_ms": round(c_ms, 1), "true_process_ms": round(true_ms, 1),
-                "c_load_only_process_ms": round(load_ms, 1),
+                "c_load_only_process_ms": round(load_ms, 1), "c_checked_process_ms": round(check_ms, 1),
                 "c_open_ms": round(statistics.median(r["open_ms"] for r in inner), 3),
                 "c_first_feed_ms": round(statistics.median(r["first_feed_ms"] for r in inner), 3),
                 "py_process_ms": round(py_ms, 1), "py_bare_process_ms": round(bare_ms, 1),
@@ -442,6 +454,7 @@ class Bench:
               f"{cold['c_process_ms'] / cold['true_process_ms']:.1f}x it; one that only loads the library: "
               f"{cold['c_load_only_process_ms']} ms); "
               f"open {cold['c_open_ms']:.2f} ms, first feed {cold['c_first_feed_ms']:.2f} ms")
+        print(f"   the same after the file changed (no stamp: every page checked): {cold['c_checked_process_ms']} ms")
         print(f"   Python process {cold['py_process_ms']} ms (bare interpreter: {cold['py_bare_process_ms']} ms); "
               f"import {cold['py_import_ms']} ms, open + first feed {cold['py_open_and_feed_ms']} ms\n")
 
