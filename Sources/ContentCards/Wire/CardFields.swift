@@ -163,7 +163,7 @@ struct CardFields {
     /// From a parsed member: an extras object is converted here (values to strings, others to
     /// their JSON text), as the stream reader does.
     mutating func set(_ name: String, _ value: JSONValue) {
-        guard let key = KnownKey(rawValue: name) else { return }
+        guard let key = Parser.knownKey(named: name) else { return }
         if key == .e {
             switch value {
             case .object(let members):

@@ -334,7 +334,7 @@ struct Parser {
             return (known.rawValue, known)
         }
         let name = try parseString()
-        return (name, KnownKey(rawValue: name))
+        return (name, Parser.knownKey(named: name))
     }
 
     /// Reads a string token, validating UTF-8 and escapes. Strings without escapes are made
