@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <unistd.h>
 
 static const char BAD_UTF8[] = {'c', 'a', 'r', 'd', (char)0xC3, (char)0x28, 0};
 
@@ -164,9 +165,49 @@ static void storage_errors(void) {
     CHECK(strlen(cc_last_error_message()) > 0);
 }
 
+/* A clean close stamps the store as checked (contentcards.sqlite-checked); a page damaged
+ * after it is still found at the next open: the stamp no longer matches the file. */
+static void damaged_after_a_clean_close(void) {
+    char dir[] = "/tmp/cc-misuse-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char config[512], path[600], stamp[600];
+    snprintf(config, sizeof config,
+             "{\"userId\":\"u-1\",\"refreshTokens\":0,\"storagePath\":\"%s\",\"source\":{\"file\":\"" CC_SAMPLE_FEED "\"}}", dir);
+    snprintf(path, sizeof path, "%s/contentcards.sqlite", dir);
+    snprintf(stamp, sizeof stamp, "%s/contentcards.sqlite-checked", dir);
+    cc_controller *c = NULL;
+    CHECK_OK(cc_controller_open(&c, config));
+    CHECK_OK(cc_controller_refresh(NULL, c, 10));
+    CHECK_OK(cc_controller_close(c));
+    CHECK(access(stamp, F_OK) == 0);
+    c = NULL;
+    CHECK_OK(cc_controller_open(&c, config));       /* stamped: opens as before */
+    int64_t total = 0;
+    CHECK_OK(cc_controller_counts(&total, NULL, c, NULL));
+    CHECK(total == 10);
+    CHECK_OK(cc_controller_close(c));
+    FILE *f = fopen(path, "r+b");                   /* the last page, overwritten */
+    CHECK(f != NULL);
+    if (f) {
+        CHECK(fseek(f, -4096, SEEK_END) == 0);
+        char junk[4096];
+        memset(junk, 0xFF, sizeof junk);
+        CHECK(fwrite(junk, 1, sizeof junk, f) == sizeof junk);
+        fclose(f);
+    }
+    c = NULL;
+    CHECK_RC(CC_E_STORAGE, cc_controller_open(&c, config));
+    CHECK(c == NULL);
+    CHECK(strstr(cc_last_error_message(), "damaged") != NULL);
+    char command[700];
+    snprintf(command, sizeof command, "rm -rf '%s'", dir);
+    CC_TEST_IGNORE(system(command));
+}
+
 int main(void) {
     bad_handles();
     null_and_bad_arguments();
     storage_errors();
+    damaged_after_a_clean_close();
     return cc_test_finish("test_misuse");
 }
