@@ -345,10 +345,10 @@ final class CardStore {
         }
     }
 
+    /// Whether `cards` has the column: a statement naming it compiles only then. (Asking
+    /// `pragma_table_info` builds a virtual table: 46 µs of a cold open, against 8.)
     private func hasChecksumColumn() throws(StoreError) -> Bool {
-        let has = try db.prepare("SELECT 1 FROM pragma_table_info('cards') WHERE name = 'checksum'")
-        defer { has.reset() }
-        return try has.step()
+        try db.compiles("SELECT checksum FROM cards LIMIT 0")
     }
 
     private func statement(_ sql: String) throws(StoreError) -> SQLiteStatement {

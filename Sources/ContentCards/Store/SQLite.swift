@@ -95,6 +95,21 @@ final class SQLiteDatabase {
         return SQLiteStatement(stmt, db: self)
     }
 
+    /// Whether `sql` compiles against the schema (a statement naming a column compiles only
+    /// when the column exists); nothing is run.
+    func compiles(_ sql: String) throws(StoreError) -> Bool {
+        guard let handle else { throw StoreError("the store is closed") }
+        if isInherited { throw Self.inheritedError }
+        var stmt: OpaquePointer?
+        let rc = ForkSafety.sqlite { sqlite3_prepare_v2(handle, sql, -1, &stmt, nil) }
+        ForkSafety.sqlite { _ = sqlite3_finalize(stmt) }
+        if rc == SQLITE_OK { return true }
+        note(rc)
+        // A damaged schema is not a missing column: said as it is.
+        if rc & 0xFF == SQLITE_CORRUPT || rc & 0xFF == SQLITE_NOTADB { throw fail("cannot read the schema") }
+        return false
+    }
+
     /// Runs `body` in one read transaction (a deferred `BEGIN`: the first read takes the
     /// snapshot). The reads inside see one state of the file, and SQLite takes its read lock,
     /// and checks the file and the WAL for other connections' commits, once instead of once
