@@ -56,7 +56,7 @@ public enum CardJSON {
     }
 
     private static func feed(_ cards: [Card]) -> JSONWriter {
-        var writer = JSONWriter(reservingCapacity: 720 * max(cards.count, 1))
+        var writer = JSONWriter(reservingFilled: 720 * max(cards.count, 1))
         writer.beginArray()
         for card in cards { write(card, to: &writer) }
         writer.endArray()

@@ -23,6 +23,13 @@ public struct JSONWriter {
         out = ByteBuffer(capacity: capacity)
     }
 
+    /// A writer for a text about `capacity` bytes long that will fill most of it (a feed):
+    /// between 64 KiB and 4 MiB its pages are faulted in at once (`ByteBuffer.prefault`).
+    init(reservingFilled capacity: Int) {
+        out = ByteBuffer(capacity: capacity)
+        if capacity >= 1 << 16 && capacity <= 1 << 22 { out.prefault() }
+    }
+
     public var string: String { out.withBytes { String(decoding: $0, as: UTF8.self) } }
 
     /// An allocation failed while writing: the bytes are only a prefix of what was written.
@@ -386,6 +393,22 @@ struct ByteBuffer {
     }
 
     var array: [UInt8] { Array(UnsafeBufferPointer(start: base, count: count)) }
+
+    /// Asks the kernel to fault in the buffer's whole pages now, in one call, instead of one
+    /// fault at a time as they are first written: on these virtual machines a fresh page cost
+    /// 1.9 µs touched and 1.2 µs populated, and the 160 pages of a 1,000-card feed were a tenth
+    /// of a cold start (issue 9). Only for a buffer that will be filled (the unfilled rest is
+    /// resident too), and only a hint: MADV_POPULATE_WRITE (Linux 5.14) changes no byte, and an
+    /// older kernel's refusal is ignored.
+    func prefault() {
+        guard capacity > 0 else { return }
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        guard page > 0 else { return }
+        let first = (Int(bitPattern: base) + page - 1) & ~(page - 1)
+        let last = (Int(bitPattern: base) + capacity) & ~(page - 1)
+        guard last > first, let start = UnsafeMutableRawPointer(bitPattern: first) else { return }
+        _ = madvise(start, last - first, 23 /* MADV_POPULATE_WRITE */)
+    }
 
     func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
         try withExtendedLifetime(storage) { try body(UnsafeBufferPointer(start: base, count: count)) }
