@@ -249,7 +249,11 @@ typedef struct cc_controller cc_controller;
  * ("read-only"). A file that is another application's SQLite database (application_id not
  * contentcards' 0x43437264, or tables that are not contentcards') is refused; a store made by
  * version 0.1.0 (application_id 0, contentcards' tables) is adopted. A damaged store
- * (PRAGMA quick_check) is refused before anything is written. Events left pending by an earlier run
+ * (PRAGMA quick_check) is refused before anything is written; the check of every page is
+ * skipped when the file is exactly as a clean close of this library left it (the stamp
+ * contentcards.sqlite-checked beside it: inode, size, modification and change times), so it
+ * runs at the first open after any change made to the file by other means. The -wal and -shm
+ * files stay beside the store between opens (emptied at a clean close). Events left pending by an earlier run
  * are delivered in the background when an event sink is configured.
  * On success *out is the new handle; on failure *out is set to NULL.
  * Errors: CC_E_INVALID_ARGUMENT (out NULL, invalid UTF-8), CC_E_CONFIG, CC_E_STORAGE,
