@@ -94,6 +94,15 @@ import Glibc
         #expect(symlink(real, stamp) == 0)
         #expect(try reopen(dir) == (true, 200))
         #expect(lstat(stamp, &st) == 0 && st.st_mode & S_IFMT == S_IFLNK)
+        // A FIFO (or a directory): not read, not written, and neither blocks an open or a close.
+        unlink(stamp)
+        #expect(mkfifo(stamp, 0o600) == 0)
+        #expect(try reopen(dir) == (true, 200))
+        #expect(lstat(stamp, &st) == 0 && st.st_mode & S_IFMT == S_IFIFO)
+        unlink(stamp)
+        #expect(mkdir(stamp, 0o700) == 0)
+        #expect(try reopen(dir) == (true, 200))
+        rmdir(stamp)
         // Garbage, and a stamp cut short: not a match.
         unlink(stamp)
         #expect(FileManager.default.createFile(atPath: stamp, contents: Data("contentcards-checked 1 1".utf8),

@@ -61,11 +61,14 @@ enum CheckStamp {
             return
         }
         if saved(target) == now { return }     // closed without a write: the same stamp
-        let fd = open(target, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        // O_NONBLOCK: a FIFO put at the stamp's path must not block the close (nothing the
+        // library does waits on a file it does not own); fstat then refuses it.
+        let fd = open(target, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0o600)
         guard fd >= 0 else { return }
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid() else { return }
+        ftruncate(fd, 0)
         fchmod(fd, 0o600)
         let bytes = Array(now.utf8)
         let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
@@ -76,7 +79,7 @@ enum CheckStamp {
     /// The stamp's text, when it is a small private regular file of this user (never through
     /// a symbolic link).
     private static func saved(_ path: String) -> String? {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)   // a FIFO never blocks
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var st = stat()
