@@ -117,24 +117,19 @@ final class SQLiteDatabase {
     /// `body` simply runs in it.
     func readTransaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
         guard let handle, sqlite3_get_autocommit(handle) != 0 else { return try body() }
-        return try ForkSafety.sqlite { () throws(StoreError) -> T in   // never open across a fork()
-            try execute("BEGIN")
-            do throws(StoreError) {
-                let value = try body()
-                try execute("COMMIT")
-                return value
-            } catch {
-                try? execute("ROLLBACK")
-                throw error
-            }
-        }
+        return try inTransaction(beginning: "BEGIN", body)
     }
 
     /// Runs `body` in one IMMEDIATE transaction (the write lock is taken up front, so two
     /// processes never deadlock upgrading a read to a write), rolling back on error.
     func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+        try inTransaction(beginning: "BEGIN IMMEDIATE", body)
+    }
+
+    /// `begin`, then `body`, then COMMIT; ROLLBACK when anything throws.
+    private func inTransaction<T>(beginning begin: String, _ body: () throws(StoreError) -> T) throws(StoreError) -> T {
         try ForkSafety.sqlite { () throws(StoreError) -> T in   // never open across a fork()
-            try execute("BEGIN IMMEDIATE")
+            try execute(begin)
             do throws(StoreError) {
                 let value = try body()
                 try execute("COMMIT")
