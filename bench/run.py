@@ -358,17 +358,17 @@ class Bench:
         argv: list[str] = [os.path.join(self.build, "bin", "proctime"), str(rounds), outdir]
         for i, cmd in enumerate(commands.values()):
             argv += ([";"] if i else []) + cmd
-        medians = json.loads(subprocess.run(argv, check=True, capture_output=True, text=True, env=env).stdout)["median_ms"]
-        times = {name: [ms] for name, ms in zip(commands, medians)}
-        outputs: dict[str, list[str]] = {}
+        result = subprocess.run(argv, check=True, capture_output=True, text=True, env=env).stdout
+        medians = dict(zip(commands, json.loads(result)["median_ms"]))
+        lines: dict[str, list[str]] = {}    # each command's output, a line a round
         for i, name in enumerate(commands):
             with open(os.path.join(outdir, f"{i}.out"), encoding="utf-8") as f:
-                outputs[name] = [line + "\n" for line in f.read().splitlines()]
-        c_ms, true_ms, load_ms, check_ms = (statistics.median(times[k]) for k in ("c", "true", "load", "c_check"))
-        py_ms, bare_ms = statistics.median(times["py"]), statistics.median(times["bare"])
+                lines[name] = f.read().splitlines()
+        c_ms, true_ms, load_ms, check_ms = (medians[k] for k in ("c", "true", "load", "c_check"))
+        py_ms, bare_ms = medians["py"], medians["bare"]
         # The figures a run prints are medians too: one run's alone swung by half.
-        inner = [json.loads(out.strip().splitlines()[-1]) for out in outputs["c"]]
-        runs = [out.split() for out in outputs["py"]]
+        inner = [json.loads(line) for line in lines["c"]]
+        runs = [line.split() for line in lines["py"]]
         return {"cards": inner[0]["cards"], "c_process_ms": round(c_ms, 1), "true_process_ms": round(true_ms, 1),
                 "c_load_only_process_ms": round(load_ms, 1), "c_checked_process_ms": round(check_ms, 1),
                 "c_open_ms": round(statistics.median(r["open_ms"] for r in inner), 3),
