@@ -109,7 +109,7 @@ extension ContentCardsController {
         if let next { changes.upserts = [next] }
         if kind == .dismissal { changes.dismissalsAdded = [card.id] }
         try persist(changes, for: userID)
-        publish(changes)
+        publish(&changes)
         return (.recorded(eventID: event.id, stateChanged: next != nil), currentCounts())
     }
 }

@@ -57,7 +57,7 @@ extension ContentCardsController {
                 }
                 if !changes.isEmpty {
                     try persist(changes, for: userID)
-                    publish(changes)
+                    publish(&changes)
                 }
                 return .success((results, currentCounts()))
             } catch { return .failure(error) }

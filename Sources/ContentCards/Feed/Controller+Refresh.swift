@@ -378,7 +378,7 @@ extension ContentCardsController {
         let nextSync = sync ?? SyncState(validator: nil, syncedAt: stored.sync.syncedAt)
         if nextSync != stored.sync { merge.changes.sync = nextSync }
         do { try persist(merge.changes, for: userID) } catch { return .failure(error) }
-        publish(merge.changes)
+        publish(&merge.changes)
         record.leftOut = payload.leftOut
         var summary = SyncSummary()
         summary.added = merge.stats.added

@@ -24,8 +24,9 @@ extension ContentCardsController {
     }
 
     /// Makes persisted changes visible to readers. Called with the writer's lock held, after
-    /// the store committed `changes`.
-    func publish(_ changes: StoreChanges) {
+    /// the store committed `changes`, whose cards are moved into the state (`changes.upserts`
+    /// is left holding empty cards).
+    func publish(_ changes: inout StoreChanges) {
         // Readers update the index's counts memo under the readers' lock, so even reading the
         // index takes it here (the decision costs O(changes · log n)).
         let few = changes.upserts.count + changes.deletes.count <= 4096
@@ -33,7 +34,7 @@ extension ContentCardsController {
             guard few && stored.moves(changes, in: index) <= Self.inPlaceBudget / max(index.entries.count, 1) else {
                 return false
             }
-            for t in stored.apply(changes) { index.update(old: t.old, new: t.new) }
+            for t in stored.apply(moving: &changes) { index.update(old: t.old, new: t.new) }
             publishBadge()
             return true
         }
@@ -42,7 +43,7 @@ extension ContentCardsController {
         // one (only writers, who hold `lock`, change `stored`, and readers only read its
         // storage), then swap. The old state is freed after the lock is let go.
         var nextStored = stored
-        let transitions = nextStored.apply(changes)
+        let transitions = nextStored.apply(moving: &changes)
         let base = readLock.withLock { index }
         var nextIndex = base.applying(transitions)
         _ = nextIndex.counts(.all, now: clock.now())     // the tallies, counted before the swap

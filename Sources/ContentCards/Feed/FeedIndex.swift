@@ -94,6 +94,7 @@ struct FeedIndex {
     init(_ cards: Dictionary<CardKey, Card>.Values) {
         var all: [Entry] = []
         all.reserveCapacity(cards.count)
+        HugePages.adviseCapacity(of: all)
         for card in cards { all.append(Entry(Facts(card), classType: classTypeID(card.classType))) }
         entries = Self.inFeedOrder(all)
     }
@@ -114,6 +115,7 @@ struct FeedIndex {
         }
         var keys: [Key] = []
         keys.reserveCapacity(entries.count)
+        HugePages.adviseCapacity(of: keys)
         for (i, e) in entries.enumerated() {
             keys.append(Key(rank: e.pinned ? 0 : 1, created: ~(UInt64(bitPattern: e.created) ^ (1 << 63)), at: UInt32(i)))
         }
@@ -130,6 +132,7 @@ struct FeedIndex {
         }
         var sorted: [Entry] = []
         sorted.reserveCapacity(entries.count)
+        HugePages.adviseCapacity(of: sorted)
         for key in keys { sorted.append(entries[Int(key.at)]) }
         return sorted
     }
@@ -303,6 +306,7 @@ extension FeedIndex {
         var removed = [Bool](repeating: false, count: entries.count)
         var added: [Entry] = []
         added.reserveCapacity(transitions.count)
+        HugePages.adviseCapacity(of: added)
         for t in transitions {
             if let old = t.old, let at = find(old) { removed[at] = true }
             if let new = t.new { added.append(Entry(new, classType: next.classTypeID(new.classType))) }
@@ -315,6 +319,7 @@ extension FeedIndex {
         }
         var merged: [Entry] = []
         merged.reserveCapacity(entries.count + added.count)
+        HugePages.adviseCapacity(of: merged)
         var i = 0, j = 0
         while i < entries.count || j < added.count {
             if i < entries.count && removed[i] { i += 1; continue }

@@ -36,6 +36,7 @@ struct Merge {
         var merge = Merge()
         // Sized once: grown by doubling, a full sync's array held a third more than it used.
         merge.changes.upserts.reserveCapacity(payload.cards.count)
+        HugePages.adviseCapacity(of: merge.changes.upserts)
         // The decoder's set of the ids when it has one (it matches the cards: the decoder
         // refuses a repeated id), else collected here.
         var listed: Set<CardKey>
@@ -44,6 +45,7 @@ struct Merge {
             payload.listedIDs = nil
         } else {
             listed = Set<CardKey>(minimumCapacity: payload.cards.count)
+            HugePages.adviseStorage(of: listed)
             // By index: `for server in payload.cards` copies every card to read its id.
             for i in payload.cards.indices { listed.insert(CardKey(payload.cards[i].card.id)) }
         }

@@ -24,10 +24,15 @@ public struct JSONWriter {
     }
 
     /// A writer for a text about `capacity` bytes long that will fill most of it (a feed):
-    /// between 64 KiB and 4 MiB its pages are faulted in at once (`ByteBuffer.prefault`).
+    /// between 64 KiB and 4 MiB its pages are faulted in at once (`ByteBuffer.prefault`); from
+    /// 4 MiB on, backed by 2 MiB pages as they are written (`HugePages`).
     init(reservingFilled capacity: Int) {
         out = ByteBuffer(capacity: capacity)
-        if capacity >= 1 << 16 && capacity <= 1 << 22 { out.prefault() }
+        if capacity >= HugePages.minimumBytes {
+            out.withReserved { HugePages.advise($0, count: $1) }
+        } else if capacity >= 1 << 16 {
+            out.prefault()
+        }
     }
 
     public var string: String { out.withBytes { String(decoding: $0, as: UTF8.self) } }
@@ -412,6 +417,11 @@ struct ByteBuffer {
 
     func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
         try withExtendedLifetime(storage) { try body(UnsafeBufferPointer(start: base, count: count)) }
+    }
+
+    /// Calls `body` with the start of the buffer's memory and its capacity in bytes.
+    func withReserved(_ body: (UnsafeRawPointer, Int) -> Void) {
+        withExtendedLifetime(storage) { body(UnsafeRawPointer(base), capacity) }
     }
 
     /// Forgets the bytes written, keeping the memory (the buffer must be this copy's own); a

@@ -168,6 +168,7 @@ public struct PayloadDecoder: Sendable {
         // the set rehashes every id again.
         let expected = min(parser.bytes.count / 256, 1 << 20)
         var seen = Set<CardKey>(minimumCapacity: expected)
+        HugePages.adviseStorage(of: seen)
         // The cards' array too: grown by doubling, a 10,000-card payload's went through four
         // buffers (3 MB of fresh pages for 1.6 MB of cards). Reserved memory that is never
         // written is never touched (and never resident), but it is address space, which a
@@ -176,6 +177,7 @@ public struct PayloadDecoder: Sendable {
         // (Capped at 65,536 cards, a 1,000,000-card apply grew the array five times, and its
         // peak rose by 15 MB.)
         payload.cards.reserveCapacity(min(parser.bytes.count / 384, 1 << 22))
+        HugePages.adviseCapacity(of: payload.cards)
         var index = 0
         // One card's scratch space, reused for the next: its extras list and the body writer.
         var fields = CardFields()
