@@ -21,13 +21,15 @@ public struct Card: Hashable, Sendable {
     public var dismissible: Bool
     public var pinned: Bool
     public var isTest: Bool
+    /// The kind of card (the case of `content`), kept apart from the body: filters, counts and
+    /// the encoder read it for every card. Declared beside the flags, whose bytes it shares a
+    /// word with: after `imagePath` it took a word of its own (a `Card` of 88 bytes instead of
+    /// 80, in every table and array of cards).
+    public private(set) var type: CardType
     /// The local file of the card's image in the image cache (docs/BEHAVIOUR.md, "Images"),
     /// nil when the cache has none. Set on the cards the controller reads out; never stored
     /// and never sent.
     public var imagePath: String?
-    /// The kind of card (the case of `content`), kept apart from the body: filters, counts and
-    /// the encoder read it for every card.
-    public private(set) var type: CardType
     /// `extras["class_type"]` normalized (trimmed, lower-cased, and mapped to `""` when the
     /// application declared its known class types and this is not one of them).
     public var classType: String {
