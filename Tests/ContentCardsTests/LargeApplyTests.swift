@@ -40,9 +40,17 @@ import Testing
         #expect(index.ids(.all, now: 0) == FeedIndex(moved.cards.values).ids(.all, now: 0))
     }
 
-    @Test func aCardIsEightyBytes() {
+    @Test func aCardIsEightyBytesAndAnIndexEntryForty() {
         // The kind sits beside the flags; declared after `imagePath` it took a word of its own.
         #expect(MemoryLayout<Card>.size <= 80)
+        // The entry's five flags in one byte (five `Bool`s made it 41 bytes, a stride of 48).
+        #expect(MemoryLayout<FeedIndex.Entry>.stride == 40)
+        let facts = FeedIndex.Facts(Card(id: "x", created: 5, viewed: true, read: true, pinned: true,
+                                         content: .control))
+        var e = FeedIndex.Entry(facts, classType: 3)
+        #expect(e.pinned && e.control && e.viewed && !e.dismissed && e.read && e.classType == 3)
+        e.dismissed = true; e.viewed = false
+        #expect(e.pinned && e.control && !e.viewed && e.dismissed && e.read)
     }
 
     @Test func hugePagesAreAdvisedOnlyInsideTheBuffer() {
