@@ -17,7 +17,10 @@ import Musl
 /// may refuse it (THP set to `never`, an old kernel: ignored), and a buffer left mostly
 /// unwritten would hold up to 2 MiB more resident per huge page it touched. Only the whole
 /// 2 MiB pages inside the buffer are advised, so no byte outside it is affected. The memory is
-/// the allocator's as before: freeing it is unchanged.
+/// the allocator's as before: freeing it is unchanged. One trace outlives the buffer: when
+/// glibc took it from its heap rather than mapping it (its mmap threshold rises up to 32 MiB
+/// after large frees), that stretch of the heap keeps the advice, and what is allocated there
+/// later may get 2 MiB pages too, until the heap is trimmed.
 enum HugePages {
     /// Below this, the 4 KiB pages' faults are few and a huge page would mostly sit empty.
     static let minimumBytes = 4 << 20
