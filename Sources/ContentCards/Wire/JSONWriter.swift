@@ -29,7 +29,7 @@ public struct JSONWriter {
     init(reservingFilled capacity: Int) {
         out = ByteBuffer(capacity: capacity)
         if capacity >= HugePages.minimumBytes {
-            out.withReserved { HugePages.advise($0, count: $1) }
+            out.adviseHugePages()
         } else if capacity >= 1 << 16 {
             out.prefault()
         }
@@ -415,13 +415,15 @@ struct ByteBuffer {
         _ = madvise(start, last - first, 23 /* MADV_POPULATE_WRITE */)
     }
 
-    func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
-        try withExtendedLifetime(storage) { try body(UnsafeBufferPointer(start: base, count: count)) }
+    /// Asks for 2 MiB pages for the buffer's whole huge pages (`HugePages`): for a buffer of
+    /// 4 MiB or more that will be filled, where faulting it all in at once would not pay.
+    func adviseHugePages() {
+        guard capacity > 0 else { return }
+        HugePages.advise(base, count: capacity)
     }
 
-    /// Calls `body` with the start of the buffer's memory and its capacity in bytes.
-    func withReserved(_ body: (UnsafeRawPointer, Int) -> Void) {
-        withExtendedLifetime(storage) { body(UnsafeRawPointer(base), capacity) }
+    func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        try withExtendedLifetime(storage) { try body(UnsafeBufferPointer(start: base, count: count)) }
     }
 
     /// Forgets the bytes written, keeping the memory (the buffer must be this copy's own); a
