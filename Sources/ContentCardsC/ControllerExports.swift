@@ -108,8 +108,7 @@ public func cc_controller_feed(_ outJSON: UnsafeMutablePointer<UnsafeMutablePoin
     entry { () throws(ContentCardsError) in
         let out = try CStrings.requireOutput(outJSON, "out_json")
         let c = try Handles.controller(controller)
-        let cards = try c.cards(try filterArgument(filterJSON))
-        guard let json = CardJSON.encodeMalloced(cards) else {
+        guard let json = try c.cardsJSONMalloced(try filterArgument(filterJSON)) else {
             throw ContentCardsError(.noMemory, "out of memory writing the feed")
         }
         out.pointee = json

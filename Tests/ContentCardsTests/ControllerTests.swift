@@ -32,14 +32,31 @@ final class UpdateLog: @unchecked Sendable {
         #expect(try c.counts() == FeedCounts(total: 10, unviewed: 9, unread: 9))
     }
 
+    /// `cardsJSON` is written straight from the published cards (issue 9), not from `cards()`:
+    /// the two must agree for every filter, after dismissals, expiry and read state too.
     @Test func cardsJSONIsTheCardsAsJSON() throws {
-        let c = try makeController()
+        let clock = ManualClock(1_763_800_000)
+        let c = try makeController(clock: clock)
+        #expect(try c.cardsJSON() == "[]")
         try c.refresh()
-        for filter in [ClassTypeFilter.all, ClassTypeFilter(["home_tile"]), ClassTypeFilter(["coupon_code", "message_webview"])] {
-            let json = try c.cardsJSON(filter)
-            #expect(json == CardJSON.encode(try c.cards(filter)))
-            #expect(try CardJSON.decodeList(json) == (try c.cards(filter)))
+        let filters = [ClassTypeFilter.all, ClassTypeFilter(["home_tile"]), ClassTypeFilter(["coupon_code", "message_webview"]),
+                       ClassTypeFilter(["no_such_type"])]
+        func check() throws {
+            for filter in filters {
+                let json = try c.cardsJSON(filter)
+                #expect(json == CardJSON.encode(try c.cards(filter)))
+                #expect(try CardJSON.decodeList(json) == (try c.cards(filter)))
+            }
         }
+        try check()
+        _ = try c.logDismissal(cardID: "tile-2")
+        _ = try c.logImpression(cardID: "msg-1")
+        try c.apply("[\(Fixtures.wire("soon", created: 2_000_000_000, extra: #""ea":1763800010"#))]")
+        #expect(try c.cards().first?.id == "soon")
+        try check()
+        clock.set(1_763_800_010)
+        #expect(try !c.cards().contains { $0.id == "soon" || $0.id == "tile-2" })
+        try check()
     }
 
     @Test func orderIsPinnedThenNewestThenIdDescending() throws {

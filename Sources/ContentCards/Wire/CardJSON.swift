@@ -55,11 +55,18 @@ public enum CardJSON {
         try withEncoded(Array(cards), body)
     }
 
-    private static func feed(_ cards: [Card]) -> JSONWriter {
-        var writer = JSONWriter(reservingFilled: 720 * max(cards.count, 1))
-        writer.beginArray()
+    static func feed(_ cards: [Card]) -> JSONWriter {
+        var writer = feedWriter(count: cards.count)
         for card in cards { write(card, to: &writer) }
         writer.endArray()
+        return writer
+    }
+
+    /// A writer for a feed of `count` cards, its array begun: the caller writes each card and
+    /// ends the array. Sized once for the whole feed (a card's JSON rarely passes 720 bytes).
+    static func feedWriter(count: Int) -> JSONWriter {
+        var writer = JSONWriter(reservingFilled: 720 * max(count, 1))
+        writer.beginArray()
         return writer
     }
 
