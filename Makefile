@@ -171,7 +171,7 @@ clean:
 
 # The Python distributions in dist/: the sdist (the package and the library's sources) and a
 # wheel built from that sdist alone, repaired by auditwheel (tagged manylinux_2_35_x86_64 for the
-# glibc the library needs; libsqlite3 bundled). The build tools live in build/pack-tools.
+# glibc the library needs; SQLite linked in). The build tools live in build/pack-tools.
 PACK := $(BUILD)/pack-tools
 .PHONY: wheel package-test pack-tools
 pack-tools:

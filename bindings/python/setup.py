@@ -27,7 +27,7 @@ The metadata is in pyproject.toml. This file only adds:
   ``make cmake`` updates what an editable install uses.
 * The wheel is platform-specific (``py3-none-<platform>``): it carries a native library.
   ``make wheel`` then runs ``auditwheel repair``, which tags it ``manylinux_2_35_x86_64`` (the
-  newest glibc symbol the library uses is ``GLIBC_2.35``) and bundles libsqlite3.
+  newest glibc symbol the library uses is ``GLIBC_2.35``); SQLite is linked into the library.
 
 Stage lines go to stderr (``pip install -v`` shows them, with CMake's own progress).
 """

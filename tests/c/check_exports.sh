@@ -7,10 +7,14 @@
 # library from being unloaded.
 # A third argument, static-cxx, also requires the C++ standard library linked in (CMake's
 # build, where the compiler has libstdc++.a: no libstdc++.so to load, docs/PERFORMANCE.md).
+# A fourth, static-sqlite, requires SQLite linked in (CMake's build where libsqlite3.a is
+# installed: no libsqlite3.so to load and bind, docs/BEHAVIOUR.md, "The store"), its symbols
+# hidden like every other non-cc_ one.
 set -eu
 lib=$1
 header=$2
 want_static_cxx=${3:-}
+want_static_sqlite=${4:-}
 declared=$(grep -oE '\bcc_[a-z0-9_]+[[:space:]]*\(' "$header" | tr -d ' (' | sort -u)
 exported=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TW]$/ {print $3}' | sed 's/@.*//' | grep '^cc_' | sort -u)
 status=0
@@ -30,6 +34,12 @@ if readelf -d "$lib" | grep NEEDED | grep -q 'libswift\|libFoundation\|libdispat
 fi
 if [ "$want_static_cxx" = static-cxx ] && readelf -d "$lib" | grep NEEDED | grep -q 'libstdc++'; then
     echo "the library needs libstdc++.so (expected it linked in)"; status=1
+fi
+if [ "$want_static_sqlite" = static-sqlite ] && readelf -d "$lib" | grep NEEDED | grep -q 'libsqlite3'; then
+    echo "the library needs libsqlite3.so (expected SQLite linked in)"; status=1
+fi
+if [ "$want_static_sqlite" = static-sqlite ] && ! strings -a "$lib" | grep -q sqlite_master; then
+    echo "no SQLite inside the library"; status=1
 fi
 # The oldest glibc the library runs on is the README's promise (2.35: Ubuntu 22.04): no symbol
 # of a newer version may come in (the C++ standard library linked in brought arc4random, 2.36,
