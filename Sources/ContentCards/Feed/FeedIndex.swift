@@ -260,27 +260,31 @@ struct FeedIndex {
 
     /// The ids of the visible cards passing `filter`, in feed order.
     func ids(_ filter: ClassTypeFilter, now: Double) -> [String] {
-        let at = positions(filter, now: now)
         var out: [String] = []
-        out.reserveCapacity(at.count)
-        for i in at { out.append(entries[Int(i)].id) }
+        forEachVisible(filter, now: now) { i in out.append(entries[i].id) }
         return out
     }
 
     /// Where the visible cards passing `filter` are in `entries`, in feed order: what a feed
     /// written straight from the store walks (4 bytes a card, where an id retains its string).
     func positions(_ filter: ClassTypeFilter, now: Double) -> [Int32] {
+        var out: [Int32] = []
+        forEachVisible(filter, now: now) { i in out.append(Int32(truncatingIfNeeded: i)) }
+        return out
+    }
+
+    /// Calls `body` with the position of each visible entry passing `filter`, in feed order.
+    @inline(__always)
+    private func forEachVisible(_ filter: ClassTypeFilter, now: Double, _ body: (Int) -> Void) {
         var chosen: [Bool]? = nil
         if let selected = selected(filter) {
             var mask = [Bool](repeating: false, count: classTypes.count)
             for t in selected { mask[Int(t)] = true }
             chosen = mask
         }
-        var out: [Int32] = []
         for (i, e) in entries.enumerated() where Self.visible(e, at: now) && (chosen?[Int(e.classType)] ?? true) {
-            out.append(Int32(truncatingIfNeeded: i))
+            body(i)
         }
-        return out
     }
 
     /// Total, unviewed and unread visible cards passing `filter`.
