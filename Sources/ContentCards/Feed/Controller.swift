@@ -205,6 +205,9 @@ public final class ContentCardsController: @unchecked Sendable {
         }
         // Outside the lock: both run the host's free_userdata callbacks.
         if wasOpen {
+            // Its timers leave the process-wide list now, not at their deadlines (a period
+            // can be a year): the scheduler holds nothing of closed controllers.
+            Scheduler.shared.cancel(on: background.queues)
             images?.close()
             hostTransport.set(nil)
             subscribers.removeAll()
@@ -304,12 +307,13 @@ public final class ContentCardsController: @unchecked Sendable {
     @discardableResult
     public func subscribe(_ callback: @escaping @Sendable (FeedUpdate) -> Void,
                           onRemove: (@Sendable () -> Void)? = nil) throws(ContentCardsError) -> Subscription {
+        // The subscriber list itself refuses once close has emptied it, so a subscribe that
+        // crosses a close on another thread is either removed by that close or refused here.
         let open = lock.withLock { store != nil }
-        guard open else {
+        guard open, let id = subscribers.add(callback, onRemove: onRemove) else {
             onRemove?()
             throw Self.closedError
         }
-        let id = subscribers.add(callback, onRemove: onRemove)
         return Subscription(id: id, subscribers: subscribers)
     }
 

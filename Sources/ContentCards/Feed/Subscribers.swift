@@ -52,12 +52,20 @@ final class Subscribers: @unchecked Sendable {
     private let callEnded = Condition()
     private var entries: [Entry] = []
     private var nextID: UInt64 = 0
+    /// Set by `removeAll` (close): no subscriber is added after it. Without it a subscribe
+    /// that checked "open" just before close, and added just after close listed the
+    /// subscribers, stayed in a list nobody empties: its `onRemove` (the host's
+    /// free_userdata) never ran.
+    private var closed = false
     /// Where a long cascade of updates continues (a library thread, started on demand).
     let later = WorkQueue()
 
-    /// Adds a subscriber; `onRemove` runs exactly once when it is removed (or the controller closes).
-    func add(_ callback: @escaping @Sendable (FeedUpdate) -> Void, onRemove: (@Sendable () -> Void)? = nil) -> UInt64 {
+    /// Adds a subscriber; `onRemove` runs exactly once when it is removed (or the controller
+    /// closes). Nil once `removeAll` has run (the controller closed): nothing was added, and
+    /// the caller runs `onRemove` itself.
+    func add(_ callback: @escaping @Sendable (FeedUpdate) -> Void, onRemove: (@Sendable () -> Void)? = nil) -> UInt64? {
         lock.withLock {
+            if closed { return nil }
             nextID += 1
             entries.append(Entry(id: nextID, callback: callback, onRemove: onRemove))
             return nextID
@@ -86,9 +94,12 @@ final class Subscribers: @unchecked Sendable {
         return true
     }
 
-    /// Removes every subscriber (at close).
+    /// Removes every subscriber, and refuses any added later (at close).
     func removeAll() {
-        let ids = lock.withLock { entries.map(\.id) }
+        let ids = lock.withLock {
+            closed = true
+            return entries.map(\.id)
+        }
         for id in ids { remove(id) }
     }
 
