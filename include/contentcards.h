@@ -504,8 +504,9 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_pending_events_json(char **out_js
  * that do not decode (left out of the feed, counted here), and "lastSuccessfulRefreshAt": when
  * the user's cards last came from a successful refresh (unix seconds, null when never), kept in
  * the store so that it survives a reopen (a 304's time is not written: docs/BEHAVIOUR.md,
- * "Conditional refresh"). Errors: CC_E_INVALID_ARGUMENT (out_json
- * NULL), CC_E_INVALID_HANDLE,
+ * "Conditional refresh"), and "threadStartsRefused": thread starts the system refused in this
+ * process (the background work waited and was retried, never dropped).
+ * Errors: CC_E_INVALID_ARGUMENT (out_json NULL), CC_E_INVALID_HANDLE,
  * CC_E_STORAGE (inherited across fork()), CC_E_NO_MEMORY. A closed controller's diagnostics say
  * "closed":true. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_diagnostics(char **out_json, cc_controller *controller);

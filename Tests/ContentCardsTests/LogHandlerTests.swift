@@ -32,6 +32,19 @@ import Testing
         return try ContentCardsController(configuration: config, transport: transport)
     }
 
+    /// A refused thread start is logged (from the timer thread, which holds no lock of any
+    /// controller), and the work still runs once a thread can be had.
+    @Test func aRefusedThreadStartIsLoggedAndTheWorkStillRuns() throws {
+        let log = install(.warning)
+        defer { ContentCardsLog.setHandler(nil) }
+        let queue = WorkQueue()
+        queue.refuseStartsForTesting = 1
+        let ran = DispatchSemaphore(value: 0)
+        queue.async { ran.signal() }
+        #expect(ran.wait(timeout: .now() + 10) == .success, "the work never ran")
+        #expect(!log.texts(containing: "could not be started").isEmpty, "\(log.messages)")
+    }
+
     @Test func aRefreshFromAFileIsReported() throws {
         let log = install()
         defer { ContentCardsLog.setHandler(nil) }

@@ -12,8 +12,12 @@
 struct AutoRefreshState {
     /// Automatic refreshes that failed in a row.
     var failures = 0
-    /// A tick is waiting in the scheduler: never more than one per controller.
-    var scheduled = false
+    /// When the tick waiting in the scheduler is due (monotonic seconds); nil when none is.
+    /// One tick counts per controller: an earlier request (a user change while the next
+    /// period is far off) replaces a later one.
+    var scheduledAt: Double?
+    /// The generation of the tick that counts; a replaced tick finds another and does nothing.
+    var generation: UInt64 = 0
 }
 
 extension ContentCardsController {
@@ -43,22 +47,28 @@ extension ContentCardsController {
         return max(0.001, period * (1 + jitter * Double.random(in: -1...1)))
     }
 
+    /// Schedules the tick after `delay` seconds, unless one is due by then already: so the
+    /// refresh of a user change (delay 0) is never held back by a periodic tick due later.
     private func scheduleAutoRefresh(after delay: Double) {
-        let schedule: Bool = lock.withLock {
-            guard store != nil, !autoRefresh.scheduled else { return false }
-            autoRefresh.scheduled = true
-            return true
+        let generation: UInt64? = lock.withLock {
+            let due = monotonicSeconds() + delay
+            guard store != nil else { return nil }
+            if let at = autoRefresh.scheduledAt, at <= due { return nil }
+            autoRefresh.scheduledAt = due
+            autoRefresh.generation &+= 1
+            return autoRefresh.generation
         }
-        guard schedule else { return }
+        guard let generation else { return }
         Scheduler.shared.schedule(after: delay, on: background.refreshQueue) { [weak self] in
-            self?.autoRefreshTick()
+            self?.autoRefreshTick(generation)
         }
     }
 
     /// Runs on the refresh queue: one refresh, then the next tick (period, or backoff).
-    private func autoRefreshTick() {
+    private func autoRefreshTick(_ generation: UInt64) {
         let open: Bool = lock.withLock {
-            autoRefresh.scheduled = false
+            guard autoRefresh.generation == generation else { return false }   // replaced
+            autoRefresh.scheduledAt = nil
             return store != nil
         }
         guard open else { return }

@@ -18,6 +18,7 @@ extension ContentCardsController {
             // The store's rows for the user that did not become cards when loaded.
             if let rows = try? store?.cardRowCount(user: userID) { d.unreadableStoredCards = max(0, rows - stored.cards.count) }
             d.lastSuccessfulRefreshAt = lastSyncedAt > 0 ? lastSyncedAt : nil
+            d.threadStartsRefused = ThreadStarts.refused.count
             return d
         }
     }

@@ -42,6 +42,7 @@ extension ContentCardsController {
     @discardableResult
     public func flushEvents(timeout: Double? = nil) throws(ContentCardsError) -> FlushResult {
         let timeout = Self.clampTimeout(timeout ?? configuration.timeoutSeconds)
+        Scheduler.shared.kick()
         return try deliver(until: monotonicSeconds() + timeout)
     }
 

@@ -23,6 +23,9 @@ extension Result where Success == SyncAnswer {
 }
 
 final class RefreshTicket {
+    /// The user the refresh is for: only a refresh of the current user is joined.
+    let userID: String
+    init(userID: String) { self.userID = userID }
     var result: Result<SyncSummary, ContentCardsError>?
     /// What the fetch thread got (set under the controller's lock); ignored once the refresh
     /// was abandoned at its deadline.
@@ -52,6 +55,9 @@ final class Background: @unchecked Sendable {
     /// The thread delivering events (inside the events transport) while a delivery runs.
     var deliveryThread: pthread_t?
     static let maxFetches = 4
+
+    /// The queues the process's `Scheduler` may hold timers for (cancelled at close).
+    var queues: [WorkQueue] { [refreshQueue, deliveryQueue, expiryQueue] }
 
     func isFetching(_ thread: pthread_t) -> Bool { fetchThreads.contains { pthread_equal($0, thread) != 0 } }
 }
@@ -85,6 +91,7 @@ extension ContentCardsController {
         let timeout = Self.clampTimeout(timeout ?? configuration.timeoutSeconds)
         let deadline = monotonicSeconds() + timeout
         let me = pthread_self()
+        Scheduler.shared.kick()
         if lock.withLock({ background.isFetching(me) }) {
             throw ContentCardsError(.refused, "refresh called from inside this controller's transport callback, which the running refresh is waiting for: return from the callback first (refresh_async does not wait)")
         }
@@ -142,7 +149,10 @@ extension ContentCardsController {
     private func beginRefresh() throws(ContentCardsError) -> Begin {
         let outcome: Result<Begin, ContentCardsError> = lock.withLock {
             if store == nil { return .failure(Self.closedError) }
-            if let ticket = refreshInFlight { return .success(.joined(ticket)) }
+            // A refresh still running for the user before a change is not joined: its answer
+            // will be discarded, and the new user's refresh starts now (that one's late
+            // outcome leaves `refreshInFlight` to this one: see `perform`).
+            if let ticket = refreshInFlight, ticket.userID == userID { return .success(.joined(ticket)) }
             guard let source else {
                 let e = ContentCardsError(.noSource, "no source is configured: set \"source\" to a file, a url or a callback, or hand cards in with apply")
                 noteRefreshFailure(e)
@@ -165,7 +175,7 @@ extension ContentCardsController {
                 noteRefreshFailure(e)
                 return .failure(e)
             }
-            let ticket = RefreshTicket()
+            let ticket = RefreshTicket(userID: userID)
             refreshInFlight = ticket
             return .success(.started(RefreshStart(ticket: ticket, source: source, userID: userID, cursors: stored.cursors,
                                                   validator: stored.sync.validator)))

@@ -45,6 +45,9 @@ public struct Diagnostics: Sendable, Equatable {
     /// a 304 answer confirms the cards without writing anything, so its time is this process's
     /// only (after a reopen the time shown is that of the last refresh that brought cards).
     public var lastSuccessfulRefreshAt: Double? = nil
+    /// Thread starts the system refused in this process (all controllers): the background
+    /// work they were for waited and was retried, never dropped (docs/BEHAVIOUR.md, "Threads").
+    public var threadStartsRefused: Int = 0
 }
 
 /// The parts of the diagnostics the controller records as it goes.

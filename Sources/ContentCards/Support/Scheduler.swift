@@ -4,7 +4,8 @@ import Glibc
 import Musl
 #endif
 
-/// Starts a detached thread running `body`; false when the system refuses a thread.
+/// Starts a detached thread running `body`; false when the system refuses a thread (the refusal
+/// is counted in `ThreadStarts`).
 @discardableResult
 func spawnThread(_ body: @escaping () -> Void) -> Bool {
     let box = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
@@ -19,6 +20,7 @@ func spawnThread(_ body: @escaping () -> Void) -> Bool {
         return true
     }
     Unmanaged<ThreadBody>.fromOpaque(box).release()
+    ThreadStarts.noteRefusal(rc)
     return false
 }
 
@@ -27,32 +29,90 @@ private final class ThreadBody {
     init(_ body: @escaping () -> Void) { self.body = body }
 }
 
-/// A serial queue of background work for one controller (issue 10, item 2): one thread at most,
-/// started when work arrives and ending when there is none, so a controller that never works in
-/// the background has no thread, and one controller's blocked work (a host callback that never
+/// The process's refused thread starts (`pthread_create` failing: EAGAIN when the process is
+/// at its thread or memory limit for a moment). Work that could not start is never dropped: it
+/// waits in its queue and the start is retried (`WorkQueue`, `Scheduler`); these counts are in
+/// every controller's diagnostics.
+enum ThreadStarts {
+    private static let lock = Lock()
+    nonisolated(unsafe) private static var refusals = 0
+    nonisolated(unsafe) private static var lastError: Int32 = 0
+
+    static func noteRefusal(_ error: Int32) {
+        lock.withLock {
+            refusals += 1
+            lastError = error
+        }
+    }
+
+    /// Thread starts refused since the process started, and the last refusal's errno.
+    static var refused: (count: Int, lastError: Int32) { lock.withLock { (refusals, lastError) } }
+}
+
+/// A serial queue of background work for one controller: one thread at most, started when
+/// work arrives and ending when there is none, so a controller that never works in the
+/// background has no thread, and one controller's blocked work (a host callback that never
 /// returns, a slow event endpoint) delays only that controller's own queue, never another's.
+///
+/// When the system refuses the thread, the work stays queued: the start is retried by the
+/// process's `Scheduler` with backoff (and by the next work queued), so a moment without
+/// threads delays background work but never loses it.
 final class WorkQueue: @unchecked Sendable {
     private let lock = Lock()
     private var jobs: [() -> Void] = []
     private var running = false
+    /// Jobs are waiting for a thread the system refused; a retry is scheduled.
+    private var stranded = false
+    /// Failed starts in a row: the retry's backoff.
+    private var failedStarts = 0
+    /// Tests: this queue's next starts are refused as if by the system (this queue only, so
+    /// tests running beside it keep their threads).
+    var refuseStartsForTesting = 0
 
     init() {}
 
     /// Runs `work` on this queue's thread, after the work queued before it.
     func async(_ work: @escaping () -> Void) {
-        let start: Bool = lock.withLock {
-            jobs.append(work)
-            if running { return false }
+        lock.withLock { jobs.append(work) }
+        start()
+    }
+
+    /// Starts the thread when there is work and none runs; on a refusal, schedules a retry.
+    fileprivate func start() {
+        let go: Bool = lock.withLock {
+            if running || jobs.isEmpty { return false }
             running = true
             return true
         }
-        guard start else { return }
-        if !spawnThread({ [self] in drain() }) {
-            // No thread to be had: run nothing rather than trap; the work is dropped, as a
-            // refused thread leaves no better choice. Keep the queue usable for later work.
-            lock.withLock { jobs.removeAll(); running = false }
+        guard go else { return }
+        let refused: Bool = lock.withLock {
+            guard refuseStartsForTesting > 0 else { return false }
+            refuseStartsForTesting -= 1
+            return true
         }
+        if refused { ThreadStarts.noteRefusal(EAGAIN) }
+        if !refused && spawnThread({ [self] in drain() }) {
+            lock.withLock { stranded = false; failedStarts = 0 }
+            return
+        }
+        let retry: Double? = lock.withLock {
+            running = false
+            failedStarts += 1
+            if stranded { return nil }          // a retry is already scheduled
+            stranded = true
+            return min(0.01 * Double(1 << min(failedStarts, 10)), 5)
+        }
+        if let retry { Scheduler.shared.retryStart(of: self, after: retry) }
     }
+
+    /// Called by the scheduler's retry: tries the start again.
+    fileprivate func retryStart() {
+        lock.withLock { stranded = false }
+        start()
+    }
+
+    /// Jobs waiting (tests).
+    var waiting: Int { lock.withLock { jobs.count } }
 
     private func drain() {
         while true {
@@ -68,6 +128,10 @@ final class WorkQueue: @unchecked Sendable {
 
 /// One timer thread for the whole process that only hands due jobs to their controller's
 /// `WorkQueue`: it never runs the work itself, so nothing a controller does can delay it.
+///
+/// Its cost follows the timers of open controllers only: `cancel(on:)` (a controller's close)
+/// removes a controller's timers at once, however far off their deadlines, and a timer is
+/// inserted by binary search.
 final class Scheduler: @unchecked Sendable {
     static let shared = Scheduler()
 
@@ -75,7 +139,8 @@ final class Scheduler: @unchecked Sendable {
         let deadline: Double
         let order: UInt64
         let queue: WorkQueue
-        let work: () -> Void
+        /// Nil: a retry of the queue's thread start (`WorkQueue.retryStart`), not work.
+        let work: (() -> Void)?
     }
 
     let lock = Lock()
@@ -83,6 +148,8 @@ final class Scheduler: @unchecked Sendable {
     private var jobs: [Job] = []           // kept sorted by (deadline, order)
     private var order: UInt64 = 0
     private var started = false
+    /// Failed starts of the timer thread in a row (the next `schedule` tries again).
+    private var failedStarts = 0
 
     private init() {
         // A child of fork() has no timer thread, and the jobs are the parent's controllers'
@@ -99,14 +166,69 @@ final class Scheduler: @unchecked Sendable {
             queue.async(work)
             return
         }
+        insert(after: delay, on: queue, work)
+    }
+
+    /// A retry of `queue`'s thread start after `delay` seconds.
+    fileprivate func retryStart(of queue: WorkQueue, after delay: Double) {
+        insert(after: delay, on: queue, nil)
+    }
+
+    private func insert(after delay: Double, on queue: WorkQueue, _ work: (() -> Void)?) {
         lock.withLock {
             order &+= 1
             let job = Job(deadline: monotonicSeconds() + delay, order: order, queue: queue, work: work)
-            let index = jobs.firstIndex { ($0.deadline, $0.order) > (job.deadline, job.order) } ?? jobs.count
-            jobs.insert(job, at: index)
-            if !started { started = spawnThread { [self] in run() } }
+            // The first job due after this one (binary search: the list is sorted).
+            var low = 0, high = jobs.count
+            while low < high {
+                let mid = (low + high) / 2
+                if (jobs[mid].deadline, jobs[mid].order) > (job.deadline, job.order) { high = mid } else { low = mid + 1 }
+            }
+            jobs.insert(job, at: low)
+            startTimerThread()
             condition.broadcast()
         }
+    }
+
+    /// Starts the timer thread when none runs. Called with `lock` held. A refusal leaves the
+    /// jobs in place: the next `schedule` (or `kick`) tries again.
+    private func startTimerThread() {
+        guard !started else { return }
+        started = spawnThread { [self] in run() }
+        failedStarts = started ? 0 : failedStarts + 1
+    }
+
+    /// Starts the timer thread if an earlier start was refused and timers wait: called from the
+    /// host's own calls (refresh, flush), so timers stranded without a thread move again.
+    /// Called without any lock held (the log handler may call back into the library).
+    func kick() {
+        let refused: Bool = lock.withLock {
+            guard !started, !jobs.isEmpty else { return false }
+            startTimerThread()
+            return !started
+        }
+        if refused {
+            let r = ThreadStarts.refused
+            ContentCardsLog.emit(.warning, "the timer thread could not be started (\(Files.describeErrno(r.lastError))); \(r.count) thread starts refused so far: timers wait for the next try")
+        }
+    }
+
+    /// Removes every timer of these queues (a controller that closes): nothing of a closed
+    /// controller stays in the process-wide list, whatever its deadlines.
+    func cancel(on queues: [WorkQueue]) {
+        let removed: [Job] = lock.withLock {
+            let gone = jobs.filter { job in queues.contains { $0 === job.queue } }
+            if !gone.isEmpty { jobs.removeAll { job in queues.contains { $0 === job.queue } } }
+            return gone
+        }
+        // The closures (and what they hold) are released here, outside the lock.
+        withExtendedLifetime(removed) {}
+    }
+
+    /// Timers waiting, of every controller or of these queues only.
+    var pending: Int { lock.withLock { jobs.count } }
+    func pending(on queues: [WorkQueue]) -> Int {
+        lock.withLock { jobs.filter { job in queues.contains { $0 === job.queue } }.count }
     }
 
     private func run() {
@@ -116,7 +238,15 @@ final class Scheduler: @unchecked Sendable {
             if let first = jobs.first, first.deadline <= now {
                 jobs.removeFirst()
                 lock.unlock()
-                first.queue.async(first.work)
+                if let work = first.work {
+                    first.queue.async(work)
+                } else {
+                    // On this thread no lock of any controller is held: the host's log handler
+                    // may call back into the library.
+                    let refused = ThreadStarts.refused
+                    ContentCardsLog.emit(.warning, "a background thread could not be started (\(Files.describeErrno(refused.lastError))); \(refused.count) refused so far: the waiting work is retried")
+                    first.queue.retryStart()
+                }
                 lock.lock()
             } else {
                 condition.wait(lock, until: jobs.first?.deadline)

@@ -155,6 +155,7 @@ public enum ResultJSON {
         w.key("deliveredEvents"); w.int(d.deliveredEvents)
         w.key("droppedEvents"); w.int(d.droppedEvents)
         w.key("subscribers"); w.int(d.subscribers)
+        w.key("threadStartsRefused"); w.int(d.threadStartsRefused)
         w.endObject()
         return w.string
     }
