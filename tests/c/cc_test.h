@@ -3,9 +3,13 @@
 #ifndef CC_TEST_H
 #define CC_TEST_H
 
+#include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "contentcards.h"
 
@@ -51,6 +55,64 @@ static int cc_test_passed, cc_test_failed;
 static inline int cc_test_finish(const char *name) {
     printf("%s: %d passed, %d failed\n", name, cc_test_passed, cc_test_failed);
     return cc_test_failed == 0 ? 0 : 1;
+}
+
+/* Temporary directories. cc_test_make_dir makes NAME-XXXXXX under $TMPDIR (else /tmp), private
+ * to the test; whatever is left in it is removed at exit, also when a check failed or the test
+ * stopped early with exit() (not in a forked child: only the process that made it removes it).
+ * cc_test_remove_dir removes one, and all that is in it, sooner. */
+#define CC_TEST_MAX_DIRS 16
+static char cc_test_dirs[CC_TEST_MAX_DIRS][512];
+static int cc_test_dir_count;
+static pid_t cc_test_dirs_owner;
+
+static inline void cc_test_remove_tree(const char *path) {
+    struct stat st;
+    if (lstat(path, &st) != 0) return;
+    if (!S_ISDIR(st.st_mode)) { unlink(path); return; }
+    chmod(path, 0700);                               /* a test may have left it read-only */
+    DIR *d = opendir(path);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+            char child[1024];
+            if ((size_t)snprintf(child, sizeof child, "%s/%s", path, e->d_name) < sizeof child)
+                cc_test_remove_tree(child);
+        }
+        closedir(d);
+    }
+    rmdir(path);
+}
+
+static inline void cc_test_remove_dirs_at_exit(void) {
+    if (getpid() != cc_test_dirs_owner) return;     /* a forked child that called exit() */
+    for (int i = 0; i < cc_test_dir_count; i++)
+        if (cc_test_dirs[i][0]) cc_test_remove_tree(cc_test_dirs[i]);
+}
+
+static inline void cc_test_make_dir(char *dir, size_t size, const char *name) {
+    const char *base = getenv("TMPDIR");
+    if (!base || !*base) base = "/tmp";
+    int n = snprintf(dir, size, "%s/%s-XXXXXX", base, name);
+    if (n < 0 || (size_t)n >= size || (size_t)n >= sizeof cc_test_dirs[0]
+        || cc_test_dir_count == CC_TEST_MAX_DIRS || mkdtemp(dir) == NULL) {
+        fprintf(stderr, "cannot make a temporary directory %s/%s-XXXXXX: %s\n", base, name, strerror(errno));
+        exit(2);
+    }
+    if (cc_test_dir_count == 0) {
+        cc_test_dirs_owner = getpid();
+        atexit(cc_test_remove_dirs_at_exit);
+    }
+    memcpy(cc_test_dirs[cc_test_dir_count++], dir, (size_t)n + 1);
+}
+
+/* 1 when the directory and everything in it are gone. */
+static inline int cc_test_remove_dir(const char *dir) {
+    cc_test_remove_tree(dir);
+    for (int i = 0; i < cc_test_dir_count; i++)
+        if (strcmp(cc_test_dirs[i], dir) == 0) cc_test_dirs[i][0] = '\0';
+    return access(dir, F_OK) != 0 && errno == ENOENT;
 }
 
 /* Opens a controller on the sample feed with the rate limit off, in memory. */

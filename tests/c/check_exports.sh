@@ -18,9 +18,14 @@ want_static_sqlite=${4:-}
 declared=$(grep -oE '\bcc_[a-z0-9_]+[[:space:]]*\(' "$header" | tr -d ' (' | sort -u)
 exported=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TW]$/ {print $3}' | sed 's/@.*//' | grep '^cc_' | sort -u)
 status=0
-missing=$(printf '%s\n' "$declared" | comm -23 - "$(printf '%s\n' "$exported" > /tmp/cc_exported.$$; echo /tmp/cc_exported.$$)")
-extra=$(printf '%s\n' "$exported" | comm -23 - "$(printf '%s\n' "$declared" > /tmp/cc_declared.$$; echo /tmp/cc_declared.$$)")
-rm -f /tmp/cc_exported.$$ /tmp/cc_declared.$$
+# comm compares two files: in a folder of our own under $TMPDIR, removed however the script ends.
+lists=$(mktemp -d "${TMPDIR:-/tmp}/cc-exports-XXXXXX")
+trap 'rm -rf "$lists"' EXIT
+trap 'exit 1' HUP INT TERM
+printf '%s\n' "$declared" > "$lists/declared"
+printf '%s\n' "$exported" > "$lists/exported"
+missing=$(comm -23 "$lists/declared" "$lists/exported")
+extra=$(comm -23 "$lists/exported" "$lists/declared")
 if [ -n "$missing" ]; then echo "declared but not exported: $missing"; status=1; fi
 if [ -n "$extra" ]; then echo "exported but not declared: $extra"; status=1; fi
 unmarked=$(grep -E '^[a-z].*\bcc_[a-z0-9_]+\(' "$header" | grep -v '^typedef' || true)

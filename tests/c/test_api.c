@@ -189,8 +189,8 @@ static void test_snapshot(void) {
 }
 
 static void test_storage(void) {
-    char dir[] = "/tmp/cc-c-test-XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
+    char dir[256];
+    cc_test_make_dir(dir, sizeof dir, "cc-c-test");
     char config[512];
     snprintf(config, sizeof config,
              "{\"userId\":\"u\",\"storagePath\":\"%s/store\",\"refreshTokens\":0,\"source\":{\"file\":\"%s\"}}",
@@ -207,9 +207,7 @@ static void test_storage(void) {
     CHECK_OK(cc_controller_pending_events(&pending, c));
     CHECK(pending == 1);
     CHECK_OK(cc_controller_close(c));
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(cc_test_remove_dir(dir));
 }
 
 int main(void) {

@@ -107,8 +107,8 @@ static double now_seconds(void) {
 }
 
 int main(void) {
-    char dir[] = "/tmp/cc-fork-XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
+    char dir[256];
+    cc_test_make_dir(dir, sizeof dir, "cc-fork");
     snprintf(store_config, sizeof store_config,
              "{\"userId\":\"u-1\",\"refreshTokens\":0,\"storagePath\":\"%s\",\"source\":{\"file\":\"" CC_SAMPLE_FEED "\"}}", dir);
     CHECK_OK(cc_controller_open(&shared, store_config));
@@ -149,8 +149,6 @@ int main(void) {
     for (int i = 0; i < 5; i++) pthread_join(threads[i], NULL);
     CHECK_OK(cc_controller_close(shared));
     CHECK_OK(cc_controller_close(memory));
-    char command[600];
-    snprintf(command, sizeof command, "rm -rf '%s'", dir);
-    CHECK(system(command) == 0);
+    CHECK(cc_test_remove_dir(dir));
     return cc_test_finish("test_fork");
 }

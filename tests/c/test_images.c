@@ -80,8 +80,8 @@ static void refresh_and_wait(cc_controller *c, int cached) {
 }
 
 static void test_images(void) {
-    char dir[] = "/tmp/cc-images-XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
+    char dir[256];
+    cc_test_make_dir(dir, sizeof dir, "cc-images");
     set_card("a", 10, "size=3000");
     set_card("b", 11, "size=3000");
     set_card("missing", 12, "status=404");
@@ -159,17 +159,15 @@ static void test_images(void) {
     CHECK_RC(CC_E_CONFIG, cc_controller_open(&c, config));
     CHECK_MESSAGE("\"images.maxBytez\" (did you mean \"maxBytes\"?)");
 
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(cc_test_remove_dir(dir));
 }
 
 /* maxCount (2) with four visible cards with images: at most two files in the user's directory;
  * over the bound the least recently used image goes (by last use, not by the card's place in the
  * feed: an image wanted again is renewed), and a card whose image went has imagePath null. */
 static void test_max_count_lru(void) {
-    char dir[] = "/tmp/cc-images-XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
+    char dir[256];
+    cc_test_make_dir(dir, sizeof dir, "cc-images");
     char config[1024];
     snprintf(config, sizeof config,
              "{\"userId\":\"lru\",\"storagePath\":\"%s/store\",\"refreshTokens\":0,\"source\":{\"url\":\"%s\"},"
@@ -214,16 +212,14 @@ static void test_max_count_lru(void) {
     CHECK(image_path(c, "lru2", p3, sizeof p3) == NULL);
     cc_controller_close(c);
 
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(cc_test_remove_dir(dir));
 }
 
 /* Two users of one storage path: a directory each; a user change shows only the new user's
  * images, and the other user's cache is neither used nor cleaned by it. */
 static void test_per_user(void) {
-    char dir[] = "/tmp/cc-images-XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
+    char dir[256];
+    cc_test_make_dir(dir, sizeof dir, "cc-images");
     set_user_card("ann", "same", 1, "size=1200");                 /* the same image for both */
     set_user_card("ann", "annonly", 2, "size=1300");
     set_user_card("bob", "same", 1, "size=1200");
@@ -265,9 +261,7 @@ static void test_per_user(void) {
     CHECK(image_path(c, "annonly", other, sizeof other) != NULL && strcmp(other, ann_only) == 0);
     cc_controller_close(c);
 
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(cc_test_remove_dir(dir));
 }
 
 int main(void) {

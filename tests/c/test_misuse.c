@@ -168,8 +168,8 @@ static void storage_errors(void) {
 /* A clean close stamps the store as checked (contentcards.sqlite-checked); a page damaged
  * after it is still found at the next open: the stamp no longer matches the file. */
 static void damaged_after_a_clean_close(void) {
-    char dir[] = "/tmp/cc-misuse-XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
+    char dir[256];
+    cc_test_make_dir(dir, sizeof dir, "cc-misuse");
     char config[512], path[600], stamp[600];
     snprintf(config, sizeof config,
              "{\"userId\":\"u-1\",\"refreshTokens\":0,\"storagePath\":\"%s\",\"source\":{\"file\":\"" CC_SAMPLE_FEED "\"}}", dir);
@@ -199,9 +199,7 @@ static void damaged_after_a_clean_close(void) {
     CHECK_RC(CC_E_STORAGE, cc_controller_open(&c, config));
     CHECK(c == NULL);
     CHECK(strstr(cc_last_error_message(), "damaged") != NULL);
-    char command[700];
-    snprintf(command, sizeof command, "rm -rf '%s'", dir);
-    CC_TEST_IGNORE(system(command));
+    CHECK(cc_test_remove_dir(dir));
 }
 
 int main(void) {

@@ -305,8 +305,8 @@ static double last_refresh_at(cc_controller *c) {
 }
 
 static void test_last_refresh_time_survives_reopen(void) {
-    char dir[] = "/tmp/cc-one-api-XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
+    char dir[256];
+    cc_test_make_dir(dir, sizeof dir, "cc-one-api");
     char config[1024];
     snprintf(config, sizeof config, "{\"userId\":\"u\",\"refreshTokens\":0,\"storagePath\":\"%s\","
              "\"source\":{\"file\":\"%s\"}}", dir, CC_SAMPLE_FEED);
@@ -325,9 +325,7 @@ static void test_last_refresh_time_survives_reopen(void) {
     if (again != at) fprintf(stderr, "last refresh %.6f after a reopen %.6f\n", at, again);
     CHECK(again == at);
     CHECK_OK(cc_controller_close(c));
-    char cmd[1100];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(cc_test_remove_dir(dir));
 }
 
 int main(void) {

@@ -102,9 +102,9 @@ static void test_local(void) {
 
 /* Read state survives a restart of a file store. */
 static void test_durable(void) {
-    char dir[] = "/tmp/cc-read-XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
-    char config[256];
+    char dir[256];
+    cc_test_make_dir(dir, sizeof dir, "cc-read");
+    char config[512];
     snprintf(config, sizeof config, "{\"userId\":\"u\",\"storagePath\":\"%s/store\"}", dir);
     cc_controller *c = NULL;
     CHECK_OK(cc_controller_open(&c, config));
@@ -118,9 +118,7 @@ static void test_durable(void) {
     CHECK_CONTAINS(card, "\"read\":true");
     cc_string_free(card);
     cc_controller_close(c);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(cc_test_remove_dir(dir));
 }
 
 static cc_controller *open_device(const char *dir, const char *device) {
@@ -148,8 +146,8 @@ static int flag(cc_controller *c, const char *id, const char *key) {
 }
 
 static void test_two_devices(void) {
-    char dir[] = "/tmp/cc-devices-XXXXXX";
-    CHECK(mkdtemp(dir) != NULL);
+    char dir[256];
+    cc_test_make_dir(dir, sizeof dir, "cc-devices");
     cc_controller *phone = open_device(dir, "phone");
     cc_controller *tablet = open_device(dir, "tablet");
     CHECK_OK(cc_controller_refresh(NULL, phone, 5));
@@ -196,9 +194,7 @@ static void test_two_devices(void) {
 
     cc_controller_close(phone);
     cc_controller_close(tablet);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    CHECK(system(cmd) == 0);
+    CHECK(cc_test_remove_dir(dir));
 }
 
 int main(void) {

@@ -252,8 +252,8 @@ static char *read_file(const char *path) {
 
 int main(int argc, char **argv) {
     int print_only = argc > 1 && strcmp(argv[1], "--print") == 0;
-    char tmp[] = "/tmp/cc-scenario-XXXXXX";
-    if (!mkdtemp(tmp)) { perror("mkdtemp"); return 2; }
+    char tmp[256];
+    cc_test_make_dir(tmp, sizeof tmp, "cc-scenario");
     char *scenario = read_file(SCENARIO_DIR "/one_api.scenario");
     if (!scenario) { perror(SCENARIO_DIR "/one_api.scenario"); return 2; }
     buffer t = {0};
@@ -267,10 +267,7 @@ int main(int argc, char **argv) {
         run_step(&t, &c, line, arg, tmp);
     }
     if (c && !closed) (void)cc_controller_close(c);
-    char events[sizeof tmp + 16];
-    snprintf(events, sizeof events, "%s/events.jsonl", tmp);
-    unlink(events);
-    rmdir(tmp);
+    CHECK(cc_test_remove_dir(tmp));
     if (print_only) { fputs(t.data, stdout); return 0; }
     char *expected = read_file(SCENARIO_DIR "/one_api.expected");
     CHECK(expected != NULL);

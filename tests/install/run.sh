@@ -6,7 +6,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
-prefix=$(mktemp -d /tmp/cc-install-XXXXXX)
+prefix=$(mktemp -d "${TMPDIR:-/tmp}/cc-install-XXXXXX")
 trap 'rm -rf "$prefix"' EXIT
 cmake --install "$build" --prefix "$prefix" > /dev/null
 libdir=$(dirname "$(find "$prefix" -name 'libcontentcards.so.1' | head -n 1)")
