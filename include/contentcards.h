@@ -466,10 +466,15 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_user(char **out_user_id, cc_contr
 /* Delivers every pending event now, waiting at most timeout_seconds (<= 0: the configuration's
  * timeoutSeconds). If out_result_json is not NULL it receives
  * {"delivered":N,"dropped":N,"pending":N}. On failure the undelivered events stay pending and are
- * retried in the background with backoff. The request runs on the calling thread. With
+ * retried in the background with backoff. Returns by the timeout whatever the sink does: each
+ * batch goes to the sink on a library thread, and a sink that has not returned by then is
+ * abandoned (CC_E_TIMEOUT; the batch stays pending and is sent again: at least once). Only
+ * 400, 413, 422 (and 415 to a plain batch) drop a batch ("dropped"); 401, 403, 3xx, 404 and
+ * every other refusal keep it pending (docs/WIRE.md, "Status codes"). With
  * "events": {"file": PATH}, a batch is appended whole or not at all: a failed or short write
  * (disk full, file size limit) cuts the file back to its length before (CC_E_STORAGE), so a
- * retry never writes an event twice nor leaves half a line. A server's Retry-After (seconds
+ * retry never writes an event twice nor leaves half a line; PATH must be a regular file (a
+ * FIFO, a device or a socket: CC_E_STORAGE at once). A server's Retry-After (seconds
  * or an HTTP-date) is obeyed up to 3600 s; see cc_last_error_retry_after. Called from
  * inside this controller's own events transport callback it fails at once with CC_E_REFUSED.
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (NaN timeout), CC_E_NO_SOURCE (no event

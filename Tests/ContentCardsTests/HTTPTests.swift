@@ -79,6 +79,41 @@ import Testing
         #expect(c.diagnostics().lastError?.message.contains("dropped") == true)
     }
 
+    /// A refusal of the credentials, a redirect from a misconfigured proxy or a moved endpoint
+    /// is not a verdict on the events: they stay pending, reported, and go once it works.
+    /// Only 400, 413, 415 and 422 drop a batch (the server read it and will never take it).
+    @Test(arguments: [401, 403, 407, 301, 302, 307, 404, 405, 409, 410])
+    func answersThatAreNoVerdictOnTheEventsKeepThem(status: Int) throws {
+        let server = try ReferenceServer()
+        let c = try controller(server, user: "kept-\(status)")
+        defer { c.close() }
+        try c.logFeedDisplayed()
+        try server.fault(#"{"path":"/events","status":\#(status)}"#)
+        do { try c.flushEvents(); Issue.record("flushed through \(status)") } catch {
+            #expect(error.code == .server && error.message.contains("HTTP \(status)"), "\(error.message)")
+            #expect(error.message.contains("pending"), "\(error.message)")
+        }
+        #expect(try c.pendingEvents() == 1)
+        let d = c.diagnostics()
+        #expect(d.droppedEvents == 0 && d.pendingEvents == 1)
+        #expect(d.lastError?.message.contains("HTTP \(status)") == true)
+        // The fault was used up: the next flush delivers the same event, once.
+        #expect(try c.flushEvents().delivered == 1)
+        #expect(try server.events().count == 1)
+    }
+
+    @Test(arguments: [400, 413, 422])
+    func aVerdictOnTheEventsDropsThem(status: Int) throws {
+        let server = try ReferenceServer()
+        let c = try controller(server, user: "verdict-\(status)")
+        defer { c.close() }
+        try c.logFeedDisplayed()
+        try server.fault(#"{"path":"/events","status":\#(status)}"#)
+        let result = try c.flushEvents()
+        #expect(result.dropped == 1 && result.pending == 0)
+        #expect(c.diagnostics().droppedEvents == 1)
+    }
+
     @Test func backgroundDeliveryRetriesWithBackoff() async throws {
         let server = try ReferenceServer()
         let c = try controller(server, user: "fay", extra: #","eventFlushIntervalSeconds":0.2"#)

@@ -75,6 +75,62 @@ import Glibc
         #expect(box.error?.message.contains("FIFO") == true, "\(String(describing: box.error))")
     }
 
+    /// Every function that takes a timeout returns by it, whatever the event sink does: a FIFO
+    /// with no reader (refused at once: only a regular file can take a batch whole or not at
+    /// all), and a sink that blocks (a stalled mount, a host transport that never returns).
+    @Test func aFIFOEventsFileIsRefusedAtOnceAndTheEventsStayPending() throws {
+        let dir = Fixtures.temporaryDirectory("fifo-events")
+        defer { Fixtures.removeTree(dir) }
+        let fifo = dir + "/events.jsonl"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let c = try ContentCardsController(json: #"{"events":{"file":"\#(fifo)"},"eventFlushIntervalSeconds":0}"#)
+        defer { c.close() }
+        try c.logFeedDisplayed()
+        final class Box: @unchecked Sendable { var error: ContentCardsError? }
+        let box = Box()
+        #expect(Self.finishes(within: 1 + 2) {
+            do throws(ContentCardsError) { try c.flushEvents(timeout: 1) } catch { box.error = error }
+        })
+        #expect(box.error?.code == .storage, "\(String(describing: box.error))")
+        #expect(box.error?.message.contains("FIFO") == true, "\(String(describing: box.error))")
+        #expect(try c.pendingEvents() == 1)
+    }
+
+    @Test func anEventSinkThatBlocksIsAbandonedAtTheFlushTimeout() throws {
+        let gate = Gate()
+        let calls = Counter()
+        let c = try ContentCardsController(json: #"{"events":{"callback":true},"eventFlushIntervalSeconds":0,"timeoutSeconds":30}"#,
+                                           transport: ClosureTransport { _ in
+            calls.add()
+            gate.wait(max: 30)                  // a stalled mount, a host that never returns
+            return .success(TransportResponse(status: 200, body: []))
+        })
+        defer { gate.open(); c.close() }
+        try c.logFeedDisplayed()
+        final class Box: @unchecked Sendable { var error: ContentCardsError?; var elapsed = 0.0 }
+        let box = Box()
+        #expect(Self.finishes(within: 1 + 3) {
+            let start = monotonicSeconds()
+            do throws(ContentCardsError) { try c.flushEvents(timeout: 1) } catch { box.error = error }
+            box.elapsed = monotonicSeconds() - start
+        })
+        #expect(box.error?.code == .timeout, "\(String(describing: box.error))")
+        #expect(box.elapsed < 2.5, "flush took \(box.elapsed) s")
+        #expect(try c.pendingEvents() == 1)
+        // Stuck sink calls are bounded: later flushes fail at once instead of piling up threads.
+        for _ in 0..<(Background.maxFetches + 2) { _ = try? c.flushEvents(timeout: 0.2) }
+        #expect(calls.value <= Background.maxFetches, "\(calls.value) sink calls running")
+        gate.open()
+        // Once the sink answers again, the event goes (at least once).
+        #expect(Self.finishes(within: 10) {
+            for _ in 0..<50 {
+                if (try? c.flushEvents(timeout: 2))?.pending == 0 { return }
+                usleep(50_000)
+            }
+        })
+        #expect(try c.pendingEvents() == 0)
+    }
+
     @Test func aHostTransportThatSleepsPastTheTimeoutIsAbandoned() throws {
         let c = try Self.hostController { _ in
             sleep(3)

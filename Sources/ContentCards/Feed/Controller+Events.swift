@@ -50,7 +50,8 @@ extension ContentCardsController {
         guard let sink else {
             throw ContentCardsError(.noSource, "no event sink is configured (\"events\"): events are kept in the outbox")
         }
-        // One delivery at a time per controller, so a batch is never sent twice by this process.
+        // One delivery at a time per controller, so a batch is never sent twice by this process
+        // (but for a batch abandoned in a sink that never returned: at least once).
         let me = pthread_self()
         try lock.withLock { () throws(ContentCardsError) in
             if deliveryInFlight, let thread = background.deliveryThread, pthread_equal(thread, me) != 0 {
@@ -64,7 +65,6 @@ extension ContentCardsController {
             }
             try checkOpen()
             deliveryInFlight = true
-            background.deliveryThread = me
         }
         var result = FlushResult()
         var failure: ContentCardsError?
@@ -90,7 +90,7 @@ extension ContentCardsController {
             }
             if batch.isEmpty { break }
             notes.append((.debug, "delivering \(batch.count) events to \(Self.describe(configuration.events))"))
-            let outcome = CallbackContext.run { sink.deliver(batch.map(\.event), timeout: min(remaining, configuration.timeoutSeconds)) }
+            let outcome = send(batch.map(\.event), to: sink, timeout: min(remaining, configuration.timeoutSeconds))
             if let notice = (sink as? RemoteEventSink)?.compression?.takeNotice() { notes.append((.info, notice)) }
             lock.withLock {
                 switch outcome {
@@ -139,6 +139,50 @@ extension ContentCardsController {
             throw failure
         }
         return result
+    }
+
+    /// Hands one batch to the sink on a thread of its own and waits for it until `timeout`
+    /// seconds have passed: a sink that blocks (a FIFO, a stalled mount, a host transport that
+    /// never returns) cannot hold the caller past its timeout. An abandoned batch stays in the
+    /// outbox and is sent again later; its late outcome is ignored (delivery is at least once:
+    /// the server drops a repeated event id). At most `Background.maxFetches` abandoned sink
+    /// calls at a time, so a stuck sink cannot pile up threads.
+    private func send(_ events: [Event], to sink: EventSink, timeout: Double) -> DeliveryOutcome {
+        final class Slot { var outcome: DeliveryOutcome?; var abandoned = false }
+        let slot = Slot()
+        let deadline = monotonicSeconds() + timeout
+        let stuck: Int = lock.withLock { background.stuckDeliveries }
+        if stuck >= Background.maxFetches {
+            return .retry(ContentCardsError(.timeout, "events not sent: \(stuck) earlier deliveries are still blocked in the event sink (abandoned at their timeout); the events stay pending"))
+        }
+        let launched = spawnThread { [self] in
+            let me = pthread_self()
+            lock.withLock { background.deliveryThread = me }
+            let outcome = CallbackContext.run { sink.deliver(events, timeout: timeout) }
+            lock.withLock {
+                if let thread = background.deliveryThread, pthread_equal(thread, me) != 0 { background.deliveryThread = nil }
+                if slot.abandoned { background.stuckDeliveries -= 1 } else { slot.outcome = outcome }
+                changed.broadcast()
+            }
+        }
+        guard launched else {
+            return .retry(ContentCardsError(.noMemory, "cannot start a thread for the event delivery; the events stay pending"))
+        }
+        return lock.withLock {
+            while slot.outcome == nil {
+                if store == nil {       // closed meanwhile: nothing to wait for
+                    slot.abandoned = true
+                    background.stuckDeliveries += 1
+                    return .retry(Self.closedError)
+                }
+                if !changed.wait(lock, until: deadline) && monotonicSeconds() >= deadline && slot.outcome == nil {
+                    slot.abandoned = true
+                    background.stuckDeliveries += 1
+                    return .retry(ContentCardsError(.timeout, "the event sink did not return within \(timeout) s: the delivery was abandoned and the events stay pending"))
+                }
+            }
+            return slot.outcome!
+        }
     }
 
     /// Schedules a background delivery after the configured interval, if there is a sink, the

@@ -52,8 +52,11 @@ final class Background: @unchecked Sendable {
     var fetches = 0
     /// The threads inside this controller's source (its transport callback) right now.
     var fetchThreads: [pthread_t] = []
-    /// The thread delivering events (inside the events transport) while a delivery runs.
+    /// The thread inside the event sink (the events transport) while a delivery waits for it.
     var deliveryThread: pthread_t?
+    /// Sink calls still running that a delivery abandoned at its deadline (a FIFO, a stalled
+    /// mount, a host transport that never returns): at most `maxFetches`, as for fetches.
+    var stuckDeliveries = 0
     static let maxFetches = 4
 
     /// The queues the process's `Scheduler` may hold timers for (cancelled at close).

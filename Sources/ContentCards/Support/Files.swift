@@ -44,10 +44,22 @@ public enum Files {
     /// write fails or comes up short (disk full, file size limit, I/O error), the file is cut
     /// back to the length it had, so a retry never finds half a batch before it. An exclusive
     /// `flock` keeps two writers in this library from interleaving or cutting each other's lines.
+    /// Only a regular file can be cut back, so nothing else is written: a FIFO (whose open would
+    /// block until a reader comes: opened non-blocking, it is refused at once), a device or a
+    /// socket is refused with a clear error.
     public static func append(_ path: String, _ bytes: [UInt8]) throws(Failure) {
-        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw Failure(message: "cannot open \(path): \(describeErrno(errno))") }
+        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
+        guard fd >= 0 else {
+            let e = errno
+            if e == ENXIO { throw Failure(message: "cannot append to \(path): it is a FIFO (named pipe), not a regular file") }
+            throw Failure(message: "cannot open \(path): \(describeErrno(e))")
+        }
         defer { close(fd) }
+        var kind = stat()
+        guard fstat(fd, &kind) == 0 else { throw Failure(message: "cannot stat \(path): \(describeErrno(errno))") }
+        guard (kind.st_mode & S_IFMT) == S_IFREG else {
+            throw Failure(message: "cannot append to \(path): it is not a regular file (a FIFO, a device or a socket cannot be cut back after a failed write)")
+        }
         while flock(fd, LOCK_EX) != 0 {
             if errno != EINTR { throw Failure(message: "cannot lock \(path): \(describeErrno(errno))") }
         }

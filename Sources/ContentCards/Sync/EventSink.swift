@@ -1,9 +1,10 @@
 /// Where events are delivered, and what happened to one batch.
 enum DeliveryOutcome: Equatable {
     case delivered
-    /// Keep the batch and try again later (network error, timeout, 408, 429, 5xx).
+    /// Keep the batch and try again later: every failure that is not a verdict on the events
+    /// (network error, timeout, 3xx, 401, 403, 404, 408, 429, 5xx, ...).
     case retry(ContentCardsError)
-    /// The sink refused the batch for good (a 4xx other than 408 and 429): drop it.
+    /// The sink refused the batch's content for good (`EventStatus.isVerdict`): drop it.
     case drop(ContentCardsError)
 }
 
@@ -74,6 +75,29 @@ struct RemoteEventSink: EventSink {
     private static func outcome(_ response: TransportResponse) -> DeliveryOutcome {
         if (200..<300).contains(response.status) { return .delivered }
         let error = HTTPStatus.error(for: response, what: "event delivery")
-        return HTTPStatus.isRetryable(response.status) ? .retry(error) : .drop(error)
+        if EventStatus.isVerdict(response.status) { return .drop(error) }
+        let why = EventStatus.refusesCredentials(response.status)
+            ? "the endpoint refused the credentials; the events stay pending and are sent once they are accepted"
+            : "the events stay pending and are retried"
+        return .retry(ContentCardsError(error.code, "\(error.message); \(why)", retryAfter: error.retryAfter))
+    }
+}
+
+/// What an event endpoint's status says about a batch (docs/WIRE.md, "Status codes").
+enum EventStatus {
+    /// A verdict on the events themselves: the server read the batch and will never take it
+    /// (400 Bad Request, 413 Content Too Large, 415 to a plain JSON batch, 422 Unprocessable
+    /// Content). Only these drop a batch. Every other answer is about the credentials (401,
+    /// 403, 407: keys get rotated, tokens expire), the endpoint (3xx from a misconfigured
+    /// proxy, 404 or 410 while an endpoint moves, 405, 421) or the server's state (408, 409,
+    /// 425, 429, 5xx): none says the events are bad, and each is fixed on the server's side,
+    /// after which the same events go through. So they are kept and retried with backoff.
+    static func isVerdict(_ status: Int) -> Bool {
+        status == 400 || status == 413 || status == 415 || status == 422
+    }
+
+    /// The endpoint refused who is asking, not what was sent.
+    static func refusesCredentials(_ status: Int) -> Bool {
+        status == 401 || status == 403 || status == 407
     }
 }
