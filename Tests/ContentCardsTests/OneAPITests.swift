@@ -58,8 +58,11 @@ import Testing
     }
 
     @Test func asyncRefreshAndFlush() async throws {
-        let file = Fixtures.temporaryDirectory("async") + "/events.jsonl"
+        let dir = Fixtures.temporaryDirectory("async")
+        defer { Fixtures.removeTree(dir) }
+        let file = dir + "/events.jsonl"
         let c = try makeController(#""events":{"file":"\#(file)"},"eventFlushIntervalSeconds":0"#)
+        defer { c.close() }
         let summary = try await c.refresh()
         #expect(summary.added == 11)
         try c.logImpression(cardID: "tile-1")
@@ -165,6 +168,28 @@ private final class Outcomes: @unchecked Sendable {
         #expect(update.reason == .expired && update.origin == .store)
         #expect(update.counts == FeedCounts(total: 1, unviewed: 1, unread: 1))
         #expect(Date().timeIntervalSince1970 >= Double(soon))
+    }
+
+    /// The expiry timer is armed when a store is opened, not only once something read the
+    /// counts: a subscriber of a reopened store hears of an expiry with no other call.
+    @Test func aReopenedStoreTellsItsSubscribersOfAnExpiryWithoutACount() async throws {
+        let dir = Fixtures.temporaryDirectory("expiry-reopen")
+        defer { Fixtures.removeTree(dir) }
+        let json = #"{"userId":"u","storagePath":"\#(dir)","refreshTokens":0}"#
+        let soon = Int64(Date().timeIntervalSince1970) + 2
+        do {
+            let first = try ContentCardsController(json: json)
+            try first.apply(Fixtures.payload([Fixtures.wire("soon", extra: #""ea":\#(soon)"#), Fixtures.wire("stays")]))
+            first.close()
+        }
+        let c = try ContentCardsController(json: json)
+        defer { c.close() }
+        let log = UpdateLog()
+        try c.subscribe { log.add($0) }
+        for _ in 0..<600 where log.all.isEmpty { try await Task.sleep(nanoseconds: 10_000_000) }
+        let update = try #require(log.all.first, "no update when a card of the reopened store expired")
+        #expect(update.reason == .expired)
+        #expect(update.counts == FeedCounts(total: 1, unviewed: 1, unread: 1))
     }
 
     @Test func updatesSayWhereTheirCardsCameFrom() throws {

@@ -110,6 +110,12 @@ public final class ContentCardsController: @unchecked Sendable {
                 throw ContentCardsError(.storage, error.message)
             }
         }
+        // The expiry timer, armed now: otherwise only a count would arm it, and a subscriber
+        // of a reopened store would hear of no expiry until something read the counts.
+        readLock.withLock {
+            _ = index.counts(.all, now: clock.now())
+            armExpiryTimer()
+        }
         scheduleDeliveryIfPending()
         startAutoRefresh()
     }
