@@ -99,6 +99,102 @@ import Testing
         #expect(try again.waitForImages(timeout: 1).cached == 2)
     }
 
+    /// A feed whose images exceed the byte bound: the images that do not fit beside the feed's
+    /// earlier ones are fetched once, then no more while the feed stays the same.
+    @Test func anUnchangedFeedDownloadsNothing() throws {
+        let dir = Fixtures.temporaryDirectory("images-fit")
+        defer { Fixtures.removeTree(dir) }
+        let server = FakeServer()
+        server.banner("a", 13, "size=3000")
+        server.banner("b", 12, "size=3000")
+        server.banner("c", 11, "size=3000")      // the third does not fit in 8000 bytes
+        server.banner("d", 10, "size=1000")      // but the fourth does
+        let c = try ContentCardsController(
+            json: #"{"userId":"fit","storagePath":"\#(dir)/store","refreshTokens":0,"source":{"callback":true},"images":{"maxBytes":8000,"maxCount":10,"maxImageBytes":4000}}"#,
+            transport: ClosureTransport { server.send($0) })
+        defer { c.close() }
+        try c.refresh(timeout: 5)
+        let first = try c.waitForImages(timeout: 10)
+        #expect(first.cached == 3 && first.bytes == 7000)
+        #expect(try paths(c)["c"]! == nil && paths(c)["d"]! != nil)
+        let before = server.served
+        for _ in 0..<3 {
+            try c.refresh(timeout: 5)
+            _ = try c.waitForImages(timeout: 10)
+        }
+        #expect(server.served == before, "an unchanged feed fetched \(server.served - before) images again")
+        // When an earlier image goes, the one that did not fit fits now, and is fetched.
+        server.remove("a")
+        try c.refresh(timeout: 5)
+        _ = try c.waitForImages(timeout: 10)
+        #expect(try paths(c)["c"]! != nil)
+    }
+
+    /// While the image server accepts and never answers, applies do not pile up prefetches:
+    /// the latest feed waits, the running one stops after its current image.
+    @Test func prefetchesCoalesceWhileTheImageServerHangs() throws {
+        let dir = Fixtures.temporaryDirectory("images-hang")
+        defer { Fixtures.removeTree(dir) }
+        let gate = HangTests.Gate()
+        let requests = HangTests.Counter()
+        let c = try ContentCardsController(
+            json: #"{"userId":"hang","storagePath":"\#(dir)/store","refreshTokens":0,"source":{"callback":true},"images":{}}"#,
+            transport: ClosureTransport { request in
+                guard request.kind == .image else { return .success(TransportResponse(status: 200, body: Array("[]".utf8))) }
+                requests.add()
+                gate.wait(max: 30)
+                return .success(TransportResponse(status: 200, body: [1, 2, 3]))
+            })
+        defer { gate.open(); c.close() }
+        let feed = (0..<50).map { #"{"id":"i\#($0)","tp":"banner_image","ca":\#(100 + $0),"i":"https://img.example/\#($0).png"}"# }
+        for round in 0..<500 {
+            try c.apply(Fixtures.payload(feed + [#"{"id":"r\#(round)","tp":"banner_image","ca":1,"i":"https://img.example/r\#(round).png"}"#]))
+        }
+        let stats = try c.waitForImages(timeout: 0.2)
+        #expect(stats.pending <= 2, "\(stats.pending) prefetches waiting")
+        #expect(requests.value <= 1, "\(requests.value) image requests while the first hangs")
+        gate.open()
+        let after = try c.waitForImages(timeout: 20)
+        #expect(after.pending == 0)
+        // The latest feed's images were fetched: its last card's image among them.
+        #expect(try c.card(id: "r499").imagePath != nil)
+    }
+
+    /// Two controllers of one user share the store and its image cache: what one evicts or
+    /// cleans, the other neither hands out nor keeps believing it has; and a removed card's
+    /// image does not stay on disk because the other controller fetched it.
+    @Test func twoControllersOnOneCacheAgreeWithTheDisk() throws {
+        let dir = Fixtures.temporaryDirectory("images-shared")
+        defer { Fixtures.removeTree(dir) }
+        let server = FakeServer()
+        server.banner("a", 12, "size=100")
+        server.banner("b", 11, "size=100")
+        let json = #"{"userId":"both","storagePath":"\#(dir)/store","refreshTokens":0,"source":{"callback":true},"images":{}}"#
+        let one = try ContentCardsController(json: json, transport: ClosureTransport { server.send($0) })
+        let two = try ContentCardsController(json: json, transport: ClosureTransport { server.send($0) })
+        defer { one.close(); two.close() }
+        // Two fetches the images; one (opened before) learns of the files at its next prefetch.
+        try two.refresh(timeout: 5)
+        #expect(try two.waitForImages(timeout: 10).cached == 2)
+        let a = try #require(try two.card(id: "a").imagePath)
+        // The server removes "a": one's refresh cleans its image, which two had fetched.
+        server.remove("a")
+        try one.refresh(timeout: 5)
+        _ = try one.waitForImages(timeout: 10)
+        #expect(!FileManager.default.fileExists(atPath: a), "a removed card's image stayed on disk")
+        #expect(try two.cards().map(\.id) == ["b"])
+        // An image two holds is removed behind its back (evicted by another controller):
+        // no path to a missing file, and the next prefetch fetches it again.
+        let b = try #require(try two.card(id: "b").imagePath)
+        #expect(unlink(b) == 0)
+        #expect(try two.card(id: "b").imagePath == nil)
+        let served = server.served
+        try two.refresh(timeout: 5)
+        _ = try two.waitForImages(timeout: 10)
+        #expect(server.served == served + 1)
+        #expect(try two.card(id: "b").imagePath == b && FileManager.default.fileExists(atPath: b))
+    }
+
     @Test func eachUserHasItsOwnCache() throws {
         let dir = Fixtures.temporaryDirectory()
         defer { Fixtures.removeTree(dir) }

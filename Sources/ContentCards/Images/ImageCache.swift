@@ -10,8 +10,12 @@ import Musl
 ///
 /// The file of a URL is named by a hash of the URL, so a path never carries the server's text;
 /// the user's directory by a hash of the user id. The index of what is on disk lives in memory
-/// (read from the directory at open), so reading a card's image path costs a dictionary lookup,
-/// never a `stat`. Thread-safe: one lock, never held during I/O of the network.
+/// (read from the directory at open, and again at every prefetch). Other controllers may share
+/// the directory (another process, another controller of the same user): the disk is the
+/// truth. So a path is handed out only after an `lstat` finds its file (an image another
+/// controller evicted is dropped from the index and fetched again), and each prefetch reads
+/// the directory first, so its cleaning and eviction see every controller's files.
+/// Thread-safe: one lock, never held during I/O of the network.
 final class ImageCache: @unchecked Sendable {
     struct Entry {
         let file: String
@@ -25,6 +29,10 @@ final class ImageCache: @unchecked Sendable {
     private let lock = Lock()
     /// By file name (the URL's hash).
     private var entries: [String: Entry] = [:]
+    /// Images of the feed that were fetched and did not fit the bounds beside the feed's
+    /// earlier images, by file name: their size, so that the same feed fetches them no more
+    /// (in this process; at most `4 × maxCount` are remembered).
+    private var didNotFit: [String: Int] = [:]
 
     /// Opens (creating 0700) the user's directory under `root` and reads what it holds.
     init(root: String, userID: String, limits: Configuration.Images) throws(Files.Failure) {
@@ -64,9 +72,13 @@ final class ImageCache: @unchecked Sendable {
 
     private func path(_ file: String) -> String { directory + "/" + file }
 
+    /// A temporary file older than this is a leftover of an interrupted write (a younger one
+    /// may be another controller's write in progress).
+    static let staleTemporarySeconds: Double = 600
+
     /// Reads the directory: regular files named like ours; leftovers of an interrupted write
-    /// (`.tmp`) are removed.
-    private func scan() {
+    /// (`.tmp`, older than `staleTemporarySeconds`) are removed.
+    func scan() {
         guard let dir = opendir(directory) else { return }
         defer { closedir(dir) }
         var found: [String: Entry] = [:]
@@ -79,8 +91,13 @@ final class ImageCache: @unchecked Sendable {
                 p.withMemoryRebound(to: CChar.self, capacity: size) { String(cString: $0) }
             }
             if name == "." || name == ".." { continue }
-            if name.hasSuffix(".tmp") { unlink(path(name)); continue }
             var st = stat()
+            if name.hasSuffix(".tmp") {
+                if lstat(path(name), &st) == 0, Double(time(nil)) - Double(st.st_mtim.tv_sec) > Self.staleTemporarySeconds {
+                    unlink(path(name))
+                }
+                continue
+            }
             guard name.utf8.count == 32, lstat(path(name), &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { continue }
             found[name] = Entry(file: name, bytes: Int(st.st_size),
                                 used: Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9)
@@ -89,19 +106,30 @@ final class ImageCache: @unchecked Sendable {
     }
 
     /// The file of `url` when the cache holds it.
-    func path(for url: String) -> String? {
-        let file = ImageCache.hash(url)
-        return lock.withLock { entries[file] != nil } ? path(file) : nil
-    }
+    func path(for url: String) -> String? { paths(for: [url])[0] }
 
-    /// Paths of the cached images among `urls`, in one pass under the lock (reading a feed).
+    /// Paths of the cached images among `urls` (reading a feed): the index says which may be
+    /// here, and an `lstat` of each confirms it, so a path handed out names a file that exists
+    /// (another controller sharing the directory may have evicted it: then it leaves the index,
+    /// and the next prefetch fetches it again).
     func paths(for urls: [String?]) -> [String?] {
         let files = urls.map { $0.map(ImageCache.hash) }
         let present: [Bool] = lock.withLock { files.map { $0.map { entries[$0] != nil } ?? false } }
-        return zip(files, present).map { file, here in here ? file.map(path) : nil }
+        var gone: [String] = []
+        let out: [String?] = zip(files, present).map { file, here in
+            guard here, let file else { return nil }
+            let full = path(file)
+            var st = stat()
+            if lstat(full, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG { return full }
+            gone.append(file)
+            return nil
+        }
+        if !gone.isEmpty { lock.withLock { for f in gone { entries[f] = nil } } }
+        return out
     }
 
     /// Marks `url` used now (it is wanted again): it moves to the back of the eviction order.
+    /// False when the cache does not hold it (any more: a file another controller removed).
     func touch(_ url: String, now: Double) -> Bool {
         let file = ImageCache.hash(url)
         let here: Bool = lock.withLock {
@@ -109,15 +137,40 @@ final class ImageCache: @unchecked Sendable {
             entries[file]?.used = now
             return true
         }
-        if here { utimensat(AT_FDCWD, path(file), nil, 0) }
-        return here
+        guard here else { return false }
+        if utimensat(AT_FDCWD, path(file), nil, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT {
+            lock.withLock { entries[file] = nil }
+            return false
+        }
+        return true
+    }
+
+    /// The bytes of `url`'s cached image; nil when not cached.
+    func size(of url: String) -> Int? {
+        let file = ImageCache.hash(url)
+        return lock.withLock { entries[file]?.bytes }
+    }
+
+    /// The size of `url`'s image when it was fetched before and did not fit (`didNotFit`).
+    func sizeThatDidNotFit(_ url: String) -> Int? {
+        let file = ImageCache.hash(url)
+        return lock.withLock { didNotFit[file] }
+    }
+
+    func noteDidNotFit(_ url: String, bytes: Int) {
+        let file = ImageCache.hash(url)
+        lock.withLock {
+            if didNotFit.count >= 4 * max(limits.maxCount, 1) { didNotFit.removeAll() }
+            didNotFit[file] = bytes
+        }
     }
 
     /// Stores the bytes of `url` (0600, written whole, then renamed into place), then evicts
     /// down to the bounds. Returns false when the file could not be written.
     func store(_ url: String, _ bytes: [UInt8], now: Double) -> Bool {
         let file = ImageCache.hash(url)
-        let temporary = path(file) + ".\(getpid()).tmp"
+        // Unique to this write: two controllers of one process may fetch the same image.
+        let temporary = path(file) + ".\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return false }
         var written = 0

@@ -13,7 +13,8 @@ public struct ImageStats: Sendable, Equatable {
     /// Images the current user's cache holds now, and their bytes.
     public var cached = 0
     public var bytes = 0
-    /// Prefetches still queued or running (0 after a wait that did not time out).
+    /// Prefetches still queued or running (0 after a wait that did not time out): at most 2,
+    /// one running and the latest feed's waiting (prefetches coalesce: the latest feed wins).
     public var pending = 0
     public init() {}
 }
@@ -22,6 +23,11 @@ public struct ImageStats: Sendable, Equatable {
 /// background queue of its own, through the controller's transport for the source (libcurl, or
 /// the host transport). A failure is counted and logged, never thrown: the refresh that
 /// scheduled it has already returned.
+///
+/// Prefetches coalesce: at most one runs and one waits, the latest feed's. A newer feed
+/// replaces the waiting one, and the running one stops after its current image, so an image
+/// server that never answers costs one stuck fetch at a time, never a queue that grows with
+/// every refresh.
 final class ImagePrefetcher: @unchecked Sendable {
     let root: String
     let limits: Configuration.Images
@@ -33,6 +39,16 @@ final class ImagePrefetcher: @unchecked Sendable {
     private var cache: ImageCache
     private var stats = ImageStats()
     private var closed = false
+    /// The latest feed's prefetch, waiting for the running one.
+    private var next: Request?
+    /// A prefetch runs (or its drain is queued).
+    private var running = false
+
+    private struct Request {
+        let cache: ImageCache
+        let visible: [String]
+        let stored: Set<String>
+    }
 
     init(root: String, userID: String, limits: Configuration.Images, timeout: Double,
          transport: @escaping @Sendable () -> Result<Transport, ContentCardsError>) throws(Files.Failure) {
@@ -61,32 +77,74 @@ final class ImagePrefetcher: @unchecked Sendable {
     }
 
     /// Queues a prefetch: the images of `visible` (feed order) up to `maxCount`, after dropping
-    /// the cached images of no stored card (`stored`: every stored card's image).
+    /// the cached images of no stored card (`stored`: every stored card's image). It replaces
+    /// a prefetch still waiting, and stops the running one after its current image.
     func schedule(visible: [String], stored: Set<String>) {
-        let cache: ImageCache? = lock.withLock {
-            if closed { return nil }
-            stats.pending += 1
-            return self.cache
+        let start: Bool = lock.withLock {
+            if closed { return false }
+            next = Request(cache: cache, visible: visible, stored: stored)
+            stats.pending = running ? 2 : 1
+            if running { return false }
+            running = true
+            return true
         }
-        guard let cache else { return }
-        queue.async { [self] in
-            let removed = cache.keepOnly(stored)
-            if removed > 0 { ContentCardsLog.emit(.debug, "image cache: removed \(removed) images of cards that are gone") }
-            var wanted: [String] = []
-            var seen = Set<String>()
-            for url in visible where seen.insert(url).inserted && wanted.count < limits.maxCount { wanted.append(url) }
-            let feed = wanted.map(ImageCache.hash)
-            for url in wanted {
-                if lock.withLock({ closed }) { break }
-                if cache.touch(url, now: Self.now()) { continue }
-                let ok = fetch(url, into: cache)
-                lock.withLock { if ok { stats.fetched += 1 } else { stats.failed += 1 } }
-                // Within bounds after every image, this feed's first images kept longest.
-                if ok { cache.evict(keeping: feed) }
+        if start { queue.async { [self] in drain() } }
+    }
+
+    /// Runs the waiting prefetch, and the next one, until none waits.
+    private func drain() {
+        while true {
+            let request: Request? = lock.withLock {
+                guard !closed, let request = next else {
+                    next = nil
+                    running = false
+                    stats.pending = 0
+                    done.broadcast()
+                    return nil
+                }
+                next = nil
+                stats.pending = 1
+                return request
             }
-            lock.withLock {
-                stats.pending -= 1
-                done.broadcast()
+            guard let request else { return }
+            prefetch(request)
+        }
+    }
+
+    /// True when the running prefetch should stop: closed, or a newer feed waits.
+    private var superseded: Bool { lock.withLock { closed || next != nil } }
+
+    private func prefetch(_ request: Request) {
+        let cache = request.cache
+        // The disk is the truth: other controllers of this user may have fetched or evicted.
+        cache.scan()
+        let removed = cache.keepOnly(request.stored)
+        if removed > 0 { ContentCardsLog.emit(.debug, "image cache: removed \(removed) images of cards that are gone") }
+        var wanted: [String] = []
+        var seen = Set<String>()
+        for url in request.visible where seen.insert(url).inserted && wanted.count < limits.maxCount { wanted.append(url) }
+        let feed = wanted.map(ImageCache.hash)
+        // Bytes of this feed's images kept so far, in feed order: an image known not to fit
+        // beside them is not fetched again (it would be evicted at once).
+        var used = 0
+        for url in wanted {
+            if superseded { break }
+            if cache.touch(url, now: Self.now()) {
+                used += cache.size(of: url) ?? 0
+                continue
+            }
+            if let size = cache.sizeThatDidNotFit(url), used + size > limits.maxBytes { continue }
+            let ok = fetch(url, into: cache)
+            lock.withLock { if ok { stats.fetched += 1 } else { stats.failed += 1 } }
+            guard ok else { continue }
+            // Within bounds after every image, this feed's first images kept longest.
+            let size = cache.size(of: url) ?? 0
+            cache.evict(keeping: feed)
+            if cache.size(of: url) == nil {
+                cache.noteDidNotFit(url, bytes: size)
+                ContentCardsLog.emit(.debug, "image cache: \(Redact.url(url)) (\(size) bytes) does not fit beside the feed's earlier images; not fetched again for this feed")
+            } else {
+                used += size
             }
         }
     }
@@ -132,7 +190,7 @@ final class ImagePrefetcher: @unchecked Sendable {
     func wait(timeout: Double) -> ImageStats {
         let deadline = monotonicSeconds() + timeout
         var s: ImageStats = lock.withLock {
-            while stats.pending > 0 && !closed {
+            while running && !closed {
                 if !done.wait(lock, until: deadline) && monotonicSeconds() >= deadline { break }
             }
             return stats
