@@ -1,4 +1,5 @@
-"""Build hook of the contentcards package: builds libcontentcards and puts it into the wheel.
+"""Build hook of the contentcards package: builds libcontentcards and the contentcards program
+and puts them into the wheel.
 
 The metadata is in pyproject.toml. This file only adds:
 
@@ -7,8 +8,9 @@ The metadata is in pyproject.toml. This file only adds:
   package carries the library of that version.
 * ``sdist`` puts the sources of the library into the source distribution, under ``native/``:
   ``CMakeLists.txt``, ``Package.swift``, ``include/``, ``cmake/``, ``Sources/`` (the Swift core,
-  the C exports and the C parts), ``Tests/`` (so that ``Package.swift`` is whole), ``share/``
-  and the license (``NATIVE_FILES``). A wheel can then be built from the sdist alone.
+  the C exports and the C parts), ``Tests/`` (so that ``Package.swift`` is whole), ``tools/``
+  (the command-line program), ``share/`` and the license (``NATIVE_FILES``). A wheel can then
+  be built from the sdist alone.
 * ``build_py`` builds the library and copies it into the package as
   ``contentcards/libcontentcards.so.1`` (stripped). The library comes from, in order:
 
@@ -16,14 +18,22 @@ The metadata is in pyproject.toml. This file only adds:
      it to the build it has just made before calling pip);
   2. the CMake build of the library's sources: ``native/`` of an sdist, else the repository
      checkout this file is in (found by walking up; or ``$CONTENTCARDS_REPO``). It always runs
-     ``cmake --build <root>/build --target contentcards`` (configuring ``<root>/build`` first
-     when it is not), which recompiles what changed and is a no-op otherwise: a library older
-     than its sources is never packaged.
+     ``cmake --build <root>/build --target contentcards contentcards_cli
+     contentcards_cli_package`` (configuring ``<root>/build`` first when it is not), which
+     recompiles what changed and is a no-op otherwise: a library older than its sources is
+     never packaged.
+
+  The command-line tool goes in with it as ``contentcards/bin/contentcards`` (stripped): the C
+  program (tools/contentcards.c, docs/CLI.md) as CMake's target ``contentcards_cli_package``
+  builds it, ``<build>/package/bin/contentcards`` beside the library's ``<build>/lib``, with the
+  RUNPATH ``$ORIGIN/..`` that finds the package's library. The package's ``contentcards``
+  script and ``python -m contentcards`` exec it (``contentcards/cli.py``).
 
   Building needs cmake, ninja and a Swift 6 toolchain (``swiftc`` on PATH, or in
   /opt/swift/usr/bin); without them it stops with a message naming what is missing.
-* ``pip install -e`` builds the library the same way but copies nothing: the package then
-  loads it from the checkout's ``build/lib`` (see ``contentcards/_library.py``), so
+* ``pip install -e`` builds the library and the program the same way but copies nothing: the
+  package then loads the library from the checkout's ``build/lib`` (see
+  ``contentcards/_library.py``) and runs the program ``build/bin/contentcards`` beside it, so
   ``make cmake`` updates what an editable install uses.
 * The wheel is platform-specific (``py3-none-<platform>``): it carries a native library.
   ``make wheel`` then runs ``auditwheel repair``, which tags it ``manylinux_2_35_x86_64`` (the
@@ -50,11 +60,15 @@ from setuptools.dist import Distribution
 HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGE = "contentcards"
 TARGET_NAME = "libcontentcards.so.1"
+#: The command-line program in the package (contentcards/bin/contentcards), and the CMake
+#: targets that build it: for the package (RUNPATH $ORIGIN/..) and for the build tree's bin/.
+PROGRAM_NAME = os.path.join("bin", "contentcards")
+PROGRAM_TARGETS = ("contentcards_cli_package", "contentcards_cli")
 #: In an sdist: the folder with the library's sources (a copy of NATIVE_FILES of the repository).
 NATIVE = "native"
 #: What of the repository the sdist carries to build the library (relative to its root).
 NATIVE_FILES = ("CMakeLists.txt", "Package.swift", "LICENSE", "README.md", "CHANGELOG.md",
-                "include", "cmake", "Sources", "Tests", "share")
+                "include", "cmake", "Sources", "Tests", "tools", "share")
 #: Optional parts of the CMake project, each switched off when its folder is absent (an sdist).
 CMAKE_OPTIONAL = {"CC_BUILD_TESTS": "tests/c", "CC_BUILD_EXAMPLES": "examples/c",
                   "CC_BUILD_BENCH": "bench", "CC_BUILD_TOOLS": "tools"}
@@ -109,7 +123,8 @@ def build_tools() -> tuple[dict[str, str], list[str]]:
 
 
 def cmake_build(root: str) -> str:
-    """Builds (or brings up to date) the library with CMake in <root>/build; returns its path."""
+    """Builds (or brings up to date) the library and the program with CMake in <root>/build;
+    returns the library's path."""
     build = os.path.join(root, "build")
     target = os.path.join(build, "lib", TARGET_NAME)
     env, missing = build_tools()
@@ -131,7 +146,7 @@ def cmake_build(root: str) -> str:
     else:
         stage(f"bringing libcontentcards up to date in {build} (a no-op when no source changed; "
               "1–2 minutes after a change)…")
-    run(["cmake", "--build", build, "--target", "contentcards"], env)
+    run(["cmake", "--build", build, "--target", "contentcards", *PROGRAM_TARGETS], env)
     if not os.path.isfile(target):
         raise LibraryNotFound(f"the CMake build in {build} did not produce {target}")
     stage(f"libcontentcards ready in {time.monotonic() - started:.0f} s: {target}")
@@ -167,6 +182,19 @@ def find_library() -> str:
     return cmake_build(roots[0])
 
 
+def find_program(library: str) -> str:
+    """The program to put into the package: <build>/package/bin/contentcards, beside the
+    library's <build>/lib (see the module docstring)."""
+    program = os.path.join(os.path.dirname(os.path.dirname(library)), "package", "bin",
+                           "contentcards")
+    if not os.path.isfile(program):
+        raise LibraryNotFound(
+            f"the contentcards program for the package is not beside {library}: {program} does "
+            "not exist. Build it with the library (CMake target contentcards_cli_package: "
+            "make cmake)")
+    return program
+
+
 def header_version() -> str:
     """CC_VERSION_STRING of include/contentcards.h (the one copy of the version)."""
     for root in repo_roots():
@@ -181,7 +209,7 @@ def header_version() -> str:
 
 
 class BuildPyWithLibrary(build_py):
-    """build_py, then the library built and copied into the built package."""
+    """build_py, then the library and the program built and copied into the built package."""
 
     def run(self) -> None:
         super().run()
@@ -189,15 +217,17 @@ class BuildPyWithLibrary(build_py):
         if getattr(self, "editable_mode", False):
             stage("editable install: the package loads the library from the checkout's build")
             return
+        program = find_program(source)
         target_dir = os.path.join(self.build_lib, PACKAGE)
-        os.makedirs(target_dir, exist_ok=True)
-        target = os.path.join(target_dir, TARGET_NAME)
-        shutil.copyfile(source, target)  # follows the SONAME symlink to the real file
-        os.chmod(target, 0o755)
         strip = shutil.which("strip")
-        if strip:  # as `cmake --install --strip` does: 9.9 MB -> 6.8 MB
-            subprocess.run([strip, target], check=True)
-        stage(f"packaged {source} as {target}{' (stripped)' if strip else ''}")
+        for built, name in ((source, TARGET_NAME), (program, PROGRAM_NAME)):
+            target = os.path.join(target_dir, name)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            shutil.copyfile(built, target)  # follows the SONAME symlink to the real file
+            os.chmod(target, 0o755)
+            if strip:  # as `cmake --install --strip` does: 9.9 MB -> 6.8 MB for the library
+                subprocess.run([strip, target], check=True)
+            stage(f"packaged {built} as {target}{' (stripped)' if strip else ''}")
 
 
 class SdistWithSources(sdist):

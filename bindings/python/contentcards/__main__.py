@@ -1,4 +1,4 @@
-"""``python -m contentcards``: the command-line tool (docs/CLI.md)."""
+"""``python -m contentcards``: runs the command-line program (docs/CLI.md; see cli.py)."""
 
 from .cli import run
 

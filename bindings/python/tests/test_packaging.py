@@ -2,22 +2,24 @@
 
 Always run (a few seconds):
 
-* where the build hook takes the library from, and its messages when it cannot build one;
+* where the build hook takes the library and the command-line program from, and its messages
+  when it cannot build them;
 * that it runs the incremental CMake build every time, so a library older than its sources is
   never packaged (on a small C project standing in for the repository: real cmake and ninja);
 * the sdist: built for real (``python -m build --sdist --no-isolation``), it holds the tests
   with their conftest.py and the library's sources under native/ (every file of Sources/, the
-  header, CMakeLists.txt, Package.swift, cmake/), and unpacked outside the repository its
-  setup.py builds from native/ and CMake configures that tree.
+  header, CMakeLists.txt, Package.swift, cmake/, the program's tools/), and unpacked outside
+  the repository its setup.py builds from native/ and CMake configures that tree.
 
 Opt-in, CONTENTCARDS_TEST_PACKAGE=1 (``make package-test``; builds the Swift library twice, a few
 minutes, and needs PyPI for build isolation and auditwheel/patchelf on PATH):
 
 * sdist -> wheel built from the sdist alone -> ``auditwheel repair`` (manylinux_2_35_x86_64,
   libsqlite3 bundled) -> installed into a fresh venv -> imported from outside the repository,
-  reading cards from the sample feed with the bundled libraries;
+  reading cards from the sample feed with the bundled libraries; its ``contentcards`` script
+  and ``python -m contentcards`` run the program the wheel carries, on the package's library;
 * ``pip install -e`` of a clean copy of the checkout (nothing built) into a fresh venv, then
-  ``import contentcards`` from elsewhere.
+  ``import contentcards`` and ``python -m contentcards`` from elsewhere.
 """
 
 from __future__ import annotations
@@ -66,6 +68,19 @@ def test_env_var_first(setup_py: ModuleType, monkeypatch: pytest.MonkeyPatch,
         setup_py.find_library()
 
 
+def test_the_program_is_beside_the_library(setup_py: ModuleType,
+                                           tmp_path: os.PathLike[str]) -> None:
+    build = os.fspath(tmp_path)
+    lib = os.path.join(build, "lib", "libcontentcards.so.1")
+    with pytest.raises(setup_py.LibraryNotFound,
+                       match="program for the package is not beside .*contentcards_cli_package"):
+        setup_py.find_program(lib)
+    program = os.path.join(build, "package", "bin", "contentcards")
+    os.makedirs(os.path.dirname(program))
+    open(program, "wb").close()
+    assert setup_py.find_program(lib) == program
+
+
 def test_checkout_is_the_root(setup_py: ModuleType) -> None:
     assert setup_py.repo_roots() == [REPO]
     assert setup_py.header_version() == load_header_version()
@@ -81,8 +96,14 @@ def load_header_version() -> str:
 FAKE_CMAKE = """cmake_minimum_required(VERSION 3.20)
 project(fake C)
 set(CMAKE_LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib)
+set(CMAKE_RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin)
 add_library(contentcards SHARED lib.c)
 set_target_properties(contentcards PROPERTIES VERSION 1.0.0 SOVERSION 1)
+add_executable(contentcards_cli main.c)
+add_executable(contentcards_cli_package main.c)
+set_target_properties(contentcards_cli contentcards_cli_package PROPERTIES OUTPUT_NAME contentcards)
+set_target_properties(contentcards_cli_package PROPERTIES
+  RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/package/bin)
 """
 
 
@@ -96,6 +117,8 @@ def fake_repo(root: str, answer: int) -> None:
         f.write(FAKE_CMAKE)
     with open(os.path.join(root, "lib.c"), "w") as f:
         f.write(f"int cc_fake_answer(void) {{ return {answer}; }}\n")
+    with open(os.path.join(root, "main.c"), "w") as f:
+        f.write("int main(void) { return 0; }\n")
 
 
 def fake_answer(path: str) -> int:
@@ -114,6 +137,7 @@ def test_builds_every_time_so_a_stale_library_never_ships(
     first = setup_py.find_library()
     assert first == os.path.join(root, "build", "lib", "libcontentcards.so.1")
     assert fake_answer(first) == 1
+    assert os.access(setup_py.find_program(first), os.X_OK)  # built with it
     err = capfd.readouterr().err
     assert "contentcards: building libcontentcards with CMake (1–2 minutes)…" in err
     assert "-DCC_BUILD_TESTS=OFF" in err  # the fake has no tests/c
@@ -180,7 +204,8 @@ def test_sdist_has_the_sources_and_the_tests(tmp_path: os.PathLike[str],
                 "native/Package.swift", "native/LICENSE", "native/include/contentcards.h",
                 "native/cmake/contentcards.pc.in", "native/cmake/ContentCardsConfig.cmake.in",
                 "native/Sources/ContentCardsC/exports.map",
-                "native/Sources/CContentCardsFast/fast.c"} <= names
+                "native/Sources/CContentCardsFast/fast.c", "native/tools/contentcards.c",
+                "native/tools/unicode_width.h"} <= names
         # Every source file of the library, the Swift core's included.
         sources = []
         for dirpath, dirnames, filenames in os.walk(os.path.join(REPO, "Sources")):
@@ -267,6 +292,7 @@ def test_wheel_from_sdist_repaired_installs_anywhere(tmp_path: os.PathLike[str])
         wheel_text = archive.read(f"contentcards-{version}.dist-info/WHEEL").decode()
     assert "Tag: py3-none-manylinux_2_35_x86_64" in wheel_text
     assert "contentcards/libcontentcards.so.1" in names
+    assert "contentcards/bin/contentcards" in names
     bundled = [n for n in names if n.startswith("contentcards.libs/")]
     # SQLite is linked into the library: nothing for auditwheel to graft.
     assert not any(os.path.basename(n).startswith("libsqlite3") for n in bundled), names
@@ -292,6 +318,24 @@ def test_wheel_from_sdist_repaired_installs_anywhere(tmp_path: os.PathLike[str])
     assert "libsqlite3" not in needed, needed
     ldd = subprocess.run(["ldd", lib], capture_output=True, text=True, check=True).stdout
     assert "libsqlite3" not in ldd, ldd
+    # The command-line program is in the package and runs on the package's library, through
+    # the console script and python -m alike.
+    program = os.path.join(os.path.dirname(lib), "bin", "contentcards")
+    assert os.access(program, os.X_OK)
+    dynamic = subprocess.run(["readelf", "-d", program], capture_output=True, text=True,
+                             check=True).stdout
+    assert "[$ORIGIN/..]" in dynamic, dynamic
+    ldd = subprocess.run(["ldd", program], capture_output=True, text=True, check=True).stdout
+    assert f"libcontentcards.so.1 => {lib}" in ldd, ldd
+    script = os.path.join(out, "venv", "bin", "contentcards")
+    outputs = set()
+    for command in ([program], [script], [python, "-I", "-m", "contentcards"]):
+        result = subprocess.run([*command, "validate", SAMPLE_FEED], cwd=work,
+                                capture_output=True, timeout=60, env=outside_env())
+        assert result.returncode == 0, (command, result.stderr)
+        outputs.add(result.stdout)
+    (validated,) = outputs
+    assert validated.startswith(b"accepted 11 cards, left out 3\n")
 
 
 def clean_copy(destination: str) -> None:
@@ -334,3 +378,7 @@ def test_editable_install_of_a_clean_checkout(tmp_path: os.PathLike[str]) -> Non
     version, path = result.stdout.split()
     assert version == load_header_version()
     assert path == os.path.join(clone, "build", "lib", "libcontentcards.so.1")
+    # The command line: the checkout's program beside that library.
+    result = subprocess.run([python, "-m", "contentcards", "--version"], cwd=work,
+                            capture_output=True, text=True, timeout=60, env=outside_env())
+    assert (result.returncode, result.stdout) == (0, f"contentcards {version}\n"), result.stderr
