@@ -109,6 +109,61 @@ import Testing
         #expect(try c.card(id: "m-2").read)            // taken from the server
     }
 
+    /// A local change is never lost to a sync that crosses it: the change is made and its
+    /// event delivered while a sync is out, and that sync answers with the old state. Read
+    /// state (not sticky) is kept by rule 9 for the whole window; viewed, clicked and dismissed
+    /// by being sticky (rules 4 and 6). Each, for a change made before the sync started
+    /// (pending then) and one made while it was out.
+    @Test(arguments: [false, true])
+    func aSyncThatCrossesALocalChangeDoesNotUndoIt(changeBeforeTheSyncStarts: Bool) throws {
+        let gate = HangTests.Gate()
+        let syncs = HangTests.Counter()
+        // The server's view, as of before the changes: all unread, unviewed, not dismissed.
+        let stale = #"{"cards":[{"id":"r","tp":"short_news","ca":10,"ds":"read","rd":false},{"id":"u","tp":"short_news","ca":11,"ds":"unread","rd":true},{"id":"v","tp":"short_news","ca":12,"ds":"viewed","u":"https://example.com/v","rd":false},{"id":"d","tp":"short_news","ca":13,"ds":"dismissed","db":true,"rd":false}],"full_sync":true}"#
+        let c = try ContentCardsController(
+            json: #"{"userId":"x","source":{"callback":true},"events":{"callback":true},"eventFlushIntervalSeconds":0,"refreshTokens":0}"#,
+            transport: ClosureTransport { request in
+                switch request.kind {
+                case .sync:
+                    syncs.add()
+                    if syncs.value > 1 { gate.wait(max: 20) }   // the crossing sync is held out
+                    return .success(TransportResponse(status: 200, body: Array(stale.utf8)))
+                default:
+                    return .success(TransportResponse(status: 200, body: []))
+                }
+            })
+        defer { gate.open(); c.close() }
+        try c.refresh(timeout: 5)
+        func change() throws {
+            try c.markRead(cardID: "r")
+            try c.markUnread(cardID: "u")
+            try c.logImpression(cardID: "v")
+            #expect(try c.logClick(cardID: "v").stateChanged)
+            try c.logDismissal(cardID: "d")
+        }
+        if changeBeforeTheSyncStarts { try change() }
+        final class Box: @unchecked Sendable { var result: Result<SyncSummary, ContentCardsError>? }
+        let box = Box()
+        let done = DispatchSemaphore(value: 0)
+        try c.refreshInBackground(timeout: 20) { box.result = $0; done.signal() }
+        #expect(HangTests.finishes(within: 10) { while syncs.value < 2 { usleep(1_000) } })
+        if !changeBeforeTheSyncStarts { try change() }
+        // Delivered while the sync is still out: nothing is pending any more.
+        #expect(try c.flushEvents(timeout: 5).pending == 0)
+        gate.open()
+        #expect(done.wait(timeout: .now() + 20) == .success)
+        #expect((try? box.result?.get()) != nil, "\(String(describing: box.result))")
+        let card = { (id: String) throws -> Card in try c.card(id: id) }
+        #expect(try card("r").read == true, "a read change was lost to the crossing sync")
+        #expect(try card("u").read == false, "an unread change was lost to the crossing sync")
+        let v = try card("v")
+        #expect(v.viewed && v.clicked, "\(CardJSON.encode(v))")
+        #expect(try card("d").dismissed)
+        // The next sync, which no change crosses, takes the server's read state again.
+        try c.refresh(timeout: 5)
+        #expect(try card("r").read == false && card("u").read == true)
+    }
+
     @Test func theWireKeyIsRead() throws {
         let payload = try PayloadDecoder().decode(#"[{"id":"a","tp":"control","ca":1,"rd":true},{"id":"b","tp":"control","ca":1},{"id":"c","tp":"control","ca":1,"rd":"yes"}]"#)
         #expect(payload.cards.map(\.read) == [true, nil])

@@ -57,6 +57,11 @@ extension ContentCardsController {
                 }
                 if !changes.isEmpty {
                     try persist(changes, for: userID)
+                    // A sync out now may answer with the old state after this change's event
+                    // was delivered: its merge keeps these cards' local read state.
+                    if let ticket = refreshInFlight, ticket.userID == userID {
+                        for card in changes.upserts { ticket.readCrossing.insert(CardKey(card.id)) }
+                    }
                     publish(&changes)
                 }
                 return .success((results, currentCounts()))

@@ -26,6 +26,11 @@ final class RefreshTicket {
     /// The user the refresh is for: only a refresh of the current user is joined.
     let userID: String
     init(userID: String) { self.userID = userID }
+    /// Cards whose read state this device changed while the sync was out: a read or unread
+    /// event pending when it started, or one logged since (delivered meanwhile or not). The
+    /// server may have answered before it heard of them, so their local state wins in this
+    /// sync's merge (rule 9). Guarded by the controller's lock.
+    var readCrossing = Set<CardKey>()
     var result: Result<SyncSummary, ContentCardsError>?
     /// What the fetch thread got (set under the controller's lock); ignored once the refresh
     /// was abandoned at its deadline.
@@ -179,6 +184,9 @@ extension ContentCardsController {
                 return .failure(e)
             }
             let ticket = RefreshTicket(userID: userID)
+            // A read event pending now may be delivered before the answer comes, yet after the
+            // server wrote it: remembered here, not only looked up in the outbox at the merge.
+            if let store { ticket.readCrossing = (try? store.pendingReadStateCards(user: userID)) ?? [] }
             refreshInFlight = ticket
             return .success(.started(RefreshStart(ticket: ticket, source: source, userID: userID, cursors: stored.cursors,
                                                   validator: stored.sync.validator)))
@@ -297,7 +305,8 @@ extension ContentCardsController {
                 } else if userID != start.userID {
                     result = .failure(ContentCardsError(.wrongUser, "the user changed to \"\(userID)\" during the refresh for \"\(start.userID)\": response discarded"))
                 } else {
-                    result = mergeLocked(&payload, sync: SyncState(validator: validator, syncedAt: finishedAt))
+                    result = mergeLocked(&payload, sync: SyncState(validator: validator, syncedAt: finishedAt),
+                                         readCrossing: start.ticket.readCrossing)
                 }
             }
             switch result {
@@ -373,7 +382,11 @@ extension ContentCardsController {
     /// The payload's cards are let go once the merge has planned its changes (which hold what
     /// they keep of them): when the caller held the only reference, a large apply does not keep
     /// the decoded cards alive beside the stored ones while it publishes.
-    func mergeLocked(_ payload: inout Payload, sync: SyncState? = nil) -> Result<SyncSummary, ContentCardsError> {
+    /// `readCrossing`: cards whose read state changed locally while the sync was out (see
+    /// `RefreshTicket.readCrossing`); their local read state stays, like that of cards with a
+    /// read event still in the outbox.
+    func mergeLocked(_ payload: inout Payload, sync: SyncState? = nil,
+                     readCrossing: Set<CardKey> = []) -> Result<SyncSummary, ContentCardsError> {
         do {
             try reloadIfChangedElsewhere()
         } catch {
@@ -385,6 +398,7 @@ extension ContentCardsController {
             do throws(StoreError) { pendingRead = try store?.pendingReadStateCards(user: userID) ?? [] } catch {
                 return .failure(ContentCardsError(.storage, error.message))
             }
+            pendingRead.formUnion(readCrossing)
         }
         var merge = Merge.plan(&payload, from: stored, pendingRead: pendingRead)
         payload.cards = []
