@@ -86,6 +86,7 @@ import Testing
     @Test func refreshOnOpenOnlyWhenTheLastSyncIsOlder() async throws {
         let server = try ReferenceServer()
         let dir = Fixtures.temporaryDirectory("on-open")
+        defer { Fixtures.removeTree(dir) }
         let policy = #""refreshTokens":0,"refreshOnOpenAfterSeconds":3600"#
         let first = try open(server, user: "opa", storage: dir, policy)   // never synced: refreshes
         try await waitUntil { (try first.counts().total) != 0 }

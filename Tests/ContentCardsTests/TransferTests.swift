@@ -98,7 +98,9 @@ import Glibc
     @Test func anUnchangedRefreshIsA304WithNoMergeAndNoWrite() throws {
         let server = try ReferenceServer()
         let dir = Fixtures.temporaryDirectory("etag")
+        defer { Fixtures.removeTree(dir) }
         let c = try controller(server, user: "nina", storage: dir)
+        defer { c.close() }
         try c.refresh()
         try c.logImpression(cardID: "tile-1")
         let watcher = try SQLiteDatabase(path: dir + "/contentcards.sqlite")
@@ -125,12 +127,14 @@ import Glibc
     @Test func theValidatorSurvivesReopenAndIsTheUsersOwn() throws {
         let server = try ReferenceServer()
         let dir = Fixtures.temporaryDirectory("etag-reopen")
+        defer { Fixtures.removeTree(dir) }
         do {
             let c = try controller(server, user: "olga", storage: dir)
             try c.refresh()
             c.close()
         }
         let c = try controller(server, user: "olga", storage: dir)
+        defer { c.close() }
         #expect(try c.refresh().notModified)
         // Another user has no validator: a full sync, never the first user's 304.
         try c.changeUser("pete")
@@ -145,6 +149,7 @@ import Glibc
     @Test func aSchema1StoreIsMigratedAndKeepsItsCards() throws {
         let server = try ReferenceServer()
         let dir = Fixtures.temporaryDirectory("schema1")
+        defer { Fixtures.removeTree(dir) }
         do {
             let c = try controller(server, user: "uma", storage: dir)
             try c.refresh()
