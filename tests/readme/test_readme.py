@@ -93,8 +93,11 @@ def test_python(outside: str) -> None:
     script = os.path.join(outside, "quickstart.py")
     with open(script, "w", encoding="utf-8") as f:
         f.write(quickstarts()["python"])
-    result = subprocess.run([sys.executable, "-I", script], cwd=outside, env=clean_env(),
-                            capture_output=True, text=True, timeout=60)
+    # The quick start writes its feed into a temporary folder of its own: in this one, removed
+    # with it.
+    result = subprocess.run([sys.executable, "-I", script], cwd=outside,
+                            env=clean_env(TMPDIR=outside), capture_output=True, text=True,
+                            timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout.splitlines()
     assert out[:2] == ["coupon-1 20% off 20", "tile-1 Espresso kit None"], out
@@ -116,7 +119,7 @@ def test_swift(outside: str) -> None:
         f.write(blocks["swift-package"])
     with open(os.path.join(app, "Sources", "cards", "main.swift"), "w", encoding="utf-8") as f:
         f.write(blocks["swift"])
-    env = clean_env()
+    env = clean_env(TMPDIR=outside)  # its feed file (and the toolchain's files): removed with it
     if shutil.which("swift", path=env.get("PATH")) is None and os.path.isdir("/opt/swift/usr/bin"):
         env["PATH"] = env.get("PATH", os.defpath) + os.pathsep + "/opt/swift/usr/bin"
     result = subprocess.run(["swift", "run", "cards"], cwd=app, env=env, capture_output=True,

@@ -12,7 +12,6 @@ import email.utils
 import json
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -189,25 +188,25 @@ def test_a_read_only_store_says_read_only(tmp_path: Any, what: str) -> None:
     # Root writes anything: as root the store is given to nobody (65534), who opens it.
     uid = 65534 if os.geteuid() == 0 else None
     # Not under tmp_path: pytest's base directory is private to root, nobody cannot reach it.
-    base = tempfile.mkdtemp(prefix="cc-read-only-")
-    store = os.path.join(base, "store")
-    cc.ContentCards(user_id="u", storage_path=store, source={"file": "/nonexistent"}).close()
-    if uid is not None:
-        for root, dirs, files in os.walk(base):
-            for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
-                os.chown(name, uid, uid)
-    database = os.path.join(store, "contentcards.sqlite")
-    before = open(database, "rb").read()
-    if what == "directory":
-        os.chmod(store, 0o500)
-    else:
-        os.chmod(database, 0o400)
-    try:
-        message = _open_as_owner(store, uid)
-        after = open(database, "rb").read()
-    finally:
-        os.chmod(store, 0o700)
-        shutil.rmtree(base, ignore_errors=True)
+    # Removed with all in it however the test ends.
+    with tempfile.TemporaryDirectory(prefix="cc-read-only-") as base:
+        store = os.path.join(base, "store")
+        cc.ContentCards(user_id="u", storage_path=store, source={"file": "/nonexistent"}).close()
+        if uid is not None:
+            for root, dirs, files in os.walk(base):
+                for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
+                    os.chown(name, uid, uid)
+        database = os.path.join(store, "contentcards.sqlite")
+        before = open(database, "rb").read()
+        if what == "directory":
+            os.chmod(store, 0o500)
+        else:
+            os.chmod(database, 0o400)
+        try:
+            message = _open_as_owner(store, uid)
+            after = open(database, "rb").read()
+        finally:
+            os.chmod(store, 0o700)
     assert message.startswith("StorageError: "), message
     assert "read-only" in message and "corrupt" not in message, message
     assert ("chmod 700" if what == "directory" else "chmod 600") in message, message
