@@ -4,7 +4,8 @@
 #                 HTTP, cards by class type, logging, badge, event delivery) through Python
 #   make test     every test: Swift (swift test), C (ctest: tests, examples, ABI checks), Python
 #                 (pytest), plus the concurrency tests under ThreadSanitizer, the C tests
-#                 under valgrind and the repository checks (tests/repo)
+#                 under valgrind and the repository checks (tests/repo); all with TMPDIR in a
+#                 fresh folder, which they must leave empty (tests/leftovers.py)
 #
 # Other targets: lib (the SwiftPM release .so), cmake (the CMake build), python (the venv with
 # the package installed), tsan, memcheck, check-repo (one version everywhere, every docs/ path
@@ -62,7 +63,18 @@ python: cmake
 demo: python
 	@$(PY) examples/python/demo.py
 
-test: check-repo test-swift test-c test-lib test-python test-install tsan memcheck
+# Every step of `make test` runs with TMPDIR in a fresh folder of its own, and the last one
+# (tests/leftovers.py) fails, listing them, when the tests left anything there: a test removes
+# what it makes, also when it fails. The folder is outside the checkout (the packaging and
+# README tests need their temporary folders away from it), traversable by others (a test opens
+# a store as nobody) and removed at the end, also after a failure: nothing stays in /tmp.
+TEST_STEPS := check-repo test-swift test-c test-lib test-python test-install tsan memcheck
+
+test:
+	@tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/contentcards-test.XXXXXX") && chmod 711 "$$tmp" \
+	  && trap 'rm -rf "$$tmp"' EXIT && echo "make test: TMPDIR=$$tmp" \
+	  && TMPDIR=$$tmp $(MAKE) --no-print-directory $(TEST_STEPS) \
+	  && $(PYTHON) tests/leftovers.py "$$tmp"
 
 # The repository itself (no build needed): the version is written only in the header and
 # agrees everywhere; every docs/ path the repository names exists; nothing points outside it.
@@ -103,7 +115,8 @@ tsan: deps
 memcheck: cmake
 	@for t in feed message_center coupon logging; do \
 	  valgrind -q --error-exitcode=1 --leak-check=full \
-	    --suppressions=$(ROOT)/share/contentcards/contentcards.supp $(BUILD)/bin/$$t > /dev/null || exit 1; \
+	    --suppressions=$(ROOT)/share/contentcards/contentcards.supp $(BUILD)/bin/$$t \
+	    $$([ $$t = logging ] && echo $(BUILD)/examples/c/events.jsonl) > /dev/null || exit 1; \
 	  echo "valgrind: example $$t clean with contentcards.supp"; \
 	done
 	@for t in test_api test_misuse test_callbacks test_threads test_badge test_log test_open_at_exit test_one_api; do \
