@@ -716,7 +716,7 @@ class ContentCards:
         Raises NoSourceError when no image cache is configured."""
         import json
         text = self._call(_ffi.controller_wait_images, _timeout(timeout))
-        return ImageStats(**json.loads(text))
+        return ImageStats.from_json(json.loads(text))
 
     async def flush_events_async(self, timeout: float | None = None) -> FlushResult:
         """:meth:`flush_events`, awaited: the flush runs on a daemon thread of its own, so

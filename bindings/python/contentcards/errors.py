@@ -18,7 +18,7 @@ import math
 # typing is not imported at run time (issue 9: import time); mypy reads this as True.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import ClassVar
+    from typing import Any, ClassVar
 
 __all__ = [
     "STATUS_NAMES",
@@ -102,6 +102,18 @@ class ContentCardsError(Exception):
 
     def __reduce__(self) -> tuple[object, ...]:
         return (error_for, (self.code, self.message, self.retry_after))
+
+    def to_json(self) -> dict[str, Any]:
+        """The error as the library gives it in JSON (a failed refresh's completion, an
+        update's and the diagnostics' ``error``): ``code``, ``name``, ``message``, and
+        ``retryAfter`` when there is one, a whole number written without a fraction as the
+        library writes it."""
+        out: dict[str, Any] = {"code": self.code, "name": self.name, "message": self.message}
+        retry_after = self.retry_after
+        if retry_after is not None:
+            whole = abs(retry_after) < 1e15 and retry_after == int(retry_after)
+            out["retryAfter"] = int(retry_after) if whole else retry_after
+        return out
 
 
 class InvalidArgumentError(ContentCardsError, ValueError):

@@ -106,6 +106,15 @@ class ImageStats(tuple[int, int, int, int, int]):
     def __getnewargs__(self) -> tuple[int, int, int, int, int]:
         return (self[0], self[1], self[2], self[3], self[4])
 
+    @classmethod
+    def from_json(cls, data: Any) -> ImageStats:
+        return cls(int(data["fetched"]), int(data["failed"]), int(data["cached"]),
+                   int(data["bytes"]), int(data["pending"]))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"fetched": self[0], "failed": self[1], "cached": self[2], "bytes": self[3],
+                "pending": self[4]}
+
 
 class FlushResult(tuple[int, int, int]):
     """The outcome of an event flush: ``delivered``, ``dropped``, and still ``pending``."""
@@ -331,17 +340,10 @@ class Update(Value):
     def to_json(self) -> dict[str, Any]:
         error = self.error
         return {"reason": self.reason.value, "ok": self.ok,
-                "error": None if error is None else _error_json(error),
+                "error": None if error is None else error.to_json(),
                 "cardId": self.card_id, "counts": self.counts.to_json(),
                 "sync": None if self.sync is None else self.sync.to_json(),
                 "origin": self.origin}
-
-
-def _error_json(error: ContentCardsError) -> dict[str, Any]:
-    out: dict[str, Any] = {"code": error.code, "name": error.name, "message": error.message}
-    if error.retry_after is not None:
-        out["retryAfter"] = error.retry_after
-    return out
 
 
 class PendingEvent(Value):
@@ -414,6 +416,20 @@ def _snake(key: str) -> str:
     return "".join(out)
 
 
+def _camel(key: str) -> str:
+    """The library's key of a snake_case one (``_snake`` undone: its keys have no "_")."""
+    head, *rest = key.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _camel_tree(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {_camel(k): _camel_tree(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_camel_tree(v) for v in value]
+    return value
+
+
 class Diagnostics(Value):
     """A controller's diagnostics (``cc_controller_diagnostics``) with snake_case fields:
     ``user_id``, ``storage_path``, ``closed``, ``refresh_in_flight``, ``last_refresh`` and
@@ -422,13 +438,15 @@ class Diagnostics(Value):
     ``stored_cards``, ``unreadable_stored_cards``, ``counts``, ``pending_events``,
     ``delivered_events``, ``dropped_events``, ``subscribers``, ``last_successful_refresh_at``
     (unix seconds of the last refresh that brought the user's cards, kept across reopens; None
-    when never). ``raw`` is the JSON (not
-    compared); a key a newer library adds is in ``raw`` until this class names it."""
+    when never), ``thread_starts_refused`` (library threads the system refused to start).
+    ``raw`` is the JSON (not compared); a key a newer library adds is in ``raw`` until this
+    class names it, and ``to_json()`` gives it back too."""
 
     __slots__ = ("user_id", "storage_path", "closed", "refresh_in_flight", "last_refresh",
                  "last_delivery", "last_error", "rate_limit", "left_out", "stored_cards",
                  "unreadable_stored_cards", "counts", "pending_events", "delivered_events",
-                 "dropped_events", "subscribers", "last_successful_refresh_at", "raw")
+                 "dropped_events", "subscribers", "last_successful_refresh_at",
+                 "thread_starts_refused", "raw")
     _not_compared = frozenset({"raw"})
     _not_hashed = frozenset({"last_refresh", "last_delivery", "rate_limit"})
     user_id: str
@@ -448,6 +466,7 @@ class Diagnostics(Value):
     dropped_events: int
     subscribers: int
     last_successful_refresh_at: float | None
+    thread_starts_refused: int
     raw: dict[str, Any]
 
     @classmethod
@@ -483,8 +502,34 @@ class Diagnostics(Value):
             "subscribers": int(data["subscribers"]),
             "last_successful_refresh_at": (None if data.get("lastSuccessfulRefreshAt") is None
                                            else float(data["lastSuccessfulRefreshAt"])),
+            "thread_starts_refused": int(data.get("threadStartsRefused", 0)),
             "raw": data,
         }
         for name in cls.__slots__:
             _set(new, name, values[name])
         return new
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON of ``cc_controller_diagnostics``: the fields under the library's keys (the
+        dicts' keys too), in the order of ``raw``, the JSON they were read from; a key this
+        class does not name comes from ``raw`` as it is."""
+        error = self.last_error
+        refreshed = self.last_successful_refresh_at
+        fields: dict[str, Any] = {
+            "userId": self.user_id, "storagePath": self.storage_path, "closed": self.closed,
+            "refreshInFlight": self.refresh_in_flight,
+            "lastRefresh": _camel_tree(self.last_refresh),
+            "lastDelivery": _camel_tree(self.last_delivery),
+            "lastError": None if error is None else error.to_json(),
+            "rateLimit": _camel_tree(self.rate_limit),
+            "leftOut": [item.to_json() for item in self.left_out],
+            "storedCards": self.stored_cards,
+            "unreadableStoredCards": self.unreadable_stored_cards,
+            "lastSuccessfulRefreshAt": None if refreshed is None else json_number(refreshed),
+            "counts": self.counts.to_json(), "pendingEvents": self.pending_events,
+            "deliveredEvents": self.delivered_events, "droppedEvents": self.dropped_events,
+            "subscribers": self.subscribers, "threadStartsRefused": self.thread_starts_refused,
+        }
+        out = {key: fields.pop(key) if key in fields else value for key, value in self.raw.items()}
+        out.update(fields)  # a field the JSON it was read from did not have
+        return out

@@ -33,7 +33,7 @@ def test_mypy_rejects_misuse() -> None:
     result = run_mypy(misuse)
     lines = {int(m.group(1)) for m in re.finditer(r"misuse\.py:(\d+): error:", result.stdout)}
     assert lines == expected, result.stdout
-    assert len(expected) == 13
+    assert len(expected) == 14
 
 
 def test_the_package_and_examples_type_check() -> None:

@@ -22,3 +22,6 @@ def misuse(c: cc.ContentCards, card: cc.Card, update: cc.Update) -> None:
     cc.library_path.upper()  # error: library_path() is a function, like library_version()
     update.reason == cc.UpdateReason.REFRESH or update.reason.upper_case()  # error: an enum
     c.refresh_in_background(timeout="soon")  # error: seconds
+    stats: dict[str, object] = c.wait_for_images().to_json()  # every result has to_json()
+    c.diagnostics().to_json().user_id  # error: to_json() is the library's JSON, a dict
+    str(c.diagnostics().thread_starts_refused + 1) + str(stats)
