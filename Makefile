@@ -35,7 +35,7 @@ STRESS_ROUNDS ?= 300
 STRESS_FUZZ_SECONDS ?= 300
 FUZZ_TARGETS := payload config filter calls decoders
 
-.PHONY: check-repo version fuzz fuzz-replay stress bench fleet demo test deps lib cmake python test-swift test-c test-lib test-python test-install tsan memcheck install clean
+.PHONY: check-repo version fuzz fuzz-replay stress bench fleet demo test deps lib cmake python test-swift test-c test-lib test-python test-install test-portable tsan memcheck install clean
 
 deps:
 	@scripts/install-deps.sh
@@ -68,7 +68,7 @@ demo: python
 # what it makes, also when it fails. The folder is outside the checkout (the packaging and
 # README tests need their temporary folders away from it), traversable by others (a test opens
 # a store as nobody) and removed at the end, also after a failure: nothing stays in /tmp.
-TEST_STEPS := check-repo test-swift test-c test-lib test-python test-install tsan memcheck
+TEST_STEPS := check-repo test-swift test-c test-lib test-python test-install test-portable tsan memcheck
 
 test:
 	@tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/contentcards-test.XXXXXX") && chmod 711 "$$tmp" \
@@ -103,11 +103,20 @@ test-lib: lib
 test-install: cmake
 	tests/install/run.sh $(BUILD)
 
+# The platform layer's plain POSIX paths (CC_PORTABLE: the Linux fast paths compiled out, as
+# other systems build it; Sources/ContentCards/Support/Platform.swift), built and tested here:
+# the Swift tests and the C tests, each in a build folder of its own.
+test-portable: deps
+	swift test --scratch-path .build-portable -Xswiftc -DCC_PORTABLE -Xcc -DCC_PORTABLE
+	@[ -f $(BUILD)/portable/build.ninja ] || cmake -S . -B $(BUILD)/portable -G Ninja -DCMAKE_BUILD_TYPE=Release -DCC_PORTABLE=ON
+	cmake --build $(BUILD)/portable
+	cd $(BUILD)/portable && ctest --output-on-failure
+
 # Every test that runs threads (concurrency, subscribers, background refresh, delivery and image
 # prefetch, host
 # callbacks, child processes) under ThreadSanitizer, in a separate build folder.
 tsan: deps
-	swift test --sanitize=thread --scratch-path .build-tsan --filter 'ReadersTests|FeedIndexTests|ConcurrencyTests|SubscriptionTests|ControllerStateTests|HTTPTests|LoggingTests|LogHandlerTests|DurabilityTests|HangTests|ImageCacheTests|AutoRefreshTests|TransferTests|OneAPITests|ExpiryUpdateTests'
+	swift test --sanitize=thread --scratch-path .build-tsan --filter 'ReadersTests|FeedIndexTests|ConcurrencyTests|SubscriptionTests|ControllerStateTests|HTTPTests|LoggingTests|LogHandlerTests|DurabilityTests|HangTests|ImageCacheTests|AutoRefreshTests|TransferTests|OneAPITests|ExpiryUpdateTests|BackgroundWorkTests|ReadStateTests'
 
 # The C tests under valgrind: no invalid access, no "definitely lost" memory. Then the C
 # examples as a user runs them (README, "Checking a program with valgrind"): with the shipped

@@ -13,6 +13,9 @@
  * arc4random in glibc_compat.c: never exported, never in the way of another Swift runtime a
  * host may load.
  */
+/* Linux only: the static Swift runtime is linked into the library there; elsewhere the
+ * system's Swift runtime keeps its own. */
+#if defined(__linux__)
 #include <stddef.h>
 
 static char **argv_seen;
@@ -47,3 +50,4 @@ __attribute__((visibility("hidden"))) char **_swift_stdlib_getUnsafeArgvArgc(int
     if (outArgLen != NULL) *outArgLen = 0;
     return empty;
 }
+#endif /* __linux__ */

@@ -12,6 +12,8 @@
  * when the kernel lacks getrandom; and, should both fail, from the clock, rather than stopping
  * the host's process (the library never traps).
  */
+/* glibc on Linux only: elsewhere the C library has arc4random of its own (macOS, the BSDs). */
+#if defined(__linux__) && defined(__GLIBC__)
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -38,3 +40,4 @@ __attribute__((visibility("hidden"))) uint32_t arc4random(void) {
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (uint32_t)t.tv_nsec ^ (uint32_t)t.tv_sec * 2654435761u ^ (uint32_t)(uintptr_t)&t;
 }
+#endif /* __linux__ && __GLIBC__ */

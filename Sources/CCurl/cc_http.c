@@ -67,7 +67,11 @@ static void load_curl(void) {
     // libcurl.so.4 is the OpenSSL flavour; Debian also ships the GnuTLS one under another name.
     // CONTENTCARDS_LIBCURL names the one file to load instead (how the tests play a host
     // without libcurl).
+#if defined(__APPLE__)
+    const char *names[] = {"/usr/lib/libcurl.4.dylib", "libcurl.4.dylib", "libcurl.dylib"};
+#else
     const char *names[] = {"libcurl.so.4", "libcurl-gnutls.so.4", "libcurl.so"};
+#endif
     const char *only = getenv("CONTENTCARDS_LIBCURL");
     void *lib = NULL;
     if (only && *only) {

@@ -1,10 +1,4 @@
 import ContentCards
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// Strings across the boundary: in, validated UTF-8 copied into Swift; out, malloc'ed copies
 /// the caller frees with cc_string_free.
 enum CStrings {

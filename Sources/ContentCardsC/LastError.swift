@@ -1,12 +1,6 @@
 import CContentCardsABI
 import CContentCardsFast
 import ContentCards
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// The last error of each thread (docs/C-API.md, "Errors": "the message of the last failing call on this thread"),
 /// kept in C thread-local storage (Sources/CContentCardsFast): clearing it on entry to every
 /// call is then a load and a compare, and the message is freed when the thread ends.

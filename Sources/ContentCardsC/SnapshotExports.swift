@@ -1,10 +1,4 @@
 import ContentCards
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// A feed frozen at one moment, with every string made into a C string once, owned by the
 /// snapshot until it is closed: what a C program without a JSON parser reads cards from.
 final class Snapshot: @unchecked Sendable {

@@ -1,11 +1,5 @@
 import CContentCardsABI
 import ContentCards
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// The answer a host transport callback fills in. C sees only an opaque pointer to it, checked
 /// against the set of responses being answered before any use, so a stray pointer is refused.
 final class TransportResponseBox {

@@ -1,10 +1,5 @@
 import CContentCardsABI
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
+import ContentCards
 // Version entry points. The numbers come from the header's macros, so they cannot drift.
 
 /// The version string: a static string, never freed by the caller.

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// Event delivery (docs/BEHAVIOUR.md, "Events and delivery"): batches from the durable outbox to the sink, at least once;
 /// retried with capped exponential backoff on network errors, timeouts, 408, 429 and 5xx
 /// (honouring Retry-After); a batch the sink refuses for good (another 4xx) is dropped and the

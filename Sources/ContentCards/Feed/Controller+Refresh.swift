@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// One refresh in flight; callers that ask for a refresh meanwhile wait for this one instead of
 /// starting another (and taking another token).
 /// A sync's outcome once decoded: cards to merge, or the server's "not modified".

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// The subscribers of one controller.
 ///
 /// Callbacks run on the thread that made the change, after the controller's lock is released,
@@ -151,9 +145,8 @@ final class CallbackContext {
 
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
-        pthread_key_create(&key) { raw in
-            if let raw { Unmanaged<CallbackContext>.fromOpaque(raw).release() }
-        }
+        // (A call, not a body: the destructor's parameter is optional in glibc, not in Darwin.)
+        pthread_key_create(&key) { releaseCallbackContext($0) }
         return key
     }()
 
@@ -196,4 +189,9 @@ final class CallbackContext {
             depth -= 1
         }
     }
+}
+
+/// The destructor of `CallbackContext`'s thread-specific value.
+private func releaseCallbackContext(_ raw: UnsafeMutableRawPointer?) {
+    if let raw { Unmanaged<CallbackContext>.fromOpaque(raw).release() }
 }

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// One user's images on disk (docs/BEHAVIOUR.md, "Images"): a private directory beside the store
 /// (`<storagePath>/images/<user>`, 0700), one file per image URL (0600, written whole under a
 /// temporary name and renamed), bounded in bytes and count, least recently used first out.
@@ -93,14 +87,15 @@ final class ImageCache: @unchecked Sendable {
             if name == "." || name == ".." { continue }
             var st = stat()
             if name.hasSuffix(".tmp") {
-                if lstat(path(name), &st) == 0, Double(time(nil)) - Double(st.st_mtim.tv_sec) > Self.staleTemporarySeconds {
+                if lstat(path(name), &st) == 0, Double(time(nil)) - Double(Platform.modificationTime(st).seconds) > Self.staleTemporarySeconds {
                     unlink(path(name))
                 }
                 continue
             }
             guard name.utf8.count == 32, lstat(path(name), &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { continue }
+            let modified = Platform.modificationTime(st)
             found[name] = Entry(file: name, bytes: Int(st.st_size),
-                                used: Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9)
+                                used: Double(modified.seconds) + Double(modified.nanoseconds) / 1e9)
         }
         lock.withLock { entries = found }
     }

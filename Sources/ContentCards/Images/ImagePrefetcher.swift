@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// What the image cache did, for `waitForImages` (and tests).
 public struct ImageStats: Sendable, Equatable {
     /// Images fetched and stored by this controller since it opened.

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// The fields of a card that only the server sets, from `url` to `domain`, kept as the JSON
 /// values the card's boundary JSON gives them, in the order of docs/BEHAVIOUR.md, "Cards"
 /// (`Member`), each followed by the byte 0x01: `null␁false␁{"class_type":"x"}␁"x"␁…`. Extras

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// A card id as a dictionary key, compared byte for byte.
 ///
 /// Swift compares strings by canonical equivalence, so "é" (U+00E9) and "e" + U+0301 would be

@@ -1,10 +1,4 @@
 import CSQLite
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 private let SQLITE_BUSY_CODE = SQLITE_BUSY
 private let SQLITE_LOCKED_CODE = SQLITE_LOCKED
 

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// The stamp a clean close leaves beside a store it knows to be whole, so that the next open
 /// can skip `PRAGMA quick_check` when nothing has touched the file since (docs/BEHAVIOUR.md,
 /// "The store").
@@ -39,9 +33,10 @@ enum CheckStamp {
             return nil
         }
         // Times kept in whole seconds: an edit in the same second as the stamp would not show.
-        guard st.st_mtim.tv_nsec != 0 || st.st_ctim.tv_nsec != 0 else { return nil }
+        let (m, c) = (Platform.modificationTime(st), Platform.changeTime(st))
+        guard m.nanoseconds != 0 || c.nanoseconds != 0 else { return nil }
         return "contentcards-checked 1 \(st.st_dev) \(st.st_ino) \(st.st_size) "
-            + "\(st.st_mtim.tv_sec).\(st.st_mtim.tv_nsec) \(st.st_ctim.tv_sec).\(st.st_ctim.tv_nsec)\n"
+            + "\(m.seconds).\(m.nanoseconds) \(c.seconds).\(c.nanoseconds)\n"
     }
 
     /// Whether the stamp beside `store` says the file is as a clean close left it after

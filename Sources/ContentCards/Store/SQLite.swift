@@ -1,10 +1,4 @@
 import CSQLite
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// A minimal SQLite connection: prepared statements only, so no SQL is ever built from input.
 /// Not thread-safe by itself: the controller calls it with its state lock held.
 final class SQLiteDatabase {

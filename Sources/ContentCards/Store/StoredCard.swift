@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// The form a card is stored in (schema 3): fourteen JSON values, each followed by the byte
 /// 0x01, as in `CardBody`: the boundary type (`"classic"`), created, expiresAt, the local and
 /// server flags as one integer, then the card's body as it is in memory (url ... domain).

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// Time as the library sees it. Injected so tests control expiry, rate limits and event times.
 public protocol Clock: Sendable {
     /// Wall-clock time, unix seconds.

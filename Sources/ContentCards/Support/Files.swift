@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// The few file operations the library needs, on the C library directly (no Foundation).
 public enum Files {
     public struct Failure: Error, CustomStringConvertible, Sendable {

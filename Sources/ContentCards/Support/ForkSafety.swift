@@ -1,10 +1,4 @@
 import CSQLite
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// fork() while other threads use the library (issue 10, item 5).
 ///
 /// A child of fork() has only the forking thread; a lock another thread held at that moment

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// Asks the kernel to back the large buffers of a big apply or feed with 2 MiB pages
 /// (`madvise(MADV_HUGEPAGE)`, transparent huge pages), before they are first written.
 ///
@@ -30,7 +24,7 @@ enum HugePages {
     static func advise(_ start: UnsafeRawPointer, count: Int) {
         guard let (first, length) = advisedRange(start: Int(bitPattern: start), count: count),
               let p = UnsafeMutableRawPointer(bitPattern: first) else { return }
-        _ = madvise(p, length, 14 /* MADV_HUGEPAGE */)
+        Platform.adviseHugePages(p, length)
     }
 
     /// The start and length of the whole 2 MiB pages inside `[start, start + count)`; nil for

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// A pthread mutex. Chosen over `Synchronization.Mutex` because ThreadSanitizer reports false
 /// races on the latter when contended, and the concurrency tests run under TSan.
 public final class Lock: @unchecked Sendable {
@@ -33,14 +27,18 @@ public final class Lock: @unchecked Sendable {
     fileprivate var raw: UnsafeMutablePointer<pthread_mutex_t> { mutex }
 }
 
-/// A condition variable paired with a `Lock`, waiting on the monotonic clock.
+/// A condition variable paired with a `Lock`. Deadlines are monotonic seconds; on Linux the
+/// variable waits on the monotonic clock itself, elsewhere on the real-time clock with each
+/// deadline converted (`Platform.conditionsUseMonotonicClock` says why that is safe).
 public final class Condition: @unchecked Sendable {
     private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
     public init() {
         var attr = pthread_condattr_t()
         pthread_condattr_init(&attr)
+        #if os(Linux) && !CC_PORTABLE
         pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)
+        #endif
         pthread_cond_init(cond, &attr)
         pthread_condattr_destroy(&attr)
     }
@@ -58,7 +56,14 @@ public final class Condition: @unchecked Sendable {
             pthread_cond_wait(cond, lock.raw)
             return true
         }
-        let clamped = min(max(deadline, 0), 1e12)
+        var clamped = min(max(deadline, 0), 1e12)
+        if !Platform.conditionsUseMonotonicClock {
+            // The same instant on the real-time clock the variable waits on.
+            var now = timespec()
+            clock_gettime(CLOCK_REALTIME, &now)
+            let wall = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+            clamped = min(max(wall + (clamped - monotonicSeconds()), 0), 1e12)
+        }
         var ts = timespec()
         ts.tv_sec = Int(clamped)
         ts.tv_nsec = Int((clamped - Double(Int(clamped))) * 1e9)

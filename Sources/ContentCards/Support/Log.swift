@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// The level of a log message. The numbers are those of the C header's CC_LOG_* macros and of
 /// Python's `logging` (DEBUG 10, INFO 20, WARNING 30, ERROR 40).
 public enum LogLevel: Int32, Comparable, Sendable, CaseIterable {

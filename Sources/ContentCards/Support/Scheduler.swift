@@ -1,27 +1,20 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// Starts a detached thread running `body`; false when the system refuses a thread (the refusal
 /// is counted in `ThreadStarts`).
 @discardableResult
 func spawnThread(_ body: @escaping () -> Void) -> Bool {
     let box = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
-    var thread = pthread_t()
-    let rc = pthread_create(&thread, nil, { context in
-        guard let context else { return nil }
-        Unmanaged<ThreadBody>.fromOpaque(context).takeRetainedValue().body()
-        return nil
-    }, box)
-    if rc == 0 {
-        pthread_detach(thread)
-        return true
-    }
+    let rc = Platform.startDetachedThread(box)
+    if rc == 0 { return true }
     Unmanaged<ThreadBody>.fromOpaque(box).release()
     ThreadStarts.noteRefusal(rc)
     return false
+}
+
+/// A new thread's entry (`Platform.startDetachedThread`): runs and releases its body.
+func runThreadBody(_ context: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
+    guard let context else { return nil }
+    Unmanaged<ThreadBody>.fromOpaque(context).takeRetainedValue().body()
+    return nil
 }
 
 private final class ThreadBody {

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// What a source answered.
 enum Fetched: Equatable {
     /// A payload, and the server's validator for it (its ETag; nil when it sent none).

@@ -1,10 +1,4 @@
 import CCurl
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// Whether an events endpoint gets its batches gzip-compressed (docs/WIRE.md, "Compression"):
 /// yes until it answers 415 (Unsupported Media Type) to one, then no for the life of the
 /// controller. Batches under `minimumBytes` go as they are: gzip's header and trailer cost more

@@ -1,10 +1,4 @@
 import CCurl
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// One request the library needs sent: a sync or an event batch, as a JSON body (POST); or an
 /// image of the image cache (GET, no body).
 public struct TransportRequest: Sendable {

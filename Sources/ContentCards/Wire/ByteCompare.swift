@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// Byte comparisons of UTF-8 text the parsers point into: `memcmp`, where the generic
 /// `elementsEqual` and `lexicographicallyPrecedes` cost tens of instructions a byte (they were
 /// a tenth of a merge, and a twentieth of opening a store, where they were used).

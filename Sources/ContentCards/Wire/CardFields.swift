@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// The fields of one server card as read, then checked and built into a card. The one place
 /// the card rules of docs/WIRE.md, "Cards on the wire", live, whichever way the JSON was read:
 /// from the token stream (`read`, what payloads and the store use) or from a parsed value

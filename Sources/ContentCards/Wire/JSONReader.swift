@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// A strict JSON reader (RFC 8259) with the bounds the library promises: a size limit, a nesting
 /// limit and UTF-8 validation. It never traps on any input: every problem is a `JSONError`
 /// that says what was expected and where (line, column and byte offset).

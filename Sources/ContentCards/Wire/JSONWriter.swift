@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// Writes compact JSON into a byte buffer. Output is deterministic: members come in the order
 /// they are written, `/` is not escaped, non-ASCII text is written as UTF-8, and control
 /// characters are escaped. The library's only JSON writer.
@@ -406,13 +400,13 @@ struct ByteBuffer {
     /// resident too), and only a hint: MADV_POPULATE_WRITE (Linux 5.14) changes no byte, and an
     /// older kernel's refusal is ignored.
     func prefault() {
-        guard capacity > 0 else { return }
+        guard Platform.linuxFastPaths, capacity > 0 else { return }
         let page = Int(sysconf(Int32(_SC_PAGESIZE)))
         guard page > 0 else { return }
         let first = (Int(bitPattern: base) + page - 1) & ~(page - 1)
         let last = (Int(bitPattern: base) + capacity) & ~(page - 1)
         guard last > first, let start = UnsafeMutableRawPointer(bitPattern: first) else { return }
-        _ = madvise(start, last - first, 23 /* MADV_POPULATE_WRITE */)
+        Platform.populateForWriting(start, last - first)
     }
 
     /// Asks for 2 MiB pages for the buffer's whole huge pages (`HugePages`): for a buffer of

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// Decodes server payloads (short keys, docs/WIRE.md) into cards.
 ///
 /// One bad card never fails the payload: it is left out and reported with its index, its id
