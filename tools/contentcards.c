@@ -53,8 +53,7 @@ static const char USAGE[] =
     "                       (debug, info, warning, error)\n"
     "  --version            print the library's version\n"
     "  -h, --help           print this help\n"
-    "\n"
-    "  N, S                 decimal digits 0-9 only; S may have one '.' (0.5)\n"
+    "  N, S                 numbers: the digits 0-9 only, and one '.' in seconds (0.5)\n"
     "\n"
     "Exit codes: 0 done, 1 the operation failed or its output could not be written,\n"
     "2 usage error, 141 the reader of the output went away. See docs/CLI.md.\n";

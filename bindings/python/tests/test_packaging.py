@@ -326,7 +326,9 @@ def test_wheel_from_sdist_repaired_installs_anywhere(tmp_path: os.PathLike[str])
                              check=True).stdout
     assert "[$ORIGIN/..]" in dynamic, dynamic
     ldd = subprocess.run(["ldd", program], capture_output=True, text=True, check=True).stdout
-    assert f"libcontentcards.so.1 => {lib}" in ldd, ldd
+    resolved = [line.split("=>")[1].split("(")[0].strip() for line in ldd.splitlines()
+                if "libcontentcards.so.1 =>" in line]
+    assert [os.path.realpath(path) for path in resolved] == [os.path.realpath(lib)], ldd
     script = os.path.join(out, "venv", "bin", "contentcards")
     outputs = set()
     for command in ([program], [script], [python, "-I", "-m", "contentcards"]):
