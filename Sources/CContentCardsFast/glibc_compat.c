@@ -12,9 +12,12 @@
  * when the kernel lacks getrandom; and, should both fail, from the clock, rather than stopping
  * the host's process (the library never traps).
  */
-/* glibc on Linux only: elsewhere the C library has arc4random of its own (macOS, the BSDs). */
-#if defined(__linux__) && defined(__GLIBC__)
+/* glibc on Linux only: elsewhere the C library has arc4random of its own (macOS, the BSDs).
+ * __GLIBC__ comes from a header (features.h, which limits.h includes): tested before any, it
+ * would be undefined, arc4random compiled out, and the library would need GLIBC_2.36. */
 #define _GNU_SOURCE
+#include <limits.h>
+#if defined(__linux__) && defined(__GLIBC__)
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
