@@ -82,8 +82,12 @@ def run() -> NoReturn:
     except ProgramNotFound as e:
         sys.stderr.write(f"contentcards: {e}\n")
         sys.exit(EXIT_NOT_FOUND)
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):  # None when the descriptor was closed
+        if stream is not None:
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
     # Python ignores SIGPIPE and SIGXFSZ, and an ignored signal stays ignored across exec: give
     # the program the dispositions any program starts with.
     for name in ("SIGPIPE", "SIGXFSZ"):

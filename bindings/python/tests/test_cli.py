@@ -299,6 +299,17 @@ def test_output_to_a_full_disk_fails() -> None:
     assert r.err.endswith("contentcards: cannot write the output: No space left on device\n")
 
 
+def test_no_stdout_at_all() -> None:
+    """stdout closed (`contentcards --version >&-`): a write error like any other, exit 1."""
+    _need_program()
+    results = set()
+    for name, command in ENTRY_POINTS.items():
+        result = subprocess.run(["bash", "-c", 'exec "$@" >&-', "-", *command, "--version"],
+                                capture_output=True, timeout=60, env=_env())
+        results.add((result.returncode, result.stderr))
+    assert results == {(1, b"contentcards: cannot write the output: Bad file descriptor\n")}
+
+
 def closed_pipe(*args: str) -> Run:
     """The command with its stdout a pipe nobody reads any more (`... | head -1` once head has
     gone), through every entry point."""
