@@ -57,7 +57,7 @@ import Testing
         let c = try ContentCardsController(json: #"{"userId":"u-1","events":{"file":"\#(dir)/events.jsonl"},"eventFlushIntervalSeconds":0.05}"#)
         defer { c.close() }
         try c.apply(Fixtures.payload([Fixtures.wire("a")]))
-        c.background.deliveryQueue.refuseStartsForTesting = 2
+        c.delivery.queue.refuseStartsForTesting = 2
         try c.logImpression(cardID: "a")
         #expect(Self.waitUntil { (try? c.pendingEvents()) == 0 }, "the event stayed pending after a refused thread")
     }
@@ -68,7 +68,7 @@ import Testing
         let requests = Requests()
         // A year's period: the tick's deadline is a year away.
         let c = try Self.hostController(#""refreshPeriodSeconds":31536000"#, requests: requests)
-        let queues = c.background.queues
+        let queues = c.timerQueues
         #expect(Scheduler.shared.pending(on: queues) == 1)
         c.close()
         #expect(Scheduler.shared.pending(on: queues) == 0)
@@ -92,7 +92,7 @@ import Testing
         defer { c.close() }
         // The refresh on open, then the periodic tick an hour away.
         #expect(Self.waitUntil { requests.all == ["u-1"] && c.diagnostics().lastSuccessfulRefreshAt != nil })
-        #expect(Self.waitUntil { Scheduler.shared.pending(on: c.background.queues) == 1 })
+        #expect(Self.waitUntil { Scheduler.shared.pending(on: c.timerQueues) == 1 })
         try c.changeUser("u-2")
         #expect(Self.waitUntil { requests.all.contains("u-2") }, "no refresh of the new user: \(requests.all)")
         #expect(Self.waitUntil { (try? c.cards().map(\.id)) == ["u-2-card"] })

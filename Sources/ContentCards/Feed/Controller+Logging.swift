@@ -61,7 +61,7 @@ extension ContentCardsController {
             try persist(StoreChanges(events: [event]), for: userID)
             return event.id
         }
-        scheduleDelivery()
+        delivery.scheduleDelivery(for: self)
         return .recorded(eventID: eventID, stateChanged: false)
     }
 
@@ -84,7 +84,7 @@ extension ContentCardsController {
             throw e
         }
         subscribers.notify(FeedUpdate(reason: reason, error: nil, cardID: cardID, counts: counts, sync: nil))
-        scheduleDelivery()
+        delivery.scheduleDelivery(for: self)
         return result
     }
 

@@ -76,7 +76,7 @@ extension ContentCardsController {
         }
         if results.contains(where: \.stateChanged) {
             subscribers.notify(FeedUpdate(reason: reason, error: nil, cardID: single, counts: counts, sync: nil))
-            scheduleDelivery()
+            delivery.scheduleDelivery(for: self)
         }
         return results
     }

@@ -42,8 +42,6 @@ final class RefreshTicket {
 final class Background: @unchecked Sendable {
     /// Waits for background refreshes.
     let refreshQueue = WorkQueue()
-    /// Runs background event delivery.
-    let deliveryQueue = WorkQueue()
     /// Tells the subscribers when a visible card expires (Controller+Expiry.swift).
     let expiryQueue = WorkQueue()
     /// Fetch threads still running, including those abandoned at their deadline (a source
@@ -51,15 +49,10 @@ final class Background: @unchecked Sendable {
     var fetches = 0
     /// The threads inside this controller's source (its transport callback) right now.
     var fetchThreads: [pthread_t] = []
-    /// The thread inside the event sink (the events transport) while a delivery waits for it.
-    var deliveryThread: pthread_t?
-    /// Sink calls still running that a delivery abandoned at its deadline (a FIFO, a stalled
-    /// mount, a host transport that never returns): at most `maxFetches`, as for fetches.
-    var stuckDeliveries = 0
     static let maxFetches = 4
 
-    /// The queues the process's `Scheduler` may hold timers for (cancelled at close).
-    var queues: [WorkQueue] { [refreshQueue, deliveryQueue, expiryQueue] }
+    /// The queues of this object the process's `Scheduler` may hold timers for.
+    var queues: [WorkQueue] { [refreshQueue, expiryQueue] }
 
     func isFetching(_ thread: pthread_t) -> Bool { fetchThreads.contains { pthread_equal($0, thread) != 0 } }
 }

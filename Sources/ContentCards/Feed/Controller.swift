@@ -58,19 +58,14 @@ public final class ContentCardsController: @unchecked Sendable {
     var refreshInFlight: RefreshTicket?
     /// The controller's own background threads and fetches (issue 10, items 1 and 2).
     let background = Background()
-    var deliveryInFlight = false
-    var deliveryScheduled = false
-    var deliveryAttempt = 0
-    /// Failed delivery attempts of each event in this process, by outbox sequence: only events
-    /// of batches that failed (the oldest, which go out first), removed once delivered or
-    /// dropped (the outbox's listing shows them; the store keeps no count).
-    var eventAttempts: [Int64: Int] = [:]
+    /// Event delivery: the sink, its schedule, backoff and attempts (EventDelivery.swift); its
+    /// state is guarded by `lock`.
+    let delivery: EventDelivery
     /// The host's transport, shared with the sources and sinks that use it.
     let hostTransport = HostTransportSlot()
     var record = DiagnosticsRecord()
 
     private(set) var source: CardSource?
-    private(set) var sink: EventSink?
     /// The image cache and its prefetches, when `images` is configured.
     private(set) var images: ImagePrefetcher?
 
@@ -82,6 +77,7 @@ public final class ContentCardsController: @unchecked Sendable {
         self.clock = clock
         self.eventIDs = eventIDs
         hostTransport.set(transport)
+        delivery = EventDelivery(sink: Self.makeSink(configuration, hostTransport))
         decoder = PayloadDecoder(limits: .init(maxBytes: configuration.maxPayloadBytes, maxDepth: 64),
                                  knownClassTypes: configuration.knownClassTypes)
         userID = configuration.userID
@@ -97,7 +93,6 @@ public final class ContentCardsController: @unchecked Sendable {
             throw ContentCardsError(.storage, error.message)
         }
         source = makeSource()
-        sink = makeSink()
         if let limits = configuration.images, let root = configuration.storagePath {
             // Images go through the source's transport: the host's when it does the sync.
             let transport: @Sendable () -> Result<Transport, ContentCardsError>
@@ -116,7 +111,7 @@ public final class ContentCardsController: @unchecked Sendable {
             _ = index.counts(.all, now: clock.now())
             armExpiryTimer()
         }
-        scheduleDeliveryIfPending()
+        delivery.scheduleDeliveryIfPending(for: self)
         startAutoRefresh()
     }
 
@@ -145,7 +140,7 @@ public final class ContentCardsController: @unchecked Sendable {
         }
     }
 
-    private func makeSink() -> EventSink? {
+    private static func makeSink(_ configuration: Configuration, _ hostTransport: HostTransportSlot) -> EventSink? {
         switch configuration.events {
         case nil: return nil
         case .file(let path): return FileEventSink(path: path)
@@ -213,7 +208,7 @@ public final class ContentCardsController: @unchecked Sendable {
         if wasOpen {
             // Its timers leave the process-wide list now, not at their deadlines (a period
             // can be a year): the scheduler holds nothing of closed controllers.
-            Scheduler.shared.cancel(on: background.queues)
+            Scheduler.shared.cancel(on: timerQueues)
             images?.close()
             hostTransport.set(nil)
             subscribers.removeAll()
@@ -221,6 +216,10 @@ public final class ContentCardsController: @unchecked Sendable {
     }
 
     public var isClosed: Bool { lock.withLock { store == nil } }
+
+    /// The queues the process's `Scheduler` may hold this controller's timers for (the
+    /// automatic refresh, expiry, delivery): cancelled at close.
+    var timerQueues: [WorkQueue] { background.queues + [delivery.queue] }
 
     // MARK: Reading (never any network I/O, never waiting for a writer)
 
