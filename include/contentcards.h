@@ -27,7 +27,8 @@
  *                the failing call.
  *   Output.      Output parameters come first. On failure they are set to NULL / 0 where the
  *                function documents it, and are otherwise left untouched.
- *   Handles.     cc_controller and cc_snapshot are opaque handles, never pointers to memory.
+ *   Handles.     cc_controller, cc_snapshot and cc_config are opaque handles, never pointers to
+ *                memory.
  *                A handle that was closed, never issued, or is of another kind gives
  *                CC_E_INVALID_HANDLE; using one is never undefined behaviour. Closing twice is
  *                harmless and returns CC_E_INVALID_HANDLE with a message saying so.
@@ -90,9 +91,10 @@
  * or a count. On GCC and Clang it is __attribute__((warn_unused_result)): a call that ignores
  * the result is warned about (-Wunused-result, on by default). Clang accepts a (void) cast as
  * "ignored on purpose"; GCC warns even then, so use the value (if (cc_...(...) != CC_OK) ...).
- * The closing functions (cc_controller_close, cc_snapshot_close, cc_controller_unsubscribe) and
- * cc_set_log_handler are not marked: ignoring them is normal. A program may define
- * CC_WARN_UNUSED_RESULT itself before including this header (empty: no warnings). */
+ * The closing functions (cc_controller_close, cc_snapshot_close, cc_config_close,
+ * cc_controller_unsubscribe) and cc_set_log_handler are not marked: ignoring them is normal.
+ * A program may define CC_WARN_UNUSED_RESULT itself before including this header (empty: no
+ * warnings). */
 #ifndef CC_WARN_UNUSED_RESULT
 #  if defined(__GNUC__) || defined(__clang__)
 #    define CC_WARN_UNUSED_RESULT __attribute__((warn_unused_result))
@@ -207,12 +209,83 @@ CC_API const char *cc_status_name(int status);
 CC_API void cc_string_free(char *string);
 
 /* ---------------------------------------------------------------------------------------------
+ * Building a configuration: no JSON written by hand
+ * ------------------------------------------------------------------------------------------- */
+
+/* A configuration being built for cc_controller_open, key by key: the library writes its JSON,
+ * so a value that comes from outside the program (a path, a user id, an API key) may hold any
+ * character, a quote, a backslash, a newline, and stays one string value: it can neither break
+ * the JSON nor add keys (docs/C-API.md, "Building a configuration").
+ *
+ *   cc_config *config = NULL;
+ *   char *json = NULL;
+ *   int status = cc_config_new(&config);
+ *   if (status == CC_OK) status = cc_config_set_string(config, "userId", user_id);
+ *   if (status == CC_OK) status = cc_config_set_string(config, "source.file", path);
+ *   if (status == CC_OK) status = cc_config_json(&json, config);
+ *   cc_config_close(config);
+ *   if (status == CC_OK) status = cc_controller_open(&controller, json);
+ *   cc_string_free(json);
+ *
+ * A key is a configuration key of cc_controller_open, and a nested one is written with dots:
+ * "source.file", "events.url", "images.maxBytes". Setting a key again replaces its value;
+ * members keep the order they were first set in. The first part of a key is checked at once
+ * (a typo is CC_E_CONFIG naming the near miss); the rest, and the values, are checked by
+ * cc_controller_open as in any configuration. A cc_config is an opaque handle like
+ * cc_controller: a closed or forged one is CC_E_INVALID_HANDLE. Any thread: the calls on one
+ * configuration are serialised. */
+typedef struct cc_config cc_config;
+
+/* A new, empty configuration ({}: every default). Close it with cc_config_close. On failure
+ * *out is set to NULL. Errors: CC_E_INVALID_ARGUMENT (out NULL), CC_E_NO_MEMORY (no handle
+ * left). */
+CC_API CC_WARN_UNUSED_RESULT int cc_config_new(cc_config **out);
+
+/* Sets key to a string value (copied): "userId", "storagePath", "source.file", "source.url",
+ * "source.apiKey"... The value is written as a JSON string, every quote, backslash and control
+ * character escaped. It must be valid UTF-8: a file name in another encoding is refused, not
+ * changed (JSON holds text only). Objects on the way that are not set yet are made
+ * ("source.file" makes "source").
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (key or value NULL or not UTF-8, a key with
+ * an empty part such as "source..file" or of more than 16 parts, a key below a part set to
+ * something other than an object: "source.file" after "source" was set to a string),
+ * CC_E_CONFIG (a first part that is not a configuration key), CC_E_NO_MEMORY. */
+CC_API CC_WARN_UNUSED_RESULT int cc_config_set_string(cc_config *config, const char *key, const char *value);
+
+/* Sets key to a number: "refreshTokens", "timeoutSeconds", "images.maxBytes"... A whole number
+ * (below 2^53) is written without a fraction; any other the shortest text that reads back as
+ * the same double. Errors: as cc_config_set_string, and a NaN or infinite value:
+ * CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_CONFIG, CC_E_NO_MEMORY. */
+CC_API CC_WARN_UNUSED_RESULT int cc_config_set_number(cc_config *config, const char *key, double value);
+
+/* Sets key to true (value != 0) or false: "source.callback", "events.callback".
+ * Errors: as cc_config_set_string: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_CONFIG,
+ * CC_E_NO_MEMORY. */
+CC_API CC_WARN_UNUSED_RESULT int cc_config_set_bool(cc_config *config, const char *key, int value);
+
+/* Appends a string (copied, UTF-8) to the array at key, made when not set yet:
+ * "knownClassTypes". Errors: as cc_config_set_string, and a key set to something other than an
+ * array: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT, CC_E_CONFIG, CC_E_NO_MEMORY. */
+CC_API CC_WARN_UNUSED_RESULT int cc_config_append_string(cc_config *config, const char *key, const char *value);
+
+/* The configuration as compact JSON, for cc_controller_open (or to keep): keys in the order
+ * they were first set. The configuration stays as it is (more keys may be set). Free *out_json
+ * with cc_string_free; on failure it is set to NULL.
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (out_json NULL), CC_E_NO_MEMORY. */
+CC_API CC_WARN_UNUSED_RESULT int cc_config_json(char **out_json, const cc_config *config);
+
+/* Frees the configuration (a controller opened from its JSON does not need it). Errors:
+ * CC_E_INVALID_HANDLE (also a second close, otherwise harmless). */
+CC_API int cc_config_close(cc_config *config);
+
+/* ---------------------------------------------------------------------------------------------
  * The controller
  * ------------------------------------------------------------------------------------------- */
 
 typedef struct cc_controller cc_controller;
 
-/* Opens a controller from a JSON configuration (NULL or "" for every default):
+/* Opens a controller from a JSON configuration (NULL or "" for every default; cc_config_json
+ * writes one from values set key by key, see "Building a configuration" above):
  *
  *   {"userId": "u-123",                       current user; default ""
  *    "storagePath": "/var/lib/app/cards",     directory (created 0700, the store file 0600);

@@ -12,6 +12,13 @@ import Testing
 @Suite struct HeaderSignatureTests {
     static let checked: Set<String> = [
         "cc_abi_version",
+        "cc_config_append_string",
+        "cc_config_close",
+        "cc_config_json",
+        "cc_config_new",
+        "cc_config_set_bool",
+        "cc_config_set_number",
+        "cc_config_set_string",
         "cc_controller_apply",
         "cc_controller_card",
         "cc_controller_change_user",
@@ -67,6 +74,13 @@ import Testing
     @Test func everyDeclarationMatchesItsImplementation() {
         do { var h = CContentCardsABI.cc_last_error_retry_after; h = ContentCardsC.cc_last_error_retry_after; var i = ContentCardsC.cc_last_error_retry_after; i = CContentCardsABI.cc_last_error_retry_after; _ = (h, i) }
         do { var h = CContentCardsABI.cc_abi_version; h = ContentCardsC.cc_abi_version; var i = ContentCardsC.cc_abi_version; i = CContentCardsABI.cc_abi_version; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_config_new; h = ContentCardsC.cc_config_new; var i = ContentCardsC.cc_config_new; i = CContentCardsABI.cc_config_new; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_config_set_string; h = ContentCardsC.cc_config_set_string; var i = ContentCardsC.cc_config_set_string; i = CContentCardsABI.cc_config_set_string; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_config_set_number; h = ContentCardsC.cc_config_set_number; var i = ContentCardsC.cc_config_set_number; i = CContentCardsABI.cc_config_set_number; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_config_set_bool; h = ContentCardsC.cc_config_set_bool; var i = ContentCardsC.cc_config_set_bool; i = CContentCardsABI.cc_config_set_bool; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_config_append_string; h = ContentCardsC.cc_config_append_string; var i = ContentCardsC.cc_config_append_string; i = CContentCardsABI.cc_config_append_string; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_config_json; h = ContentCardsC.cc_config_json; var i = ContentCardsC.cc_config_json; i = CContentCardsABI.cc_config_json; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_config_close; h = ContentCardsC.cc_config_close; var i = ContentCardsC.cc_config_close; i = CContentCardsABI.cc_config_close; _ = (h, i) }
         do { var h = CContentCardsABI.cc_controller_apply; h = ContentCardsC.cc_controller_apply; var i = ContentCardsC.cc_controller_apply; i = CContentCardsABI.cc_controller_apply; _ = (h, i) }
         do { var h = CContentCardsABI.cc_controller_card; h = ContentCardsC.cc_controller_card; var i = ContentCardsC.cc_controller_card; i = CContentCardsABI.cc_controller_card; _ = (h, i) }
         do { var h = CContentCardsABI.cc_controller_change_user; h = ContentCardsC.cc_controller_change_user; var i = ContentCardsC.cc_controller_change_user; i = CContentCardsABI.cc_controller_change_user; _ = (h, i) }

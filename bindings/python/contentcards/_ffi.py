@@ -1,7 +1,7 @@
 """The low level: ctypes declarations of every function of ``contentcards.h`` and thin wrappers.
 
 Like llvmlite's ``binding/ffi.py``: :data:`SIGNATURES` is the one table of argument and result
-types for all 45 functions of the header; every function that returns a status gets
+types for every function of the header; every function that returns a status gets
 :func:`_errcheck`, which turns a negative status into the matching
 :class:`~contentcards.errors.ContentCardsError`, with the message read from
 ``cc_last_error_message()`` at once, on the calling thread. The wrappers below take the
@@ -90,6 +90,14 @@ SIGNATURES: dict[str, tuple[Any, list[Any], str]] = {
     "cc_last_error_retry_after": (c_double, [], PLAIN),
     "cc_status_name": (c_char_p, [c_int], PLAIN),
     "cc_string_free": (None, [c_void_p], PLAIN),
+    # building a configuration (for C programs: the binding writes its JSON with json.dumps)
+    "cc_config_new": (c_int, [POINTER(handle_t)], STATUS),
+    "cc_config_set_string": (c_int, [handle_t, c_char_p, c_char_p], STATUS),
+    "cc_config_set_number": (c_int, [handle_t, c_char_p, c_double], STATUS),
+    "cc_config_set_bool": (c_int, [handle_t, c_char_p, c_int], STATUS),
+    "cc_config_append_string": (c_int, [handle_t, c_char_p, c_char_p], STATUS),
+    "cc_config_json": (c_int, [out_string_t, handle_t], STATUS),
+    "cc_config_close": (c_int, [handle_t], STATUS),
     # the controller
     "cc_controller_open": (c_int, [POINTER(handle_t), c_char_p], STATUS),
     "cc_controller_close": (c_int, [handle_t], STATUS),

@@ -217,7 +217,7 @@ def test_the_ffi_table_covers_the_header() -> None:
         params = re.sub(r"\([^()]*\)\s*\([^()]*\)", "fnptr", params)  # void (*f)(void *)
         count = 0 if params.strip() in ("", "void") else params.count(",") + 1
         declared[name] = count
-    assert len(declared) == 51
+    assert len(declared) == 58
     assert set(declared) == set(_ffi.SIGNATURES)
     for name, count in declared.items():
         assert len(_ffi.SIGNATURES[name][1]) == count, name

@@ -127,6 +127,35 @@ def probes(h: int) -> list[tuple[str, Callable[[], Any]]]:
         ("cc_snapshot_count", lambda: lib.cc_snapshot_count(ctypes.byref(size), h)),
         ("cc_transport_response_set", lambda: lib.cc_transport_response_set(None, 200, None, 0, -1)),
         ("cc_transport_response_fail", lambda: lib.cc_transport_response_fail(None, b"x")),
+        # h is a controller: another kind of handle for the configuration functions
+        ("cc_config_new", lambda: lib.cc_config_new(None)),
+        ("cc_config_set_string", lambda: lib.cc_config_set_string(h, b"userId", b"u")),
+        ("cc_config_set_number", lambda: lib.cc_config_set_number(h, b"refreshTokens", 1.0)),
+        ("cc_config_set_bool", lambda: lib.cc_config_set_bool(h, b"source.callback", 1)),
+        ("cc_config_append_string",
+         lambda: lib.cc_config_append_string(h, b"knownClassTypes", b"t")),
+        ("cc_config_json", lambda: lib.cc_config_json(ctypes.byref(OUT()), h)),
+        ("cc_config_close", lambda: lib.cc_config_close(h)),
+    ]
+
+
+def config_probes(c: int) -> list[tuple[str, Callable[[], Any]]]:
+    """(function, call) pairs on configuration handle c: NULL and invalid arguments."""
+    return [
+        ("cc_config_set_string", lambda: lib.cc_config_set_string(c, None, b"u")),
+        ("cc_config_set_string", lambda: lib.cc_config_set_string(c, b"userId", None)),
+        ("cc_config_set_string", lambda: lib.cc_config_set_string(c, b"userId", BAD)),
+        ("cc_config_set_string", lambda: lib.cc_config_set_string(c, b"source..file", b"f")),
+        ("cc_config_set_string", lambda: lib.cc_config_set_string(c, b"userid", b"u")),
+        ("cc_config_set_string", lambda: lib.cc_config_set_string(c, b"userId.x", b"u")),
+        ("cc_config_set_number", lambda: lib.cc_config_set_number(c, b"timeoutSeconds",
+                                                                  float("nan"))),
+        ("cc_config_set_number", lambda: lib.cc_config_set_number(c, b"nope", 1.0)),
+        ("cc_config_set_bool", lambda: lib.cc_config_set_bool(c, None, 1)),
+        ("cc_config_append_string", lambda: lib.cc_config_append_string(c, b"userId", b"t")),
+        ("cc_config_append_string",
+         lambda: lib.cc_config_append_string(c, b"knownClassTypes", BAD)),
+        ("cc_config_json", lambda: lib.cc_config_json(None, c)),
     ]
 
 
@@ -186,6 +215,14 @@ def test_statuses_of_live_and_misused_calls_are_listed() -> None:
             check(name, status(call), problems)
     finally:
         lib.cc_controller_close(h)
+    config = _ffi.handle_t()
+    lib.cc_config_new(ctypes.byref(config))
+    for name, call in config_probes(int(config.value)):
+        check(name, status(call), problems)
+    check("cc_config_close", status(lambda: lib.cc_config_close(config)), problems)
+    for name, call in config_probes(int(config.value)):   # a closed configuration
+        check(name, status(call), problems)
+    check("cc_config_close", status(lambda: lib.cc_config_close(config)), problems)
     for name, call in probes(h):   # a closed controller
         if name not in ("cc_controller_open", "cc_transport_response_set",
                         "cc_transport_response_fail"):
