@@ -1,5 +1,6 @@
 // The system's SQLite (Debian: libsqlite3-dev). A system-library target so that no SQLite
-// source is vendored: the library links the distribution's libsqlite3.so.0.
+// source is vendored. The shipped library links SQLite in from the system's libsqlite3.a
+// (CMake option CC_STATIC_SQLITE, on by default); SwiftPM builds link libsqlite3.so.0.
 #include <sqlite3.h>
 
 // sqlite3_db_config is variadic, which Swift cannot call: one wrapper per option used.

@@ -1,5 +1,3 @@
-/// One refresh in flight; callers that ask for a refresh meanwhile wait for this one instead of
-/// starting another (and taking another token).
 /// A sync's outcome once decoded: cards to merge, or the server's "not modified".
 enum SyncAnswer {
     case payload(Payload, validator: String?)
@@ -16,6 +14,8 @@ extension Result where Success == SyncAnswer {
     }
 }
 
+/// One refresh in flight; callers that ask for a refresh meanwhile wait for this one instead of
+/// starting another (and taking another token).
 final class RefreshTicket {
     /// The user the refresh is for: only a refresh of the current user is joined.
     let userID: String

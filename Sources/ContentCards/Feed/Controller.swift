@@ -242,8 +242,9 @@ public final class ContentCardsController: @unchecked Sendable {
         try feedJSON(filter).string
     }
 
-    /// The same JSON, NUL-terminated, in `malloc`ed memory the caller owns and frees with
-    /// `free` (what `cc_controller_feed` hands out, without a copy); nil when memory ran out.
+    /// The same JSON, NUL-terminated, in `malloc`ed memory the caller owns (what
+    /// `cc_controller_feed` hands out, without a copy; a C caller frees it with
+    /// `cc_string_free`, never `free`); nil when memory ran out.
     @_spi(Boundary)
     public func cardsJSONMalloced(_ filter: ClassTypeFilter = .all) throws(ContentCardsError) -> UnsafeMutablePointer<CChar>? {
         var writer = try feedJSON(filter)
