@@ -1,6 +1,7 @@
 /* feed.c: open a controller, refresh, list the cards by class type, show the badge counts.
  *
- *   feed [CONFIG_JSON]     default: the bundled sample feed, in memory
+ *   feed [FEED_FILE]     a sync response or an array of cards; default: the bundled sample
+ *                        feed. The store is in memory.
  *
  * Reads cards through a snapshot, so no JSON parser is needed. */
 #include <stdio.h>
@@ -21,6 +22,20 @@ static void check(int status) {
 #ifndef CC_SAMPLE_FEED
 #define CC_SAMPLE_FEED "examples/data/sample_feed.json"
 #endif
+
+/* The configuration: its JSON written by the library from the values (docs/C-API.md, "Building
+ * a configuration"), so a path holding a quote or a backslash stays one value. Free it with
+ * cc_string_free. */
+static char *config_json(const char *user_id, const char *feed_file) {
+    cc_config *config = NULL;
+    char *json = NULL;
+    check(cc_config_new(&config));
+    check(cc_config_set_string(config, "userId", user_id));
+    check(cc_config_set_string(config, "source.file", feed_file));
+    check(cc_config_json(&json, config));
+    cc_config_close(config);
+    return json;
+}
 
 static int fail(const char *what) {
     fprintf(stderr, "%s failed: %s\n", what, cc_last_error_message());
@@ -57,9 +72,11 @@ static void print_class(cc_controller *c, const char *title, const char *filter)
 }
 
 int main(int argc, char **argv) {
-    const char *config = argc > 1 ? argv[1] : "{\"userId\":\"demo\",\"source\":{\"file\":\"" CC_SAMPLE_FEED "\"}}";
+    char *config = config_json("demo", argc > 1 ? argv[1] : CC_SAMPLE_FEED);
     cc_controller *c = NULL;
-    if (cc_controller_open(&c, config) != CC_OK) return fail("open");
+    int opened = cc_controller_open(&c, config);
+    cc_string_free(config);
+    if (opened != CC_OK) return fail("open");
     char *summary = NULL;
     if (cc_controller_refresh(&summary, c, 10) != CC_OK) {
         fail("refresh");

@@ -25,12 +25,21 @@ static void print_update(void *userdata, const char *update_json) {
 
 int main(int argc, char **argv) {
     const char *events_file = argc > 1 ? argv[1] : "/tmp/contentcards-events.jsonl";
-    char config[1024];
-    snprintf(config, sizeof config,
-             "{\"userId\":\"logger\",\"source\":{\"file\":\"%s\"},\"events\":{\"file\":\"%s\"},\"eventFlushIntervalSeconds\":0}",
-             CC_SAMPLE_FEED, events_file);
+    /* The configuration's JSON is written by the library from the values (docs/C-API.md,
+     * "Building a configuration"): an events file named by the user may hold any character. */
+    cc_config *built = NULL;
+    char *config = NULL;
+    check(cc_config_new(&built));
+    check(cc_config_set_string(built, "userId", "logger"));
+    check(cc_config_set_string(built, "source.file", CC_SAMPLE_FEED));
+    check(cc_config_set_string(built, "events.file", events_file));
+    check(cc_config_set_number(built, "eventFlushIntervalSeconds", 0));
+    check(cc_config_json(&config, built));
+    cc_config_close(built);
     cc_controller *c = NULL;
-    if (cc_controller_open(&c, config) != CC_OK) {
+    int opened = cc_controller_open(&c, config);
+    cc_string_free(config);
+    if (opened != CC_OK) {
         fprintf(stderr, "open: %s\n", cc_last_error_message());
         return 1;
     }

@@ -20,6 +20,20 @@ static void check(int status) {
 #define CC_SAMPLE_FEED "examples/data/sample_feed.json"
 #endif
 
+/* The configuration: its JSON written by the library from the values (docs/C-API.md, "Building
+ * a configuration"), so a path holding a quote or a backslash stays one value. Free it with
+ * cc_string_free. */
+static char *config_json(const char *user_id, const char *feed_file) {
+    cc_config *config = NULL;
+    char *json = NULL;
+    check(cc_config_new(&config));
+    check(cc_config_set_string(config, "userId", user_id));
+    check(cc_config_set_string(config, "source.file", feed_file));
+    check(cc_config_json(&json, config));
+    cc_config_close(config);
+    return json;
+}
+
 static const char *MESSAGES = "[\"message_full_page\",\"message_webview\"]";
 
 static void badge(cc_controller *c) {
@@ -47,8 +61,10 @@ static void open_message(cc_controller *c, cc_snapshot *snap, size_t i) {
 
 int main(void) {
     cc_controller *c = NULL;
-    if (cc_controller_open(&c, "{\"userId\":\"reader\",\"source\":{\"file\":\"" CC_SAMPLE_FEED "\"}}") != CC_OK ||
-        cc_controller_refresh(NULL, c, 10) != CC_OK) {
+    char *config = config_json("reader", CC_SAMPLE_FEED);
+    int opened = cc_controller_open(&c, config);
+    cc_string_free(config);
+    if (opened != CC_OK || cc_controller_refresh(NULL, c, 10) != CC_OK) {
         fprintf(stderr, "cannot load messages: %s\n", cc_last_error_message());
         return 1;
     }
