@@ -6,6 +6,8 @@ to a temporary directory outside the repository and run there:
 c, c-run        the library installed from the CMake build (as ``make install`` does) under
                 ``$HOME/.local`` of a temporary HOME; ``cards.c`` compiled and run by the shell
                 block, with pkg-config, against that installation.
+c-valgrind      the valgrind command of "Checking a program with valgrind", as written, on
+                that ``cards`` program, with the installed suppressions: no error, no leak.
 python          run by this interpreter (the venv of ``make python``, where the package is
                 installed), with no PYTHONPATH: the installed package, not the checkout.
 swift-package,  a package next to a ``contentcards`` folder that is the repository (a symbolic
@@ -63,7 +65,7 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 def test_every_quickstart_is_marked() -> None:
-    assert set(quickstarts()) == {"c", "c-run", "python", "swift-package", "swift"}
+    assert set(quickstarts()) == {"c", "c-run", "c-valgrind", "python", "swift-package", "swift"}
 
 
 def test_c(outside: str) -> None:
@@ -87,6 +89,15 @@ def test_c(outside: str) -> None:
     assert re.search(r"^coupon-1 +.* -20$", out, re.MULTILINE), out
     assert CONTROL_ID not in out, "the quick start drew a control card"
     assert re.search(r"^badge: \d+ unviewed of \d+$", out, re.MULTILINE), out
+
+    # The README's valgrind command, as written, on the program just built.
+    if shutil.which("valgrind") is None:
+        pytest.skip("valgrind is not installed (make deps installs it)")
+    result = subprocess.run(["bash", "-euc", blocks["c-valgrind"]], cwd=work,
+                            env=clean_env(HOME=home), capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r"^badge: \d+ unviewed of \d+$", result.stdout, re.MULTILINE), result.stdout
+    assert "ERROR SUMMARY: 0 errors" in result.stderr, result.stderr
 
 
 def test_python(outside: str) -> None:
