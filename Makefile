@@ -35,7 +35,7 @@ STRESS_ROUNDS ?= 300
 STRESS_FUZZ_SECONDS ?= 300
 FUZZ_TARGETS := payload config filter calls decoders
 
-.PHONY: check-repo version fuzz fuzz-replay stress bench fleet demo test deps lib cmake python test-swift test-c test-lib test-python test-install test-portable tsan memcheck install clean
+.PHONY: check-repo version fuzz fuzz-build fuzz-campaign fuzz-replay stress bench fleet demo test deps lib cmake python test-swift test-c test-lib test-python test-install test-portable tsan memcheck install clean
 
 deps:
 	@scripts/install-deps.sh
@@ -146,20 +146,58 @@ memcheck: cmake
 	  --errors-for-leak-kinds=definite --show-leak-kinds=definite $(BUILD)/bin/test_images > /dev/null
 	@echo "valgrind: test_images clean"
 
-# libFuzzer over the C ABI, each target FUZZ_SECONDS (make stress runs them longer). The corpus
-# grows in .build-fuzz/corpus; the seeds are fuzz/corpus. A crash leaves crash-* files and fails.
-fuzz: deps
-	swift build --scratch-path .build-fuzz --product contentcards-fuzz -Xswiftc -sanitize=fuzzer,address -Xswiftc -DCC_FUZZ
+# libFuzzer over the C ABI (Sources/contentcards-fuzz; docs/RELIABILITY.md, section 1). The
+# harness is built optimized (-c release, with -enable-testing for its @testable import and
+# -assert-config Debug to keep assert()) with -sanitize=fuzzer,address, in .build-fuzz. FUZZ_ENV:
+# no Swift backtracer (it would race AddressSanitizer's report), the LeakSanitizer suppressions
+# of fuzz/lsan.supp, the sample feed. Corpus and crash files are given as absolute paths: the
+# harness works in a scratch directory of its own.
+FUZZ_BIN := $(ROOT)/.build-fuzz/release/contentcards-fuzz
+FUZZ_ENV := SWIFT_BACKTRACE=enable=no LSAN_OPTIONS=suppressions=$(ROOT)/fuzz/lsan.supp \
+	CC_SAMPLE_FEED=$(ROOT)/examples/data/sample_feed.json
+FUZZ_FLAGS := -timeout=30 -print_final_stats=1
+FUZZ_RUNS ?= 10000000
+
+fuzz-build: deps
+	swift build -c release --scratch-path .build-fuzz --product contentcards-fuzz \
+	  -Xswiftc -sanitize=fuzzer,address -Xswiftc -DCC_FUZZ -Xswiftc -enable-testing \
+	  -Xswiftc -assert-config -Xswiftc Debug
+
+# Each target FUZZ_SECONDS (make stress runs them longer), from the committed corpus
+# fuzz/corpus/<target>; what it grows goes to .build-fuzz/corpus. A crash, leak or timeout
+# (an input running over 30 s: a hang) leaves a file in .build-fuzz/artifacts and fails.
+fuzz: fuzz-build
 	@for t in $(FUZZ_TARGETS); do \
 	  mkdir -p .build-fuzz/corpus/$$t .build-fuzz/artifacts; \
 	  echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
-	  CC_FUZZ_TARGET=$$t CC_SAMPLE_FEED=$(ROOT)/examples/data/sample_feed.json \
-	    .build-fuzz/debug/contentcards-fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	  $(FUZZ_ENV) CC_FUZZ_TARGET=$$t $(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) $(FUZZ_FLAGS) \
 	    -artifact_prefix=$(ROOT)/.build-fuzz/artifacts/$$t- $(ROOT)/.build-fuzz/corpus/$$t $(ROOT)/fuzz/corpus/$$t 2>&1 \
-	    | grep -E '^stat::(number_of_executed_units|new_units_added|peak_rss_mb)|ERROR|SUMMARY' ; \
+	    | grep -E '^stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb)|ERROR|SUMMARY|^contentcards-fuzz:' ; \
 	  [ $${PIPESTATUS[0]} -eq 0 ] || exit 1; \
 	done
 	@echo "fuzz: $(words $(FUZZ_TARGETS)) passed, 0 failed"
+
+# The campaign (a machine's background job, not CI): each of FUZZ_TARGETS for FUZZ_RUNS inputs
+# (10 million), one after another, at nice 19, the whole log in .build-fuzz/campaign/<target>.log
+# (its last lines: executions, rate, time); then what it grew is merged into fuzz/corpus/<target>
+# with -merge=1, which adds only inputs that reach coverage the committed corpus does not. Run
+# again (FUZZ_TARGETS=..., FUZZ_RUNS=the rest) to continue from .build-fuzz/corpus.
+fuzz-campaign: fuzz-build
+	@mkdir -p .build-fuzz/campaign .build-fuzz/artifacts
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p .build-fuzz/corpus/$$t; \
+	  echo "fuzz-campaign: $$t for $(FUZZ_RUNS) inputs, log in .build-fuzz/campaign/$$t.log"; \
+	  start=$$(date +%s); \
+	  $(FUZZ_ENV) CC_FUZZ_TARGET=$$t nice -n 19 $(FUZZ_BIN) -runs=$(FUZZ_RUNS) $(FUZZ_FLAGS) \
+	    -artifact_prefix=$(ROOT)/.build-fuzz/artifacts/$$t- $(ROOT)/.build-fuzz/corpus/$$t $(ROOT)/fuzz/corpus/$$t \
+	    > .build-fuzz/campaign/$$t.log 2>&1; \
+	  rc=$$?; echo "campaign: exit $$rc, wall $$(( $$(date +%s) - start )) s" >> .build-fuzz/campaign/$$t.log; \
+	  grep -E '^stat::|^campaign:' .build-fuzz/campaign/$$t.log; \
+	  $(FUZZ_ENV) CC_FUZZ_TARGET=$$t nice -n 19 $(FUZZ_BIN) -merge=1 $(FUZZ_FLAGS) \
+	    $(ROOT)/fuzz/corpus/$$t $(ROOT)/.build-fuzz/corpus/$$t > .build-fuzz/campaign/$$t-merge.log 2>&1 || exit 1; \
+	  grep -E '^MERGE-OUTER: [0-9]+ new files' .build-fuzz/campaign/$$t-merge.log; \
+	  [ $$rc -eq 0 ] || exit 1; \
+	done
 
 # The long runs: the SIGKILL crash loop for STRESS_ROUNDS rounds, the fault tests against the
 # reference server, and each fuzz target for STRESS_FUZZ_SECONDS.
@@ -180,10 +218,12 @@ FLEET_ARGS ?=
 fleet: python
 	cd $(BUILD) && $(PY) $(ROOT)/tools/fleet.py --svg $(ROOT)/docs/fleet.svg --json $(ROOT)/docs/fleet.json $(FLEET_ARGS)
 
-# The seed corpus replayed through the ordinary (unsanitized) build: a regression test.
+# The committed corpus replayed through the ordinary build (debug, no sanitizer, no libFuzzer),
+# in a scratch path of its own: a regression test.
 fuzz-replay: deps
-	swift build --product contentcards-fuzz
-	@for t in $(FUZZ_TARGETS); do CC_FUZZ_TARGET=$$t .build/debug/contentcards-fuzz fuzz/corpus/$$t/* || exit 1; done
+	swift build --scratch-path .build-fuzz-replay --product contentcards-fuzz
+	@for t in $(FUZZ_TARGETS); do CC_FUZZ_TARGET=$$t CC_SAMPLE_FEED=$(ROOT)/examples/data/sample_feed.json \
+	  .build-fuzz-replay/debug/contentcards-fuzz fuzz/corpus/$$t/* || exit 1; done
 
 install: cmake
 	cmake --install $(BUILD) --prefix $(PREFIX) --strip
