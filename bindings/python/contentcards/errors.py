@@ -93,6 +93,11 @@ class ContentCardsError(Exception):
         #: (``cc_last_error_retry_after``), or None. Set for rate limits and server answers
         #: with Retry-After; None for the other errors.
         self.retry_after: float | None = None
+        if isinstance(self, OSError) and message:
+            # OSError's errno, strerror and filename, as open() would set them, from the
+            # library's message ("cannot open PATH: No such file or directory").
+            for name, value in zip(("errno", "strerror", "filename"), _os_details(message)):
+                setattr(self, name, value)
 
     def __str__(self) -> str:
         return self.message
@@ -192,7 +197,10 @@ class ServerError(ContentCardsError, OSError):
 
 
 class StorageError(ContentCardsError, OSError):
-    """The store cannot be opened, is corrupt or newer, or a write failed."""
+    """The store cannot be opened, is corrupt or newer, or a write failed. When the C library
+    refused a file (the store's, the event file's), ``errno``, ``strerror`` and ``filename`` say
+    which and why, and the error is also the built-in of that errno (:class:`PermissionError`
+    for a read-only store...)."""
 
     default_code = -11
 
@@ -235,8 +243,10 @@ class ClosedError(ContentCardsError, ValueError):
 
 class SourceFileError(ContentCardsError, OSError):
     """A file source that cannot be read (missing, unreadable, not a regular file): a local
-    problem, not a :class:`NetworkError` (it is an :class:`OSError`, as an ``open()`` of the file
-    would raise)."""
+    problem, not a :class:`NetworkError`. It is the :class:`OSError` an ``open()`` of the file
+    would raise: ``errno``, ``strerror`` and ``filename`` are set, and a missing file is also a
+    :class:`FileNotFoundError`, an unreadable one a :class:`PermissionError`, a directory an
+    :class:`IsADirectoryError`."""
 
     default_code = -18
 
@@ -257,12 +267,82 @@ _CLASSES: dict[int, type[ContentCardsError]] = {
 }
 
 
+#: The phrases of the library's messages that name a file and the C library's error text
+#: (strerror) for it: "cannot open PATH: No such file or directory", "the store file PATH is
+#: read-only (Permission denied)", "the source file: PATH is a directory, not a regular file".
+_FILE_FAILURE = (r"cannot (?:open|read|stat|append to|lock|create directory|create or read the "
+                 r"store file|resolve the storage directory) ")
+_READ_ONLY = r"the (?:store file|storage directory) (?P<file>.+?) is read-only \((?P<error>[^()]+)\)"
+_NOT_REGULAR = (r"cannot read the source file: (?P<file>.+) is (?P<kind>a FIFO \(named pipe\)|"
+                r"a directory|a device|a socket|not a regular file), not a regular file$")
+
+
+def _os_details(message: str) -> tuple[int | None, str | None, str | None]:
+    """(errno, strerror, filename) of a file the message says could not be used, each None
+    when it says none: the error text is the C library's own (the library's messages quote
+    strerror), so its number is the one of the same text here."""
+    import os
+    import re  # here, not at import: `re` was a tenth of `import contentcards` (issue 9)
+
+    def number(text: str) -> int | None:
+        global _STRERRORS
+        if _STRERRORS is None:
+            import errno
+            _STRERRORS = {os.strerror(n): n for n in sorted(errno.errorcode, reverse=True)}
+        return _STRERRORS.get(text)
+
+    # The innermost "cannot VERB PATH: ERROR" ("cannot read the source file: cannot open ...").
+    for start in reversed([m.end() for m in re.finditer(_FILE_FAILURE, message)]):
+        found = re.match(r"(?P<file>.+): (?P<error>[^:]+)$", message[start:], flags=re.S)
+        if found and number(found["error"]) is not None:
+            return number(found["error"]), found["error"], found["file"]
+    found = re.search(_READ_ONLY, message, flags=re.S)
+    if found and number(found["error"]) is not None:
+        return number(found["error"]), found["error"], found["file"]
+    found = re.search(_NOT_REGULAR, message, flags=re.S)
+    if found:
+        import errno
+        if found["kind"] == "a directory":
+            return errno.EISDIR, os.strerror(errno.EISDIR), found["file"]
+        return None, None, found["file"]
+    return None, None, None
+
+
+_STRERRORS: dict[str, int] | None = None
+#: (class, built-in OSError subclass): the class that is both, made on first use.
+_WITH_BUILTIN: dict[tuple[type[ContentCardsError], type[OSError]], type[ContentCardsError]] = {}
+
+
+def _with_builtin(cls: type[ContentCardsError], number: int | None) -> type[ContentCardsError]:
+    """``cls``, or a subclass of it that is also the built-in exception ``OSError(number)``
+    would be (FileNotFoundError for ENOENT, PermissionError for EACCES...), so that ``except
+    FileNotFoundError`` catches a missing feed file. It has cls's name and module."""
+    if number is None or not issubclass(cls, OSError):
+        return cls
+    builtin = type(OSError(number, ""))
+    if builtin is OSError or issubclass(cls, builtin):
+        return cls
+    made = _WITH_BUILTIN.get((cls, builtin))
+    if made is None:
+        made = type(cls.__name__, (cls, builtin),
+                    {"__module__": cls.__module__, "__qualname__": cls.__qualname__,
+                     "__doc__": cls.__doc__})
+        _WITH_BUILTIN[(cls, builtin)] = made
+    return made
+
+
 def error_for(code: int, message: str, retry_after: float | None = None) -> ContentCardsError:
     """The exception for a status ``code`` with ``message`` (a plain ContentCardsError for a
     code this binding does not know) and ``retry_after`` (seconds, or None; a negative or
-    non-finite value is None)."""
+    non-finite value is None). An OSError one whose message names a file and the C library's
+    error for it carries ``errno``, ``strerror`` and ``filename``, and is also the built-in
+    exception of that errno (a missing feed file is a FileNotFoundError)."""
     cls = _CLASSES.get(code, ContentCardsError)
     error = cls(message, code)
+    if isinstance(error, OSError) and error.errno is not None:
+        special = _with_builtin(cls, error.errno)
+        if special is not cls:
+            error = special(message, code)
     if retry_after is not None and math.isfinite(retry_after) and retry_after >= 0:
         error.retry_after = float(retry_after)
     return error

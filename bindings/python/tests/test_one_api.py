@@ -261,6 +261,44 @@ def test_a_missing_feed_file_is_not_a_network_error(tmp_path: os.PathLike[str]) 
     assert info.value.name == "CC_E_SOURCE_FILE" and "missing.json" in info.value.message
 
 
+def test_file_errors_are_the_oserrors_open_would_raise(tmp_path: os.PathLike[str]) -> None:
+    """errno, strerror and filename set, and the built-in of that errno: `except
+    FileNotFoundError` catches a missing feed file (a path holding ": " included)."""
+    import errno
+
+    folder = os.fspath(tmp_path)
+    missing = os.path.join(folder, "no such: feed.json")
+    with cc.ContentCards(user_id="u", source={"file": missing}, refresh_tokens=0) as c:
+        try:
+            c.refresh()
+        except FileNotFoundError as error:
+            caught: BaseException = error
+        else:
+            pytest.fail("a missing feed file was not a FileNotFoundError")
+    assert isinstance(caught, cc.SourceFileError) and type(caught).__name__ == "SourceFileError"
+    assert (caught.errno, caught.strerror, caught.filename) == (
+        errno.ENOENT, os.strerror(errno.ENOENT), missing)
+    assert str(caught) == caught.message and caught.args == (caught.message,)
+    again = pickle.loads(pickle.dumps(caught))
+    assert isinstance(again, FileNotFoundError) and again.filename == missing
+    with cc.ContentCards(user_id="u", source={"file": folder}, refresh_tokens=0) as c:
+        with pytest.raises(IsADirectoryError) as directory:
+            c.refresh()
+    assert directory.value.errno == errno.EISDIR and directory.value.filename == folder
+    # An event file in a folder that does not exist: a StorageError, and FileNotFoundError.
+    events = os.path.join(folder, "gone", "events.jsonl")
+    with cc.ContentCards(user_id="u", events={"file": events}, event_flush_interval_seconds=0,
+                         refresh_tokens=0) as c:
+        c.apply([{"id": "c1", "tp": "control", "ca": 1}])
+        c.log_impression("c1")
+        with pytest.raises(FileNotFoundError) as sink:
+            c.flush_events(5)
+    assert isinstance(sink.value, cc.StorageError) and sink.value.filename == events
+    # Errors that name no file keep errno and filename None, and their own classes.
+    plain = cc.errors.error_for(-11, "the store is damaged")
+    assert type(plain) is cc.StorageError and plain.errno is None and plain.filename is None
+
+
 def test_keyword_arguments_are_explicit() -> None:
     import inspect
 
