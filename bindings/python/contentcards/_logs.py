@@ -4,9 +4,12 @@ At import the package installs one log handler in the library (``cc_set_log_hand
 forwards each message to ``logging.getLogger("contentcards")`` at the same level (the library's
 CC_LOG_* numbers are logging's DEBUG, INFO, WARNING, ERROR), and adds a
 :class:`logging.NullHandler` to that logger, as libraries do: nothing is printed until the
-application configures logging. The library's threshold follows the logger's effective level,
-read whenever a controller is opened (:func:`follow_logger_level`), so messages nobody would
-see are not even made; before logging is imported it is WARNING, logging's default. Records carry the thread that did the work (a
+application configures logging. The library's threshold follows the logger's effective level
+(:func:`follow_logger_level`), so messages nobody would see are not even made: it is read when
+a controller is opened, and again at once whenever a level changes later (``setLevel`` on the
+``contentcards`` logger or an ancestor, ``logging.disable``, ``basicConfig``, ``dictConfig``:
+each clears the logging manager's cache, which this module follows). Before logging is imported
+it is WARNING, logging's default. Records carry the thread that did the work (a
 library thread for background refreshes and deliveries). A logging handler may call the
 package: the library does not deliver what it logs on that thread meanwhile (no recursion).
 """
@@ -44,7 +47,38 @@ def logger() -> Any:
         made = logging.getLogger("contentcards")
         made.addHandler(logging.NullHandler())
         _logger = made
+        _watch_levels()
     return _logger
+
+
+_watching = False
+
+
+def _watch_levels() -> None:
+    """Makes every later change of a level reach the library at once. Each way the standard
+    library changes one (Logger.setLevel, logging.disable, and basicConfig, dictConfig and
+    fileConfig through them) ends by clearing the manager's cache of effective levels
+    (``Manager._clear_cache``): that call is wrapped to set the library's threshold again."""
+    global _watching
+    import logging
+
+    with _lock:
+        if _watching:
+            return
+        _watching = True
+        manager = logging.Logger.manager
+        clear = getattr(manager, "_clear_cache", None)
+        if clear is None:  # not this logging module: the level is read at each open only
+            return
+
+        def clear_and_follow() -> None:
+            clear()
+            try:
+                follow_logger_level()
+            except Exception:  # noqa: BLE001 - a level change must never fail because of us
+                pass
+
+        setattr(manager, "_clear_cache", clear_and_follow)
 
 
 def _forward(userdata: int | None, level: int, message: bytes | None) -> None:
@@ -67,7 +101,10 @@ def follow_logger_level() -> None:
     if _logger is None and "logging" not in sys.modules:
         level = _WARNING
     else:
-        level = max(logger().getEffectiveLevel(), _DEBUG)
+        target = logger()
+        _watch_levels()
+        # logging.disable(N) silences N and below, whatever the loggers' levels.
+        level = max(target.getEffectiveLevel(), target.manager.disable + 1, _DEBUG)
     with _lock:
         if level == _installed_level:
             return

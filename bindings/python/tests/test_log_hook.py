@@ -69,6 +69,43 @@ c.close()
     assert (result.returncode, result.stdout, result.stderr) == (0, "refused\n", "")
 
 
+def test_a_level_set_after_open_is_followed_at_once() -> None:
+    """The library's threshold follows later level changes of the logger, of its parent, and
+    logging.disable, also for a controller that is already open (its background work too)."""
+    code = IMPORT_PRELUDE + f"""
+import logging
+import contentcards
+
+records = []
+class Keep(logging.Handler):
+    def emit(self, record):
+        records.append(record.levelno)
+log = logging.getLogger("contentcards")
+log.addHandler(Keep(logging.DEBUG))
+c = contentcards.ContentCards(user_id="u", refresh_tokens=0, source={{"file": {SAMPLE_FEED!r}}})
+def refresh():
+    records.clear()
+    c.refresh(5)
+    return sorted(set(records))
+print("at open", refresh())                # WARNING, logging's default
+log.setLevel(logging.DEBUG)
+print("debug", refresh())
+log.setLevel(logging.NOTSET)
+logging.getLogger().setLevel(logging.INFO)  # the parent's level
+print("root info", refresh())
+logging.disable(logging.WARNING)
+print("disabled", refresh())
+logging.disable(logging.NOTSET)
+log.setLevel(logging.ERROR)
+print("error", refresh())
+c.close()
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "at open [30]", "debug [10, 20, 30]", "root info [20, 30]", "disabled []", "error []"]
+
+
 def test_a_logging_handler_may_call_back_into_the_library() -> None:
     calls: list[str] = []
 
