@@ -379,9 +379,13 @@ class ContentCards:
     snake_case (``user_id=``, ``storage_path=``, ``source=``, ``events=``, ``refresh_tokens=``,
     ``refresh_interval_seconds=``, ``timeout_seconds=``, ``known_class_types=``,
     ``max_payload_bytes=``, ``device_id=``, ``event_batch_size=``, ``event_batch_bytes=``,
-    ``event_flush_interval_seconds=``) and override the dict. JSON text is accepted too.
+    ``event_flush_interval_seconds=``, ``images=``, ``refresh_on_open_after_seconds=``,
+    ``refresh_period_seconds=``, ``refresh_period_jitter=``, ``retry_base_seconds=``,
+    ``retry_max_seconds=``) and override the dict. JSON text is accepted too. What each key
+    means: the C header's cc_controller_open.
 
-    Use it as a context manager, or call :meth:`close`. Every method after close raises
+    Use it as a context manager (``with``, or ``async with`` in a coroutine), or call
+    :meth:`close`. Every method after close raises
     :class:`~contentcards.errors.ClosedError`; a controller that is garbage collected, or still
     open when the interpreter exits, is closed quietly. All methods may be called from any
     thread; blocking calls (refresh, flush) release the GIL and never block reading the feed.
@@ -471,6 +475,33 @@ class ContentCards:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    async def __aenter__(self) -> ContentCards:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        """Closes the controller without blocking the event loop: the close (which waits for
+        subscriber calls running on other threads) runs on a thread of its own, and it
+        happens even when the awaiting task is cancelled meanwhile."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+
+        def run() -> None:
+            outcome: tuple[bool, Any]
+            try:
+                self.close()
+                outcome = (True, None)
+            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
+                outcome = (False, exc)
+            try:
+                loop.call_soon_threadsafe(_settle, future, outcome)
+            except RuntimeError:
+                pass  # the loop is closed: nobody is waiting any more
+
+        threading.Thread(target=run, name="contentcards-close", daemon=True).start()
+        await future
 
     def __del__(self) -> None:
         try:

@@ -37,6 +37,33 @@ def test_context_manager_and_close() -> None:
     assert repr(c) == "<ContentCards closed>"
 
 
+def test_async_context_manager() -> None:
+    """async with closes the controller on the way out, also on an exception, and the close
+    does not block the event loop."""
+    import asyncio
+
+    async def main() -> tuple[cc.ContentCards, cc.ContentCards]:
+        async with cc.ContentCards(user_id="u", refresh_tokens=0,
+                                   source={"file": SAMPLE_FEED}) as c:
+            assert not c.closed
+            assert (await c.refresh_async(5)).added == 11
+            stream = c.updates()
+        assert c.closed
+        assert [update async for update in stream] == []   # the stream ended with the close
+        failing = cc.ContentCards(user_id="u")
+        try:
+            async with failing:
+                raise KeyError("boom")
+        except KeyError:
+            pass
+        return c, failing
+
+    closed, failed = asyncio.run(main())
+    assert closed.closed and failed.closed
+    with pytest.raises(cc.ClosedError):
+        closed.count()
+
+
 def test_garbage_collected_without_close() -> None:
     before = len(_ffi.callbacks)
     for _ in range(10):
