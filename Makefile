@@ -128,7 +128,7 @@ memcheck: cmake
 	    $$([ $$t = logging ] && echo $(BUILD)/examples/c/events.jsonl) > /dev/null || exit 1; \
 	  echo "valgrind: example $$t clean with contentcards.supp"; \
 	done
-	@for t in test_api test_misuse test_callbacks test_threads test_badge test_log test_open_at_exit test_one_api; do \
+	@for t in test_api test_misuse test_callbacks test_threads test_badge test_log test_open_at_exit test_one_api test_config; do \
 	  valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite \
 	    --show-leak-kinds=definite $(BUILD)/bin/$$t > /dev/null || exit 1; \
 	  echo "valgrind: $$t clean"; \
