@@ -64,7 +64,7 @@ func mustBeJSON(_ text: UnsafeMutablePointer<CChar>?, _ what: String) {
 
 // MARK: - Tables
 
-let cardIDs = ["tile-1", "tile-2", "msg-1", "msg-2", "coupon-1", "coupon-control", "img-1", "img-2", "gone", "nope", "", "tile-1\u{301}"]
+let cardIDs = ["tile-1", "tile-2", "msg-1", "msg-2", "coupon-1", "coupon-control", "img-1", "img-2", "gone", "nope", "", "tile-1\u{301}", "test-1"]
 let userIDs = ["fuzz", "other", "", "ü-3"]
 let filters: [String?] = [nil, #"["home_tile"]"#, "[]", #"["message_center","coupon_code"]"#, #"["HOME_TILE"," x "]"#, "[1]", #""home_tile""#, "{", "null"]
 let actions = ["impression", "click", "dismissal", "feed_displayed", "read", "unread", "bogus", ""]
@@ -81,7 +81,7 @@ let fullSync = """
     {"cards":[\(card("tile-1", #""e":{"class_type":"home_tile"},"i":"http://img.test/1.png""#)),
     \(card("tile-2", #""p":true,"e":{"class_type":"home_tile"},"i":"http://img.test/2.png""#)),
     \(card("msg-1", #""e":{"class_type":"message_center"},"rd":true"#)),
-    \(card("msg-2", #""e":{"class_type":"message_center"},"t":true"#)),
+    \(card("msg-2", #""e":{"class_type":"message_center"}"#)),
     {"id":"coupon-1","ca":\(now - 50),"tp":"captioned_image","i":"https://img.test/c.png","tt":"t","ds":"d","e":{"class_type":"coupon_code","discount":"5"}},
     {"id":"coupon-control","ca":\(now - 40),"tp":"control","e":{"class_type":"coupon_code"}},
     {"id":"img-1","ca":\(now - 30),"tp":"banner_image","i":"http://img.test/big.png"},
@@ -99,6 +99,7 @@ let payloads: [String] = [
     fullSync, incremental, "[]", #"{"cards":[],"full_sync":true}"#, #"{"cards":[],"user_id":"someone else"}"#,
     #"[{"id":"tile-1","ca":1,"tp":"control"},{"id":"tile-1","ca":2,"tp":"control"}]"#,
     #"{"cards":[{"id":"x","ca":1.5}],"full_sync":"yes"}"#, "not json", "",
+    "[\(card("test-1", #""t":true,"e":{"class_type":"message_center"}"#))]",   // a test card: a full sync keeps it
 ]
 
 /// What the host transport answers to a sync, in the order the grammar queued them.
@@ -176,10 +177,19 @@ let freeHook: @convention(c) (UnsafeMutableRawPointer?) -> Void = { p in
     Unmanaged<Hook>.fromOpaque(p!).release()
 }
 
+/// Set by the deeds after which a controller cannot be brought back to its state at open
+/// (a subscription nobody tracks, another user, work left running): see `CallsController`.
+let deedsLock = Lock()
+var lastingDeeds = false
+
 /// The deed, done from inside a callback.
 func perform(_ hook: Hook) {
     guard hook.called(), hook.deed != .nothing else { return }
     let c = hook.controller
+    switch hook.deed {
+    case .close, .subscribe, .changeUser, .refreshInBackground: deedsLock.withLock { lastingDeeds = true }
+    default: break
+    }
     switch hook.deed {
     case .nothing: break
     case .close: status(cc_controller_close(c), "close from a callback")
@@ -346,18 +356,26 @@ func install(_ server: Server, on c: OpaquePointer?) {
 
 // MARK: - The controllers
 
-/// The configuration of the input's in-memory controller, from its first byte.
+/// The configuration of the input's in-memory controller, from its first byte: bit 0 an events
+/// sink (the host transport), bit 4 a rate limit, bit 5 known class types; with bits 6 and 7
+/// both set, background work from bits 1-3 (delivery on a schedule, a refresh at open, a
+/// periodic refresh), else bits 1-3 are a device id, small event batches, a short timeout.
 func callsConfiguration(_ bits: Int) -> String {
-    var c = [#""userId":"fuzz""#, #""source":{"callback":true}"#, #""timeoutSeconds":0.5"#,
-             #""retryBaseSeconds":0.001"#, #""retryMaxSeconds":0.005"#]
+    var c = [#""userId":"fuzz""#, #""source":{"callback":true}"#, #""retryBaseSeconds":0.001"#, #""retryMaxSeconds":0.005"#]
     if bits & 1 != 0 { c.append(#""events":{"callback":true}"#) }
-    c.append(bits & 2 != 0 ? #""eventFlushIntervalSeconds":0.001"# : #""eventFlushIntervalSeconds":0"#)
-    if bits & 4 != 0 { c.append(#""refreshOnOpenAfterSeconds":0"#) }
-    if bits & 8 != 0 { c.append(#""refreshPeriodSeconds":0.002,"refreshPeriodJitter":0.5"#) }
+    if bits & 0xC0 == 0xC0 {
+        c.append(#""timeoutSeconds":0.5"#)
+        c.append(bits & 2 != 0 ? #""eventFlushIntervalSeconds":0.001"# : #""eventFlushIntervalSeconds":0"#)
+        if bits & 4 != 0 { c.append(#""refreshOnOpenAfterSeconds":0"#) }
+        if bits & 8 != 0 { c.append(#""refreshPeriodSeconds":0.002,"refreshPeriodJitter":0.5"#) }
+    } else {
+        c.append(#""eventFlushIntervalSeconds":0"#)
+        if bits & 2 != 0 { c.append(#""deviceId":"d-1""#) }
+        if bits & 4 != 0 { c.append(#""eventBatchSize":2,"eventBatchBytes":1024"#) }
+        c.append(bits & 8 != 0 ? #""timeoutSeconds":0.05"# : #""timeoutSeconds":0.5"#)
+    }
     c.append(bits & 16 != 0 ? #""refreshTokens":2,"refreshIntervalSeconds":0.01"# : #""refreshTokens":0"#)
     if bits & 32 != 0 { c.append(#""knownClassTypes":["home_tile","coupon_code"]"#) }
-    if bits & 64 != 0 { c.append(#""eventBatchSize":2,"eventBatchBytes":1024"#) }
-    if bits & 128 != 0 { c.append(#""deviceId":"d-1""#) }
     return "{" + c.joined(separator: ",") + "}"
 }
 
@@ -393,15 +411,95 @@ func imageStore() -> OpaquePointer? {
     return imageController
 }
 
+// MARK: - The input's controller, reused
+
+/// The in-memory controller of `calls`, kept for the next input when it can be brought back to
+/// the state of a new one (opening costs about a millisecond under AddressSanitizer, mostly
+/// SQLite creating its schema): the same configuration byte, and nothing of the input lasting:
+/// no background work (automatic refresh, background delivery, refresh_in_background, a fetch
+/// left to time out), no subscription made from a callback. Then, after the input: its
+/// subscriptions go, its transport is a new server, each user the input switched to gets a full
+/// sync that lists nothing (and must be left without a card, test cards included), the events
+/// are delivered, and the user is "fuzz" again. Anything else, or any step failing: closed, and
+/// the next input opens a new one.
+enum CallsController {
+    static var cached: OpaquePointer?
+    static var cachedBits = -1
+    static var reused = 0
+    static var opened = 0
+
+    static func take(_ bits: Int) -> OpaquePointer? {
+        _ = statsAtExit
+        if let c = cached, bits == cachedBits {
+            cached = nil
+            reused += 1
+            return c
+        }
+        if cached != nil { _ = cc_controller_close(cached); cached = nil }
+        var c: OpaquePointer?
+        if status(cc_controller_open(&c, callsConfiguration(bits)), "open") != CC_OK {
+            finding("the calls controller does not open: \(String(cString: cc_last_error_message()))")
+        }
+        opened += 1
+        return c
+    }
+
+    /// CC_FUZZ_STATS=1: how often the controller was reused, printed at exit.
+    static let statsAtExit: Void = {
+        guard getenv("CC_FUZZ_STATS") != nil else { return }
+        atexit {
+            fputs("contentcards-fuzz: calls: \(CallsController.reused) inputs on a reused controller, \(CallsController.opened) opened one; not kept: \(CallsController.notKept.sorted { $0.key < $1.key })\n", stderr)
+        }
+    }()
+
+    /// No background work in the configuration (see `callsConfiguration`).
+    static func quiet(_ bits: Int) -> Bool { bits & 0xC0 != 0xC0 || bits & 0x0E == 0 }
+
+    static func putBack(_ c: OpaquePointer?, bits: Int, users: Set<String>, subscriptions: [UInt64]) {
+        guard reset(c, bits: bits, users: users, subscriptions: subscriptions) else {
+            _ = cc_controller_close(c)
+            return
+        }
+        cached = c
+        cachedBits = bits
+    }
+
+    /// Why controllers were not kept (CC_FUZZ_STATS).
+    static var notKept: [String: Int] = [:]
+
+    private static func reset(_ c: OpaquePointer?, bits: Int, users: Set<String>, subscriptions: [UInt64]) -> Bool {
+        func no(_ why: String) -> Bool { notKept[why, default: 0] += 1; return false }
+        guard quiet(bits) else { return no("background configuration") }
+        guard !deedsLock.withLock({ lastingDeeds }) else { return no("a callback's deed") }
+        var user: UnsafeMutablePointer<CChar>?
+        guard cc_controller_user(&user, c) == CC_OK else { return no("closed") }
+        cc_string_free(user)
+        for id in subscriptions { _ = cc_controller_unsubscribe(c, id) }
+        install(Server(), on: c)
+        for u in users.subtracting(["fuzz"]).sorted() + ["fuzz"] {
+            guard cc_controller_change_user(c, u) == CC_OK, cc_controller_apply(nil, c, emptyFullSync) == CC_OK else { return no("reset failed") }
+            guard storeIsEmpty(c) else { return no("cards left (test cards)") }
+        }
+        if bits & 1 != 0 { _ = cc_controller_flush_events(nil, c, 0.5) }
+        var pending: Int64 = -1
+        guard cc_controller_pending_events(&pending, c) == CC_OK, pending == 0 else { return no("events pending") }
+        var diagnostics: UnsafeMutablePointer<CChar>?
+        defer { cc_string_free(diagnostics) }
+        guard cc_controller_diagnostics(&diagnostics, c) == CC_OK, let diagnostics,
+              strstr(diagnostics, "\"subscribers\":0") != nil else { return no("subscribers left") }
+        return true
+    }
+}
+
 // MARK: - The grammar
 
 func runCalls(_ data: UnsafeRawBufferPointer) {
     var s = Script(data)
-    let configuration = callsConfiguration(s.byte())
-    var opened: OpaquePointer?
-    if status(cc_controller_open(&opened, configuration), "open") != CC_OK {
-        finding("the calls controller does not open: \(String(cString: cc_last_error_message()))")
-    }
+    var bits = s.byte()
+    var opened = CallsController.take(bits)
+    deedsLock.withLock { lastingDeeds = false }
+    var users: Set<String> = ["fuzz"]
+    var lasting = false            // work started that may outlive the input
     var server = Server()
     install(server, on: opened)
     var c = opened             // the controller the calls go to: this one or the image controller
@@ -446,13 +544,15 @@ func runCalls(_ data: UnsafeRawBufferPointer) {
             let timeout = s.pick([0.2, 0.002, 0, -1, .nan, .infinity])
             withOutput(s.byte() % 2 == 0, "refresh") { cc_controller_refresh($0, c, timeout) }
         case 9:
+            lasting = true
             let hook = Hook(c, s.pick(Deed.allCases), isDone: true)
             let fn: cc_refresh_done_fn? = s.byte() % 4 == 0 ? nil : onDone
             let rc = status(cc_controller_refresh_in_background(c, s.pick([0.2, 0.002, 0]), fn, hook.userdata, freeHook), "refresh_in_background")
             if fn != nil { hook.register(rc) }
-        case 10: status(cc_controller_refresh_async(c), "refresh_async")
+        case 10: lasting = true; status(cc_controller_refresh_async(c), "refresh_async")
         case 11:
             let answers = (0..<(1 + s.byte() % 3)).map { _ in s.pick(SyncAnswer.allCases) }
+            if answers.contains(.slow) { lasting = true }   // a fetch left to time out
             server0.lock.withLock { server0.syncAnswers += answers }
         case 12:
             let body = s.bytes(max: 255)
@@ -493,7 +593,10 @@ func runCalls(_ data: UnsafeRawBufferPointer) {
             let body = s.bytes(max: 255) + [0]
             status(body.withUnsafeBufferPointer { b in b.withMemoryRebound(to: CChar.self) { cc_controller_apply(&out, c, $0.baseAddress) } }, "apply")
             mustBeJSON(out, "an apply summary"); cc_string_free(out)
-        case 21: status(cc_controller_change_user(c, s.pick(userIDs)), "change_user")
+        case 21:
+            let u = s.pick(userIDs)
+            if c == opened { users.insert(u) }
+            status(cc_controller_change_user(c, u), "change_user")
         case 22:
             var out: UnsafeMutablePointer<CChar>?
             status(cc_controller_user(&out, c), "user"); cc_string_free(out)
@@ -564,6 +667,7 @@ func runCalls(_ data: UnsafeRawBufferPointer) {
         case 37:
             // An id the fuzzer writes: logged, read, looked up.
             let id = s.bytes(max: 16) + [0]
+            if c == opened { lasting = true }   // a user named by the fuzzer
             id.withUnsafeBufferPointer { b in b.withMemoryRebound(to: CChar.self) { id in
                 status(cc_controller_log_impression(c, id.baseAddress), "log_impression")
                 status(cc_controller_mark_read(nil, c, id.baseAddress, 1), "mark_read")
@@ -583,9 +687,11 @@ func runCalls(_ data: UnsafeRawBufferPointer) {
             // Reopen the input's controller with another configuration (the old one closed).
             if c == opened {
                 status(cc_controller_close(opened), "close")
-                if cc_controller_open(&opened, callsConfiguration(s.byte())) != CC_OK {
+                bits = s.byte()
+                if cc_controller_open(&opened, callsConfiguration(bits)) != CC_OK {
                     finding("the calls controller does not reopen: \(String(cString: cc_last_error_message()))")
                 }
+                users = ["fuzz"]
                 c = opened
                 server = Server()
                 server0 = server
@@ -594,8 +700,14 @@ func runCalls(_ data: UnsafeRawBufferPointer) {
         }
     }
     for snap in snapshots { _ = cc_snapshot_close(snap) }
-    _ = cc_controller_close(opened)          // CC_E_INVALID_HANDLE when a callback closed it already
     _ = cc_set_log_handler(nil, 0, nil, nil)
+    // Kept for the next input, or closed (CC_E_INVALID_HANDLE when a callback closed it already).
+    if lasting {
+        CallsController.notKept["work started by a call", default: 0] += 1
+        _ = cc_controller_close(opened)
+    } else {
+        CallsController.putBack(opened, bits: bits, users: users, subscriptions: subscriptions)
+    }
     // The image controller outlives the input: its subscribers do not.
     for id in imageSubscriptions { _ = cc_controller_unsubscribe(imageController, id) }
 }
