@@ -97,7 +97,15 @@ final class ImageCache: @unchecked Sendable {
             found[name] = Entry(file: name, bytes: Int(st.st_size),
                                 used: Double(modified.seconds) + Double(modified.nanoseconds) / 1e9)
         }
-        lock.withLock { entries = found }
+        // A file this index knew keeps the later of the two last uses: the one in memory is
+        // exact, a file's time is as coarse as the kernel's clock tick (two uses within a tick
+        // would tie, and the eviction order between them would be left to chance).
+        lock.withLock {
+            for (name, known) in entries where found[name] != nil {
+                found[name]!.used = max(found[name]!.used, known.used)
+            }
+            entries = found
+        }
     }
 
     /// The file of `url` when the cache holds it.
