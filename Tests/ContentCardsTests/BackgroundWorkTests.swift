@@ -45,9 +45,9 @@ import Testing
         defer { c.close() }
         let refusedBefore = ThreadStarts.refused.count
         // The first periodic tick finds no thread, nor do the first retries.
-        c.background.refreshQueue.refuseStartsForTesting = 3
+        c.refresher.queue.refuseStartsForTesting = 3
         #expect(Self.waitUntil { requests.all.count >= 2 }, "the periodic refresh stopped after a refused thread: \(requests.all)")
-        #expect(c.background.refreshQueue.refuseStartsForTesting == 0)
+        #expect(c.refresher.queue.refuseStartsForTesting == 0)
         #expect(c.diagnostics().threadStartsRefused >= refusedBefore + 3)
     }
 

@@ -3,13 +3,13 @@ extension ContentCardsController {
     public func diagnostics() -> Diagnostics {
         lock.withLock {
             let now = clock.now()
-            let limit = limiter.state(now: now)
+            let limit = refresher.limiter.state(now: now)
             let pending = (try? store?.pendingEventCount()) ?? 0
             var d = Diagnostics(
                 userID: userID, storagePath: configuration.storagePath, closed: store == nil,
-                refreshInFlight: refreshInFlight != nil, lastRefresh: record.lastRefresh,
+                refreshInFlight: refresher.inFlight != nil, lastRefresh: record.lastRefresh,
                 lastDelivery: record.lastDelivery, lastError: record.lastError,
-                rateLimit: .init(enabled: limiter.isEnabled, capacity: limiter.capacity, tokens: limit.tokens,
+                rateLimit: .init(enabled: refresher.limiter.isEnabled, capacity: refresher.limiter.capacity, tokens: limit.tokens,
                                  intervalSeconds: configuration.refreshIntervalSeconds, nextTokenInSeconds: limit.nextTokenIn),
                 leftOut: record.leftOut, storedCards: stored.cards.count,
                 counts: store == nil ? FeedCounts() : currentCounts(),
@@ -17,7 +17,7 @@ extension ContentCardsController {
                 droppedEvents: record.droppedEvents, subscribers: subscribers.count)
             // The store's rows for the user that did not become cards when loaded.
             if let rows = try? store?.cardRowCount(user: userID) { d.unreadableStoredCards = max(0, rows - stored.cards.count) }
-            d.lastSuccessfulRefreshAt = lastSyncedAt > 0 ? lastSyncedAt : nil
+            d.lastSuccessfulRefreshAt = refresher.lastSyncedAt > 0 ? refresher.lastSyncedAt : nil
             d.threadStartsRefused = ThreadStarts.refused.count
             return d
         }

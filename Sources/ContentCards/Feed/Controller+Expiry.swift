@@ -17,7 +17,7 @@ extension ContentCardsController {
         expiryTimerAt = at
         // A weak reference: a timer set for a card that expires next year must not keep a
         // controller the application dropped alive until then.
-        Scheduler.shared.schedule(after: at - now, on: background.expiryQueue) { [weak self] in
+        Scheduler.shared.schedule(after: at - now, on: expiryQueue) { [weak self] in
             self?.expiryTimerFired(at: at)
         }
     }

@@ -59,7 +59,7 @@ extension ContentCardsController {
                     try persist(changes, for: userID)
                     // A sync out now may answer with the old state after this change's event
                     // was delivered: its merge keeps these cards' local read state.
-                    if let ticket = refreshInFlight, ticket.userID == userID {
+                    if let ticket = refresher.inFlight, ticket.userID == userID {
                         for card in changes.upserts { ticket.readCrossing.insert(CardKey(card.id)) }
                     }
                     publish(&changes)

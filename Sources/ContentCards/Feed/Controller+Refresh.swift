@@ -14,49 +14,6 @@ extension Result where Success == SyncAnswer {
     }
 }
 
-/// One refresh in flight; callers that ask for a refresh meanwhile wait for this one instead of
-/// starting another (and taking another token).
-final class RefreshTicket {
-    /// The user the refresh is for: only a refresh of the current user is joined.
-    let userID: String
-    init(userID: String) { self.userID = userID }
-    /// Cards whose read state this device changed while the sync was out: a read or unread
-    /// event pending when it started, or one logged since (delivered meanwhile or not). The
-    /// server may have answered before it heard of them, so their local state wins in this
-    /// sync's merge (rule 9). Guarded by the controller's lock.
-    var readCrossing = Set<CardKey>()
-    var result: Result<SyncSummary, ContentCardsError>?
-    /// What the fetch thread got (set under the controller's lock); ignored once the refresh
-    /// was abandoned at its deadline.
-    var fetched: Result<SyncAnswer, ContentCardsError>?
-    /// What the fetch did, for the log (emitted once the refresh is over).
-    var fetchNote: String?
-    /// Called once with the outcome (after the subscribers), outside the lock: the completions
-    /// of `refreshInBackground(timeout:completion:)`, including those that joined this refresh.
-    var completions: [@Sendable (Result<SyncSummary, ContentCardsError>) -> Void] = []
-}
-
-/// A controller's background machinery (issue 10, items 1 and 2): its own work queues, so one
-/// controller's blocked work never delays another's, and its fetches in flight. Guarded by the
-/// controller's lock.
-final class Background: @unchecked Sendable {
-    /// Waits for background refreshes.
-    let refreshQueue = WorkQueue()
-    /// Tells the subscribers when a visible card expires (Controller+Expiry.swift).
-    let expiryQueue = WorkQueue()
-    /// Fetch threads still running, including those abandoned at their deadline (a source
-    /// that never answers): at most `maxFetches`, so a stuck source cannot pile up threads.
-    var fetches = 0
-    /// The threads inside this controller's source (its transport callback) right now.
-    var fetchThreads: [pthread_t] = []
-    static let maxFetches = 4
-
-    /// The queues of this object the process's `Scheduler` may hold timers for.
-    var queues: [WorkQueue] { [refreshQueue, expiryQueue] }
-
-    func isFetching(_ thread: pthread_t) -> Bool { fetchThreads.contains { pthread_equal($0, thread) != 0 } }
-}
-
 extension ContentCardsController {
     private struct RefreshStart {
         let ticket: RefreshTicket
@@ -87,7 +44,7 @@ extension ContentCardsController {
         let deadline = monotonicSeconds() + timeout
         let me = pthread_self()
         Scheduler.shared.kick()
-        if lock.withLock({ background.isFetching(me) }) {
+        if lock.withLock({ refresher.isFetching(me) }) {
             throw ContentCardsError(.refused, "refresh called from inside this controller's transport callback, which the running refresh is waiting for: return from the callback first (refresh_async does not wait)")
         }
         switch try beginRefresh() {
@@ -131,7 +88,7 @@ extension ContentCardsController {
         case .started(let start):
             if let completion { lock.withLock { start.ticket.completions.append(completion) } }
             let limit = min(Self.clampTimeout(timeout ?? configuration.timeoutSeconds), configuration.timeoutSeconds)
-            background.refreshQueue.async { [self] in _ = perform(start, timeout: limit) }
+            refresher.queue.async { [self] in _ = perform(start, timeout: limit) }
             return true
         }
     }
@@ -146,35 +103,18 @@ extension ContentCardsController {
             if store == nil { return .failure(Self.closedError) }
             // A refresh still running for the user before a change is not joined: its answer
             // will be discarded, and the new user's refresh starts now (that one's late
-            // outcome leaves `refreshInFlight` to this one: see `perform`).
-            if let ticket = refreshInFlight, ticket.userID == userID { return .success(.joined(ticket)) }
-            guard let source else {
-                let e = ContentCardsError(.noSource, "no source is configured: set \"source\" to a file, a url or a callback, or hand cards in with apply")
+            // outcome leaves `inFlight` to this one: see `Refresher.finish`).
+            if let ticket = refresher.inFlight, ticket.userID == userID { return .success(.joined(ticket)) }
+            if let e = refresher.refusal(now: clock.now(), configuration: configuration) {
                 noteRefreshFailure(e)
                 return .failure(e)
             }
-            if background.fetches >= Background.maxFetches {
-                let e = ContentCardsError(.timeout, "refresh not started: \(background.fetches) earlier fetches from the source are still blocked (abandoned at their timeout); the cached feed stays readable")
-                noteRefreshFailure(e)
-                return .failure(e)
-            }
-            let now = clock.now()
-            if now < serverRetryAt {
-                let wait = serverRetryAt - now
-                let e = ContentCardsError(.rateLimited, "refresh not sent: the server asked to wait (Retry-After); retry after \(Int(wait.rounded(.up))) s; the cached feed stays readable", retryAfter: wait)
-                noteRefreshFailure(e)
-                return .failure(e)
-            }
-            if let wait = limiter.take(now: now) {
-                let e = ContentCardsError(.rateLimited, "refresh refused by the rate limit (\(configuration.refreshTokens) per \(Int(configuration.refreshIntervalSeconds)) s): next token in \(Int(wait.rounded(.up))) s; the cached feed stays readable", retryAfter: wait)
-                noteRefreshFailure(e)
-                return .failure(e)
-            }
+            guard let source = refresher.source else { return .failure(ContentCardsError(.internal, "no source")) }
             let ticket = RefreshTicket(userID: userID)
             // A read event pending now may be delivered before the answer comes, yet after the
             // server wrote it: remembered here, not only looked up in the outbox at the merge.
             if let store { ticket.readCrossing = (try? store.pendingReadStateCards(user: userID)) ?? [] }
-            refreshInFlight = ticket
+            refresher.inFlight = ticket
             return .success(.started(RefreshStart(ticket: ticket, source: source, userID: userID, cursors: stored.cursors,
                                                   validator: stored.sync.validator)))
         }
@@ -200,17 +140,17 @@ extension ContentCardsController {
     private func perform(_ start: RefreshStart, timeout: Double) -> Result<SyncSummary, ContentCardsError> {
         let deadline = monotonicSeconds() + timeout
         let ticket = start.ticket
-        lock.withLock { background.fetches += 1 }
+        lock.withLock { refresher.fetches += 1 }
         let launched = spawnThread { [self, configuration, decoder] in
             let me = pthread_self()
-            lock.withLock { background.fetchThreads.append(me) }
+            lock.withLock { refresher.fetchThreads.append(me) }
             var fetched = CallbackContext.run {
                 start.source.fetch(userID: start.userID, deviceID: configuration.deviceID,
                                    cursors: start.cursors, validator: start.validator, timeout: timeout)
             }
             lock.withLock {
-                if let i = background.fetchThreads.firstIndex(where: { pthread_equal($0, me) != 0 }) {
-                    background.fetchThreads.remove(at: i)
+                if let i = refresher.fetchThreads.firstIndex(where: { pthread_equal($0, me) != 0 }) {
+                    refresher.fetchThreads.remove(at: i)
                 }
             }
             let note: String
@@ -228,7 +168,7 @@ extension ContentCardsController {
             }
             fetched = .failure(ContentCardsError(.internal, "consumed"))
             lock.withLock {
-                background.fetches -= 1
+                refresher.fetches -= 1
                 // Handed over, not shared: this thread keeps no reference to the cards once the
                 // caller may have them (a thread still unwinding when the process exits would
                 // otherwise hold a payload nothing else can reach).
@@ -240,7 +180,7 @@ extension ContentCardsController {
         }
         var decoded: Result<SyncAnswer, ContentCardsError> = lock.withLock {
             guard launched else {
-                background.fetches -= 1
+                refresher.fetches -= 1
                 return .failure(ContentCardsError(.noMemory, "cannot start a thread for the refresh"))
             }
             while true {
@@ -297,18 +237,10 @@ extension ContentCardsController {
                 }
             }
             switch result {
-            case .success(let summary):
-                record.lastRefresh = .init(time: finishedAt, error: nil, summary: summary)
-                lastSyncedAt = finishedAt
-            case .failure(let e):
-                noteRefreshFailure(e)
-                // Honour a server's Retry-After (bounded to an hour) for the next refreshes.
-                if let after = e.retryAfter, e.code == .rateLimited || e.code == .server, after > 0 {
-                    serverRetryAt = clock.now() + min(after, 3600)
-                }
+            case .success(let summary): record.lastRefresh = .init(time: finishedAt, error: nil, summary: summary)
+            case .failure(let e): noteRefreshFailure(e)
             }
-            start.ticket.result = result
-            if refreshInFlight === start.ticket { refreshInFlight = nil }
+            refresher.finish(start.ticket, with: result, at: finishedAt, now: clock.now())
             changed.broadcast()
             return result
         }

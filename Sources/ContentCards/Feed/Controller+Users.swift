@@ -25,7 +25,7 @@ extension ContentCardsController {
                 if let nextImages { images?.use(nextImages) }
                 publish(replacing: loaded)
                 userID = newUserID
-                lastSyncedAt = loaded.sync.syncedAt
+                refresher.lastSyncedAt = loaded.sync.syncedAt
             } catch {
                 throw ContentCardsError(.storage, "cannot load user \"\(newUserID)\": \(error.message)")
             }
@@ -34,7 +34,7 @@ extension ContentCardsController {
         }
         if let counts {
             subscribers.notify(FeedUpdate(reason: .userChanged, error: nil, cardID: nil, counts: counts, sync: nil))
-            refreshOnOpenIfStale()
+            refresher.refreshOnOpenIfStale(for: self)
         }
     }
 }

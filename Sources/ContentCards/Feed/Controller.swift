@@ -46,18 +46,11 @@ public final class ContentCardsController: @unchecked Sendable {
     var otherUsers: [String: StoredUser] = [:]
     /// The store's data_version when `stored` was loaded: another process's commit changes it.
     var storeVersion: Int64 = 0
-    var limiter: RateLimiter
-    /// When the server answered 429 or 503 with Retry-After: no refresh goes out before this
-    /// time (wall clock), so a client does not hammer a server that asked it to wait.
-    var serverRetryAt: Double = 0
-    /// When the user's cards were last known to be the server's (a merge of a refresh, or a
-    /// 304), unix seconds; starts from the store's `SyncState.syncedAt`.
-    var lastSyncedAt: Double = 0
-    /// The automatic refresh policies' state (Controller+AutoRefresh.swift).
-    var autoRefresh = AutoRefreshState()
-    var refreshInFlight: RefreshTicket?
-    /// The controller's own background threads and fetches (issue 10, items 1 and 2).
-    let background = Background()
+    /// Refreshing: the source, the rate limit, the Retry-After circuit, the refresh in flight,
+    /// the automatic refresh (Refresher.swift); its state is guarded by `lock`.
+    let refresher: Refresher
+    /// Tells the subscribers when a visible card expires (Controller+Expiry.swift).
+    let expiryQueue = WorkQueue()
     /// Event delivery: the sink, its schedule, backoff and attempts (EventDelivery.swift); its
     /// state is guarded by `lock`.
     let delivery: EventDelivery
@@ -65,7 +58,6 @@ public final class ContentCardsController: @unchecked Sendable {
     let hostTransport = HostTransportSlot()
     var record = DiagnosticsRecord()
 
-    private(set) var source: CardSource?
     /// The image cache and its prefetches, when `images` is configured.
     private(set) var images: ImagePrefetcher?
 
@@ -82,17 +74,18 @@ public final class ContentCardsController: @unchecked Sendable {
                                  knownClassTypes: configuration.knownClassTypes)
         userID = configuration.userID
         storeIsInMemory = configuration.storagePath == nil
-        limiter = RateLimiter(capacity: configuration.refreshTokens, interval: configuration.refreshIntervalSeconds, now: clock.now())
+        refresher = Refresher(source: Self.makeSource(configuration, hostTransport),
+                              limiter: RateLimiter(capacity: configuration.refreshTokens,
+                                                   interval: configuration.refreshIntervalSeconds, now: clock.now()))
         do {
             let store = try CardStore(directory: configuration.storagePath)
             (stored, storeVersion) = try store.loadWithVersion(user: configuration.userID, decoder: decoder)
             index = FeedIndex(stored.cards.values)
-            lastSyncedAt = stored.sync.syncedAt
+            refresher.lastSyncedAt = stored.sync.syncedAt
             self.store = store
         } catch {
             throw ContentCardsError(.storage, error.message)
         }
-        source = makeSource()
         if let limits = configuration.images, let root = configuration.storagePath {
             // Images go through the source's transport: the host's when it does the sync.
             let transport: @Sendable () -> Result<Transport, ContentCardsError>
@@ -112,7 +105,7 @@ public final class ContentCardsController: @unchecked Sendable {
             armExpiryTimer()
         }
         delivery.scheduleDeliveryIfPending(for: self)
-        startAutoRefresh()
+        refresher.startAutoRefresh(for: self)
     }
 
     /// Opens a controller from configuration JSON (README.md, "Configuration").
@@ -127,7 +120,7 @@ public final class ContentCardsController: @unchecked Sendable {
 
     deinit { close() }
 
-    private func makeSource() -> CardSource? {
+    private static func makeSource(_ configuration: Configuration, _ hostTransport: HostTransportSlot) -> CardSource? {
         let max = configuration.maxPayloadBytes
         switch configuration.source {
         case nil: return nil
@@ -219,7 +212,7 @@ public final class ContentCardsController: @unchecked Sendable {
 
     /// The queues the process's `Scheduler` may hold this controller's timers for (the
     /// automatic refresh, expiry, delivery): cancelled at close.
-    var timerQueues: [WorkQueue] { background.queues + [delivery.queue] }
+    var timerQueues: [WorkQueue] { [refresher.queue, expiryQueue, delivery.queue] }
 
     // MARK: Reading (never any network I/O, never waiting for a writer)
 

@@ -1,5 +1,5 @@
 /// Automatic refresh (docs/BEHAVIOUR.md, "Automatic refresh"): the two policies an application
-/// may configure, both run on the controller's own refresh queue (`Background.refreshQueue`),
+/// may configure, both run on the controller's own refresh queue (`Refresher.queue`),
 /// both within the rate limit and the server's Retry-After like any refresh, both ending at
 /// close:
 /// - `refreshOnOpenAfterSeconds`: at open and at a user change, one refresh when the user's
@@ -20,28 +20,28 @@ struct AutoRefreshState {
     var generation: UInt64 = 0
 }
 
-extension ContentCardsController {
+extension Refresher {
     /// At open: the refresh-on-open check, else the first periodic tick.
-    func startAutoRefresh() {
+    func startAutoRefresh(for controller: ContentCardsController) {
         guard source != nil else { return }
-        if !refreshOnOpenIfStale(), configuration.refreshPeriodSeconds > 0 {
-            scheduleAutoRefresh(after: periodicDelay())
+        if !refreshOnOpenIfStale(for: controller), controller.configuration.refreshPeriodSeconds > 0 {
+            scheduleAutoRefresh(after: periodicDelay(controller.configuration), for: controller)
         }
     }
 
     /// Starts a background refresh now when `refreshOnOpenAfterSeconds` is set and the current
     /// user's last sync is older; true when it did.
     @discardableResult
-    func refreshOnOpenIfStale() -> Bool {
-        guard source != nil, let after = configuration.refreshOnOpenAfterSeconds else { return false }
-        let stale = lock.withLock { store != nil && clock.now() - lastSyncedAt >= after }
+    func refreshOnOpenIfStale(for controller: ContentCardsController) -> Bool {
+        guard source != nil, let after = controller.configuration.refreshOnOpenAfterSeconds else { return false }
+        let stale = controller.lock.withLock { controller.store != nil && controller.clock.now() - lastSyncedAt >= after }
         guard stale else { return false }
-        scheduleAutoRefresh(after: 0)
+        scheduleAutoRefresh(after: 0, for: controller)
         return true
     }
 
     /// One periodic wait: period × (1 ± jitter), uniform.
-    func periodicDelay() -> Double {
+    func periodicDelay(_ configuration: Configuration) -> Double {
         let period = configuration.refreshPeriodSeconds
         let jitter = configuration.refreshPeriodJitter
         return max(0.001, period * (1 + jitter * Double.random(in: -1...1)))
@@ -49,45 +49,47 @@ extension ContentCardsController {
 
     /// Schedules the tick after `delay` seconds, unless one is due by then already: so the
     /// refresh of a user change (delay 0) is never held back by a periodic tick due later.
-    private func scheduleAutoRefresh(after delay: Double) {
-        let generation: UInt64? = lock.withLock {
+    private func scheduleAutoRefresh(after delay: Double, for controller: ContentCardsController) {
+        let generation: UInt64? = controller.lock.withLock {
             let due = monotonicSeconds() + delay
-            guard store != nil else { return nil }
-            if let at = autoRefresh.scheduledAt, at <= due { return nil }
-            autoRefresh.scheduledAt = due
-            autoRefresh.generation &+= 1
-            return autoRefresh.generation
+            guard controller.store != nil else { return nil }
+            if let at = auto.scheduledAt, at <= due { return nil }
+            auto.scheduledAt = due
+            auto.generation &+= 1
+            return auto.generation
         }
         guard let generation else { return }
-        Scheduler.shared.schedule(after: delay, on: background.refreshQueue) { [weak self] in
-            self?.autoRefreshTick(generation)
+        // A weak reference: a tick due next year must not keep a dropped controller alive.
+        Scheduler.shared.schedule(after: delay, on: queue) { [weak controller] in
+            guard let controller else { return }
+            controller.refresher.autoRefreshTick(generation, for: controller)
         }
     }
 
     /// Runs on the refresh queue: one refresh, then the next tick (period, or backoff).
-    private func autoRefreshTick(_ generation: UInt64) {
-        let open: Bool = lock.withLock {
-            guard autoRefresh.generation == generation else { return false }   // replaced
-            autoRefresh.scheduledAt = nil
-            return store != nil
+    private func autoRefreshTick(_ generation: UInt64, for controller: ContentCardsController) {
+        let open: Bool = controller.lock.withLock {
+            guard auto.generation == generation else { return false }   // replaced
+            auto.scheduledAt = nil
+            return controller.store != nil
         }
         guard open else { return }
         let next: Double?
         do {
-            try refresh()
-            lock.withLock { autoRefresh.failures = 0 }
-            next = configuration.refreshPeriodSeconds > 0 ? periodicDelay() : nil
+            try controller.refresh()
+            controller.lock.withLock { auto.failures = 0 }
+            next = controller.configuration.refreshPeriodSeconds > 0 ? periodicDelay(controller.configuration) : nil
         } catch {
             if error.code == .closed { return }
-            let failures: Int = lock.withLock {
-                autoRefresh.failures += 1
-                return autoRefresh.failures
+            let failures: Int = controller.lock.withLock {
+                auto.failures += 1
+                return auto.failures
             }
             // A refusal before sending (the rate limit, the server's Retry-After still
             // running) carries its wait in retryAfter too: it is waited first, like a 429's.
-            let backoff = Backoff(base: configuration.retryBaseSeconds, cap: configuration.retryMaxSeconds)
+            let backoff = Backoff(base: controller.configuration.retryBaseSeconds, cap: controller.configuration.retryMaxSeconds)
             next = backoff.delay(attempt: failures, retryAfter: error.retryAfter, random: Double.random(in: 0...1))
         }
-        if let next { scheduleAutoRefresh(after: next) }
+        if let next { scheduleAutoRefresh(after: next, for: controller) }
     }
 }
