@@ -11,12 +11,12 @@ extension ContentCardsController {
                 lastDelivery: record.lastDelivery, lastError: record.lastError,
                 rateLimit: .init(enabled: refresher.limiter.isEnabled, capacity: refresher.limiter.capacity, tokens: limit.tokens,
                                  intervalSeconds: configuration.refreshIntervalSeconds, nextTokenInSeconds: limit.nextTokenIn),
-                leftOut: record.leftOut, storedCards: stored.cards.count,
+                leftOut: record.leftOut, storedCards: feed.stored.cards.count,
                 counts: store == nil ? FeedCounts() : currentCounts(),
                 pendingEvents: pending, deliveredEvents: record.deliveredEvents,
                 droppedEvents: record.droppedEvents, subscribers: subscribers.count)
             // The store's rows for the user that did not become cards when loaded.
-            if let rows = try? store?.cardRowCount(user: userID) { d.unreadableStoredCards = max(0, rows - stored.cards.count) }
+            if let rows = try? store?.cardRowCount(user: userID) { d.unreadableStoredCards = max(0, rows - feed.stored.cards.count) }
             d.lastSuccessfulRefreshAt = refresher.lastSyncedAt > 0 ? refresher.lastSyncedAt : nil
             d.threadStartsRefused = ThreadStarts.refused.count
             return d

@@ -6,18 +6,12 @@
 /// with reason `.expired` and the new counts (by the controller's clock: a test's manual clock
 /// that has not reached the expiry gives no update, only the next timer).
 extension ContentCardsController {
-    /// Sets the timer for the next expiry, unless one is set for then or earlier. Called with
-    /// the readers' lock held (from `publishBadge`, after every change and count).
-    func armExpiryTimer() {
-        // Cheap when a timer is set already: this runs on every count (a polled badge).
-        guard isOpen, let at = index.validBefore, at.isFinite else { return }
-        if let set = expiryTimerAt, set <= at { return }
-        let now = clock.now()
-        guard at > now else { return }
-        expiryTimerAt = at
+    /// Sets a timer for `at` (wall clock) on this controller's expiry queue. Called by the
+    /// published feed (`PublishedFeed.armExpiryTimer`) with the readers' lock held.
+    func setExpiryTimer(at: Double) {
         // A weak reference: a timer set for a card that expires next year must not keep a
         // controller the application dropped alive until then.
-        Scheduler.shared.schedule(after: at - now, on: expiryQueue) { [weak self] in
+        Scheduler.shared.schedule(after: max(at - clock.now(), 0.001), on: expiryQueue) { [weak self] in
             self?.expiryTimerFired(at: at)
         }
     }
@@ -25,12 +19,12 @@ extension ContentCardsController {
     private func expiryTimerFired(at: Double) {
         let update: FeedUpdate? = lock.withLock {
             guard store != nil else { return nil }
-            return readLock.withLock {
-                guard expiryTimerAt == at else { return nil }   // replaced by an earlier one
-                expiryTimerAt = nil
+            return feed.lock.withLock {
+                guard feed.expiryTimerAt == at else { return nil }   // replaced by an earlier one
+                feed.expiryTimerAt = nil
                 let now = clock.now()
-                let counts = index.counts(.all, now: now)
-                publishBadge()                                  // and the next timer
+                let counts = feed.index.counts(.all, now: now)
+                feed.publishBadge()                             // and the next timer
                 guard now >= at else { return nil }
                 return FeedUpdate(reason: .expired, error: nil, cardID: nil, counts: counts, sync: nil)
             }

@@ -15,8 +15,8 @@ extension ContentCardsController {
     func prefetchImages() {
         guard let images else { return }
         let urls: (visible: [String], stored: Set<String>)? = try? read { () throws(ContentCardsError) in
-            let visible = index.ids(.all, now: clock.now()).compactMap { stored.cards[$0]?.image }
-            return (visible, Set(stored.cards.values.compactMap(\.image)))
+            let visible = feed.index.ids(.all, now: clock.now()).compactMap { feed.stored.cards[$0]?.image }
+            return (visible, Set(feed.stored.cards.values.compactMap(\.image)))
         }
         guard let urls else { return }
         images.schedule(visible: urls.visible, stored: urls.stored)

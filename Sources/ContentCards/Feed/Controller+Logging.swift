@@ -92,7 +92,7 @@ extension ContentCardsController {
     private func logLocked(cardID: String,
                           _ decide: (Card) throws(ContentCardsError) -> (Event.Kind, Card?)) throws(ContentCardsError) -> (LogResult, FeedCounts) {
         try reloadIfChangedElsewhere()
-        guard let card = stored.cards[cardID] else {
+        guard let card = feed.stored.cards[cardID] else {
             let e = Self.unknownCard(cardID)
             record.lastError = e
             throw e
@@ -109,7 +109,7 @@ extension ContentCardsController {
         if let next { changes.upserts = [next] }
         if kind == .dismissal { changes.dismissalsAdded = [card.id] }
         try persist(changes, for: userID)
-        publish(&changes)
+        feed.publish(&changes)
         return (.recorded(eventID: event.id, stateChanged: next != nil), currentCounts())
     }
 }

@@ -34,11 +34,11 @@ extension ContentCardsController {
             do throws(ContentCardsError) {
                 try reloadIfChangedElsewhere()
                 // The writer's lock keeps the feed as it is; the readers' one guards the index.
-                let ids = cardIDs ?? readLock.withLock { index.ids(filter, now: clock.now()) }
+                let ids = cardIDs ?? feed.lock.withLock { feed.index.ids(filter, now: clock.now()) }
                 var changes = StoreChanges()
                 var results: [LogResult] = []
                 for id in ids {
-                    guard let card = stored.cards[CardKey(id)] else {
+                    guard let card = feed.stored.cards[CardKey(id)] else {
                         let e = Self.unknownCard(id)
                         record.lastError = e
                         throw e
@@ -62,7 +62,7 @@ extension ContentCardsController {
                     if let ticket = refresher.inFlight, ticket.userID == userID {
                         for card in changes.upserts { ticket.readCrossing.insert(CardKey(card.id)) }
                     }
-                    publish(&changes)
+                    feed.publish(&changes)
                 }
                 return .success((results, currentCounts()))
             } catch { return .failure(error) }

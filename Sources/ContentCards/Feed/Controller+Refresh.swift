@@ -115,8 +115,8 @@ extension ContentCardsController {
             // server wrote it: remembered here, not only looked up in the outbox at the merge.
             if let store { ticket.readCrossing = (try? store.pendingReadStateCards(user: userID)) ?? [] }
             refresher.inFlight = ticket
-            return .success(.started(RefreshStart(ticket: ticket, source: source, userID: userID, cursors: stored.cursors,
-                                                  validator: stored.sync.validator)))
+            return .success(.started(RefreshStart(ticket: ticket, source: source, userID: userID, cursors: feed.stored.cursors,
+                                                  validator: feed.stored.sync.validator)))
         }
         switch outcome {
         case .success(let begin): return begin
@@ -319,12 +319,12 @@ extension ContentCardsController {
             }
             pendingRead.formUnion(readCrossing)
         }
-        var merge = Merge.plan(&payload, from: stored, pendingRead: pendingRead)
+        var merge = Merge.plan(&payload, from: feed.stored, pendingRead: pendingRead)
         payload.cards = []
-        let nextSync = sync ?? SyncState(validator: nil, syncedAt: stored.sync.syncedAt)
-        if nextSync != stored.sync { merge.changes.sync = nextSync }
+        let nextSync = sync ?? SyncState(validator: nil, syncedAt: feed.stored.sync.syncedAt)
+        if nextSync != feed.stored.sync { merge.changes.sync = nextSync }
         do { try persist(merge.changes, for: userID) } catch { return .failure(error) }
-        publish(&merge.changes)
+        feed.publish(&merge.changes)
         record.leftOut = payload.leftOut
         var summary = SyncSummary()
         summary.added = merge.stats.added

@@ -1,10 +1,5 @@
-/// How the feed in memory is read and changed (the two locks of `ContentCardsController`).
+/// How the published feed is read (the two locks of `ContentCardsController`), and its badge observer.
 extension ContentCardsController {
-    /// Changes made in place at most cost this many entry shifts (moving an entry in a feed of
-    /// n cards shifts up to n): about a millisecond of readers waiting. Larger changes are built
-    /// beside the published state and swapped in.
-    static let inPlaceBudget = 1 << 18
-
     /// Runs a read of the published feed under the readers' lock.
     ///
     /// A file store may have been changed by another process (or another controller on the
@@ -17,53 +12,10 @@ extension ContentCardsController {
             defer { lock.unlock() }
             try reloadIfChangedElsewhere()
         }
-        readLock.lock()
-        defer { readLock.unlock() }
-        guard isOpen else { throw Self.closedError }
+        feed.lock.lock()
+        defer { feed.lock.unlock() }
+        guard feed.isOpen else { throw Self.closedError }
         return try body()
-    }
-
-    /// Makes persisted changes visible to readers. Called with the writer's lock held, after
-    /// the store committed `changes`, whose cards are moved into the state (`changes.upserts`
-    /// is left holding empty cards).
-    func publish(_ changes: inout StoreChanges) {
-        // Readers update the index's counts memo under the readers' lock, so even reading the
-        // index takes it here (the decision costs O(changes · log n)).
-        let few = changes.upserts.count + changes.deletes.count <= 4096
-        let inPlace: Bool = readLock.withLock {
-            guard few && stored.moves(changes, in: index) <= Self.inPlaceBudget / max(index.entries.count, 1) else {
-                return false
-            }
-            for t in stored.apply(moving: &changes) { index.update(old: t.old, new: t.new) }
-            publishBadge()
-            return true
-        }
-        if inPlace { return }
-        // Too many to change in place: build the next state while readers keep reading this
-        // one (only writers, who hold `lock`, change `stored`, and readers only read its
-        // storage), then swap. The old state is freed after the lock is let go.
-        var nextStored = stored
-        let transitions = nextStored.apply(moving: &changes)
-        let base = readLock.withLock { index }
-        var nextIndex = base.applying(transitions)
-        _ = nextIndex.counts(.all, now: clock.now())     // the tallies, counted before the swap
-        readLock.withLock {
-            swap(&stored, &nextStored)
-            swap(&index, &nextIndex)
-            publishBadge()
-        }
-    }
-
-    /// Replaces the whole state (a reload, a user change). Called with the writer's lock held.
-    func publish(replacing next: StoredUser) {
-        var nextStored = next
-        var nextIndex = FeedIndex(next.cards.values)
-        _ = nextIndex.counts(.all, now: clock.now())
-        readLock.withLock {
-            swap(&stored, &nextStored)
-            swap(&index, &nextIndex)
-            publishBadge()
-        }
     }
 
     // MARK: The badge observer
@@ -78,25 +30,6 @@ extension ContentCardsController {
 
     public func observeBadge(_ observer: BadgeObserver?) {
         guard storeIsInMemory else { return }
-        readLock.withLock {
-            badgeObserver = observer
-            lastBadge = nil
-            if isOpen { _ = index.counts(.all, now: clock.now()) }
-            publishBadge()
-        }
-    }
-
-    /// Tells the observer the current badge when it changed. Called with the readers' lock held.
-    func publishBadge() {
-        armExpiryTimer()
-        guard let observer = badgeObserver else { return }
-        let badge = isOpen ? index.badge : nil
-        if badge == lastBadge { return }
-        lastBadge = badge
-        if let badge {
-            observer(badge.counts, badge.validBefore)
-        } else {
-            observer(FeedCounts(), -1)
-        }
+        feed.observe(observer)
     }
 }

@@ -18,12 +18,12 @@ extension ContentCardsController {
                     // The other users of an in-memory store are kept here (the store keeps
                     // only events, see CardStore.apply).
                     loaded = otherUsers.removeValue(forKey: newUserID) ?? StoredUser()
-                    otherUsers[userID] = stored
+                    otherUsers[userID] = feed.stored
                 } else {
                     (loaded, storeVersion) = try store.loadWithVersion(user: newUserID, decoder: decoder)
                 }
                 if let nextImages { images?.use(nextImages) }
-                publish(replacing: loaded)
+                feed.publish(replacing: loaded)
                 userID = newUserID
                 refresher.lastSyncedAt = loaded.sync.syncedAt
             } catch {

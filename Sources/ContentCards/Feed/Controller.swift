@@ -6,12 +6,13 @@
 ///
 /// Threads: every method may be called from any thread. Two locks, taken in this order:
 /// - `lock`, the writer's: it serializes every change (merges, logging, user changes) and guards
-///   the refresh and delivery machinery. It is held while a change is persisted, never during
-///   network I/O or while a subscriber runs.
-/// - `readLock`, the readers': it guards the published feed (`stored` and `index`) and is held
-///   only for reads and for changes made in place, which cost O(changes · log n). A change too
-///   large for that (a big sync) is built beside the published state with only `lock` held,
-///   and swapped in. So counts and feeds never wait for a merge or a store write, however big.
+///   the state of the owners of refreshing (`refresher`) and event delivery (`delivery`). It is
+///   held while a change is persisted, never during network I/O or while a subscriber runs.
+/// - `feed.lock`, the readers': it guards the published feed (`feed`: the stored cards and
+///   their index) and is held only for reads and for changes made in place, which cost
+///   O(changes · log n). A change too large for that (a big sync) is built beside the published
+///   state with only `lock` held, and swapped in. So counts and feeds never wait for a merge or
+///   a store write, however big.
 public final class ContentCardsController: @unchecked Sendable {
     public let configuration: Configuration
     let clock: Clock
@@ -19,27 +20,15 @@ public final class ContentCardsController: @unchecked Sendable {
     let decoder: PayloadDecoder
     let subscribers = Subscribers()
 
-    /// The writer's lock: guards everything below but `stored`, `index` and `isOpen`.
+    /// The writer's lock: guards everything below but the published feed.
     let lock = Lock()
     let changed = Condition()
     var store: CardStore?
     var userID: String
-    /// The readers' lock: guards `stored`, `index` and `isOpen` (see the type's comment).
-    let readLock = Lock()
-    /// The current user's cards, dismissals and cursors. Changed only with both locks held, so
-    /// a writer reads it with `lock` alone.
-    var stored: StoredUser
-    /// The feed order and counts over `stored`; read (and its counts memo updated) under
-    /// `readLock` only.
-    var index: FeedIndex
-    /// False once closed; what readers check, as they do not take `lock`.
-    var isOpen = true
-    /// See `observeBadge`; both guarded by `readLock`.
-    var badgeObserver: BadgeObserver?
-    var lastBadge: FeedIndex.Badge?
-    /// The expiry timer (see Controller+Expiry.swift): the wall-clock time it is set for.
-    /// Guarded by `readLock`.
-    var expiryTimerAt: Double?
+    /// The published feed (PublishedFeed.swift): the current user's cards, the index, the
+    /// badge and the expiry timer, under the readers' lock (`feed.lock`, see the type's
+    /// comment); changed only with both locks held, so a writer reads it with `lock` alone.
+    let feed: PublishedFeed
     /// An in-memory store has no other connection to hear from: reads skip the version check.
     let storeIsInMemory: Bool
     /// An in-memory store's users other than the current one (its SQLite keeps only events).
@@ -79,9 +68,10 @@ public final class ContentCardsController: @unchecked Sendable {
                                                    interval: configuration.refreshIntervalSeconds, now: clock.now()))
         do {
             let store = try CardStore(directory: configuration.storagePath)
-            (stored, storeVersion) = try store.loadWithVersion(user: configuration.userID, decoder: decoder)
-            index = FeedIndex(stored.cards.values)
-            refresher.lastSyncedAt = stored.sync.syncedAt
+            let (loaded, version) = try store.loadWithVersion(user: configuration.userID, decoder: decoder)
+            feed = PublishedFeed(loaded, clock: clock)
+            storeVersion = version
+            refresher.lastSyncedAt = loaded.sync.syncedAt
             self.store = store
         } catch {
             throw ContentCardsError(.storage, error.message)
@@ -100,10 +90,8 @@ public final class ContentCardsController: @unchecked Sendable {
         }
         // The expiry timer, armed now: otherwise only a count would arm it, and a subscriber
         // of a reopened store would hear of no expiry until something read the counts.
-        readLock.withLock {
-            _ = index.counts(.all, now: clock.now())
-            armExpiryTimer()
-        }
+        feed.armTimer = { [weak self] at in self?.setExpiryTimer(at: at) }
+        feed.lock.withLock { feed.armExpiryTimer() }
         delivery.scheduleDeliveryIfPending(for: self)
         refresher.startAutoRefresh(for: self)
     }
@@ -166,7 +154,7 @@ public final class ContentCardsController: @unchecked Sendable {
         do {
             if try store.dataVersion() != storeVersion {
                 let (loaded, version) = try store.loadWithVersion(user: userID, decoder: decoder)
-                publish(replacing: loaded)
+                feed.publish(replacing: loaded)
                 storeVersion = version
             }
         } catch {
@@ -189,11 +177,7 @@ public final class ContentCardsController: @unchecked Sendable {
             guard let store else { return false }
             store.close()
             self.store = nil
-            readLock.withLock {
-                isOpen = false
-                publishBadge()
-                badgeObserver = nil
-            }
+            feed.close()
             changed.broadcast()
             return true
         }
@@ -220,10 +204,10 @@ public final class ContentCardsController: @unchecked Sendable {
     public func cards(_ filter: ClassTypeFilter = .all) throws(ContentCardsError) -> [Card] {
         withImagePaths(try read { () throws(ContentCardsError) in
             // Sized once (`compactMap` grows by doubling: new memory, new page faults, each time).
-            let ids = index.ids(filter, now: clock.now())
+            let ids = feed.index.ids(filter, now: clock.now())
             var cards: [Card] = []
             cards.reserveCapacity(ids.count)
-            for id in ids { if let card = stored.cards[id] { cards.append(card) } }
+            for id in ids { if let card = feed.stored.cards[id] { cards.append(card) } }
             return cards
         })
     }
@@ -254,11 +238,11 @@ public final class ContentCardsController: @unchecked Sendable {
     private func feedJSON(_ filter: ClassTypeFilter) throws(ContentCardsError) -> JSONWriter {
         if images?.current != nil { return CardJSON.feed(try cards(filter)) }
         return try read { () throws(ContentCardsError) in
-            let visible = index.positions(filter, now: clock.now())
+            let visible = feed.index.positions(filter, now: clock.now())
             var writer = CardJSON.feedWriter(count: visible.count)
-            index.entries.withUnsafeBufferPointer { entries in
+            feed.index.entries.withUnsafeBufferPointer { entries in
                 for at in visible {
-                    if let card = stored.cards[entries[Int(at)].id] { CardJSON.write(card, to: &writer) }
+                    if let card = feed.stored.cards[entries[Int(at)].id] { CardJSON.write(card, to: &writer) }
                 }
             }
             writer.endArray()
@@ -270,7 +254,7 @@ public final class ContentCardsController: @unchecked Sendable {
     /// their flags); `.notFound` when the user has no such card.
     public func card(id: String) throws(ContentCardsError) -> Card {
         try read { () throws(ContentCardsError) in
-            guard let card = stored.cards[id] else { throw Self.unknownCard(id) }
+            guard let card = feed.stored.cards[id] else { throw Self.unknownCard(id) }
             return withImagePaths([card])[0]
         }
     }
@@ -287,8 +271,8 @@ public final class ContentCardsController: @unchecked Sendable {
     /// Total and unviewed counts of the visible feed, optionally for a filter (one screen's badge).
     public func counts(_ filter: ClassTypeFilter = .all) throws(ContentCardsError) -> FeedCounts {
         try read { () throws(ContentCardsError) in
-            let counts = index.counts(filter, now: clock.now())
-            publishBadge()       // a count may have recounted (a card expired)
+            let counts = feed.index.counts(filter, now: clock.now())
+            feed.publishBadge()       // a count may have recounted (a card expired)
             return counts
         }
     }
@@ -329,7 +313,7 @@ public final class ContentCardsController: @unchecked Sendable {
 
     /// The counts for an update. Called with the lock held.
     func currentCounts() -> FeedCounts {
-        readLock.withLock { index.counts(.all, now: clock.now()) }
+        feed.lock.withLock { feed.index.counts(.all, now: clock.now()) }
     }
 }
 
