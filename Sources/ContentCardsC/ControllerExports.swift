@@ -1,6 +1,6 @@
 import CContentCardsABI
 import CContentCardsFast
-@_spi(Boundary) import ContentCards
+import ContentCards
 
 // Opening, closing, refreshing and reading: thin wrappers that validate arguments, call the
 // controller, and turn results into JSON. No business logic lives here.

@@ -356,8 +356,8 @@ extension ContentCardsController {
     /// caller that claims it wrongly gets cards whose text holds the bad bytes (never unsafe
     /// memory; the store then refuses such a card on reading); only the library's own
     /// boundary uses it, after its check.
-    @_spi(Boundary) @discardableResult
-    public func apply(bytes: UnsafeBufferPointer<UInt8>, checkedUTF8: Bool) throws(ContentCardsError) -> SyncSummary {
+    @discardableResult
+    package func apply(bytes: UnsafeBufferPointer<UInt8>, checkedUTF8: Bool) throws(ContentCardsError) -> SyncSummary {
         // The payload is this frame's only reference to the decoded cards, held in a `var` so
         // that the merge can let them go (see `mergeLocked`).
         var payload = Payload()

@@ -222,8 +222,7 @@ public final class ContentCardsController: @unchecked Sendable {
     /// The same JSON, NUL-terminated, in `malloc`ed memory the caller owns (what
     /// `cc_controller_feed` hands out, without a copy; a C caller frees it with
     /// `cc_string_free`, never `free`); nil when memory ran out.
-    @_spi(Boundary)
-    public func cardsJSONMalloced(_ filter: ClassTypeFilter = .all) throws(ContentCardsError) -> UnsafeMutablePointer<CChar>? {
+    package func cardsJSONMalloced(_ filter: ClassTypeFilter = .all) throws(ContentCardsError) -> UnsafeMutablePointer<CChar>? {
         var writer = try feedJSON(filter)
         return writer.takeMalloced()
     }

@@ -1,10 +1,10 @@
 /// The few file operations the library needs, on the C library directly (no Foundation).
-public enum Files {
-    public struct Failure: Error, CustomStringConvertible, Sendable {
-        public let message: String
+package enum Files {
+    package struct Failure: Error, CustomStringConvertible, Sendable {
+        package let message: String
         /// The file is larger than the limit `read` was given.
-        public var tooLarge: Bool = false
-        public var description: String { message }
+        package var tooLarge: Bool = false
+        package var description: String { message }
     }
 
     static func describeErrno(_ code: Int32) -> String {
@@ -13,7 +13,7 @@ public enum Files {
     }
 
     /// Reads a whole file, refusing one larger than `limit` bytes.
-    public static func read(_ path: String, limit: Int) throws(Failure) -> [UInt8] {
+    package static func read(_ path: String, limit: Int) throws(Failure) -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw Failure(message: "cannot open \(path): \(describeErrno(errno))") }
         defer { close(fd) }
@@ -41,7 +41,7 @@ public enum Files {
     /// Only a regular file can be cut back, so nothing else is written: a FIFO (whose open would
     /// block until a reader comes: opened non-blocking, it is refused at once), a device or a
     /// socket is refused with a clear error.
-    public static func append(_ path: String, _ bytes: [UInt8]) throws(Failure) {
+    package static func append(_ path: String, _ bytes: [UInt8]) throws(Failure) {
         let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
         guard fd >= 0 else {
             let e = errno
@@ -76,15 +76,8 @@ public enum Files {
         fsync(fd)
     }
 
-    /// Creates `path` with mode 0600 if it does not exist (an existing file is left as it is).
-    /// A symbolic link is never followed.
-    public static func createPrivateFile(_ path: String) {
-        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        if fd >= 0 { close(fd) }
-    }
-
     /// Creates `path` (and missing parents) as directories with mode 0700.
-    public static func makeDirectory(_ path: String) throws(Failure) {
+    package static func makeDirectory(_ path: String) throws(Failure) {
         var built = path.hasPrefix("/") ? "/" : ""
         for part in path.split(separator: "/", omittingEmptySubsequences: true) {
             built += (built.isEmpty || built.hasSuffix("/") ? "" : "/") + part
@@ -107,7 +100,7 @@ public enum Files {
     /// be owned by this user (the effective uid) and not writable by group or others; each of its
     /// parents must be owned by this user or root and not writable by group or others unless it
     /// has the sticky bit (`/tmp`). Then it must be writable.
-    public static func prepareStorageDirectory(_ path: String) throws(Failure) {
+    package static func prepareStorageDirectory(_ path: String) throws(Failure) {
         try makeDirectory(path)
         guard let resolved = realpath(path, nil) else {
             throw Failure(message: "cannot resolve the storage directory \(path): \(describeErrno(errno))")
@@ -150,7 +143,7 @@ public enum Files {
     /// Creates the store file 0600 if it does not exist, and checks it and its companions
     /// (`-wal`, `-shm`, `-journal`) without following a symbolic link: each must be a regular
     /// file owned by this user and not writable by group or others. Then the file must be writable.
-    public static func prepareStoreFile(_ path: String) throws(Failure) {
+    package static func prepareStoreFile(_ path: String) throws(Failure) {
         let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         if fd >= 0 {
             fchmod(fd, 0o600)   // the umask may have taken bits away; never more than 0600 anyway

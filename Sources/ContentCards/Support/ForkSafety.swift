@@ -13,7 +13,7 @@ import CSQLite
 /// - the child handler bumps `generation`: a connection (and a C handle) from an earlier
 ///   generation was inherited, is never used again (calls fail with a clear error), and is
 ///   never even closed in the child (it is leaked), since its state may be mid-operation.
-public enum ForkSafety {
+package enum ForkSafety {
     nonisolated(unsafe) private static let guardLock: UnsafeMutablePointer<pthread_rwlock_t> = {
         let p = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
         initGuard(p)
@@ -46,11 +46,11 @@ public enum ForkSafety {
     }()
 
     /// Installs the fork handlers (once; called before the first SQLite use).
-    public static func install() { _ = installed }
+    package static func install() { _ = installed }
 
     /// Holds `lock` across fork() (taken before, released after, in parent and child); `child`
     /// runs in the child with the lock held.
-    public static func holdAcrossFork(_ lock: Lock, child: (() -> Void)? = nil) {
+    package static func holdAcrossFork(_ lock: Lock, child: (() -> Void)? = nil) {
         install()
         registryLock.withLock {
             locks.append(lock)

@@ -1,9 +1,9 @@
 /// A pthread mutex. Chosen over `Synchronization.Mutex` because ThreadSanitizer reports false
 /// races on the latter when contended, and the concurrency tests run under TSan.
-public final class Lock: @unchecked Sendable {
+package final class Lock: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
 
-    public init() {
+    package init() {
         pthread_mutex_init(mutex, nil)
     }
 
@@ -12,13 +12,13 @@ public final class Lock: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    public func lock() { pthread_mutex_lock(mutex) }
-    public func unlock() { pthread_mutex_unlock(mutex) }
+    package func lock() { pthread_mutex_lock(mutex) }
+    package func unlock() { pthread_mutex_unlock(mutex) }
     /// Takes the lock if it is free; false (at once) when any thread holds it, this one too.
-    public func tryLock() -> Bool { pthread_mutex_trylock(mutex) == 0 }
+    package func tryLock() -> Bool { pthread_mutex_trylock(mutex) == 0 }
 
     @inline(__always)
-    public func withLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+    package func withLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body()
@@ -30,10 +30,10 @@ public final class Lock: @unchecked Sendable {
 /// A condition variable paired with a `Lock`. Deadlines are monotonic seconds; on Linux the
 /// variable waits on the monotonic clock itself, elsewhere on the real-time clock with each
 /// deadline converted (`Platform.conditionsUseMonotonicClock` says why that is safe).
-public final class Condition: @unchecked Sendable {
+package final class Condition: @unchecked Sendable {
     private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
-    public init() {
+    package init() {
         var attr = pthread_condattr_t()
         pthread_condattr_init(&attr)
         #if os(Linux) && !CC_PORTABLE
@@ -51,7 +51,7 @@ public final class Condition: @unchecked Sendable {
     /// Waits with `lock` held until signalled or until `deadline` (monotonic seconds) passes.
     /// Returns false on timeout.
     @discardableResult
-    public func wait(_ lock: Lock, until deadline: Double?) -> Bool {
+    package func wait(_ lock: Lock, until deadline: Double?) -> Bool {
         guard let deadline else {
             pthread_cond_wait(cond, lock.raw)
             return true
@@ -70,6 +70,6 @@ public final class Condition: @unchecked Sendable {
         return pthread_cond_timedwait(cond, lock.raw, &ts) == 0
     }
 
-    public func signal() { pthread_cond_signal(cond) }
-    public func broadcast() { pthread_cond_broadcast(cond) }
+    package func signal() { pthread_cond_signal(cond) }
+    package func broadcast() { pthread_cond_broadcast(cond) }
 }

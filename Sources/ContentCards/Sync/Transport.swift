@@ -71,13 +71,6 @@ public struct ClosureTransport: Transport {
 public struct CurlTransport: Transport {
     public init() {}
 
-    /// nil when libcurl can be loaded, else the message naming the fix.
-    public static func unavailableReason() -> String? {
-        var buffer = [CChar](repeating: 0, count: 256)
-        if cc_http_available(&buffer, buffer.count) != 0 { return nil }
-        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
     public func send(_ request: TransportRequest) -> Result<TransportResponse, ContentCardsError> {
         if let bad = TransportRequest.checkHeaders(request.headers, kind: request.kind) { return .failure(bad) }
         let lines = request.headers.map { "\($0.name): \($0.value)" }

@@ -1,15 +1,15 @@
 /// Cards at the boundary (docs/WIRE.md, "Cards at the boundary"): long keys, every field present (null where the kind has
 /// none), keys always in the order of docs/BEHAVIOUR.md, "Cards", and extras sorted by key, so the same card
 /// gives byte-identical JSON on every call and in every binding.
-public enum CardJSON {
+package enum CardJSON {
     /// The boundary keys, in the order they are written.
-    public static let keys = [
+    package static let keys = [
         "id", "type", "created", "expiresAt", "viewed", "clicked", "dismissed", "read", "dismissible",
         "pinned", "isTest", "isControl", "url", "openURLInWebView", "extras", "classType",
         "image", "imageAltText", "imageAspectRatio", "title", "cardDescription", "domain", "imagePath",
     ]
 
-    public static func encode(_ card: Card) -> String {
+    package static func encode(_ card: Card) -> String {
         var writer = JSONWriter(reservingCapacity: 512)
         write(card, to: &writer)
         return writer.string
@@ -20,37 +20,30 @@ public enum CardJSON {
     // the iterator's witness (500 instructions a card of a feed). Any other collection of
     // cards is made an array first.
 
-    public static func encode(_ cards: [Card]) -> String {
+    package static func encode(_ cards: [Card]) -> String {
         String(decoding: encodeBytes(cards), as: UTF8.self)
     }
 
-    public static func encode<C: Collection>(_ cards: C) -> String where C.Element == Card {
+    package static func encode<C: Collection>(_ cards: C) -> String where C.Element == Card {
         encode(Array(cards))
     }
 
     /// The same JSON as UTF-8 bytes, with no String between.
-    public static func encodeBytes(_ cards: [Card]) -> [UInt8] {
+    package static func encodeBytes(_ cards: [Card]) -> [UInt8] {
         withEncoded(cards) { Array($0) }
     }
 
-    public static func encodeBytes<C: Collection>(_ cards: C) -> [UInt8] where C.Element == Card {
+    package static func encodeBytes<C: Collection>(_ cards: C) -> [UInt8] where C.Element == Card {
         encodeBytes(Array(cards))
-    }
-
-    /// The JSON of `cards`, NUL-terminated, in `malloc`ed memory the caller owns and frees with
-    /// `free` (what the C boundary returns, without copying it); nil when memory ran out.
-    public static func encodeMalloced(_ cards: [Card]) -> UnsafeMutablePointer<CChar>? {
-        var writer = feed(cards)
-        return writer.takeMalloced()
     }
 
     /// Calls `body` with the JSON of `cards`, in the writer's own buffer (what the C boundary
     /// copies out: one copy instead of two).
-    public static func withEncoded<R>(_ cards: [Card], _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+    package static func withEncoded<R>(_ cards: [Card], _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
         try feed(cards).withBytes(body)
     }
 
-    public static func withEncoded<C: Collection, R>(_ cards: C, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R
+    package static func withEncoded<C: Collection, R>(_ cards: C, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R
     where C.Element == Card {
         try withEncoded(Array(cards), body)
     }
@@ -72,7 +65,7 @@ public enum CardJSON {
 
     /// Writes one card. The layout is fixed, so it goes in as literal pieces and values, with
     /// no comma bookkeeping per member; `keys` is the order (tested).
-    public static func write(_ card: Card, to w: inout JSONWriter) {
+    package static func write(_ card: Card, to w: inout JSONWriter) {
         w.beginRawValue()
         w.raw("{\"id\":"); w.rawString(card.id)
         switch card.type {
@@ -99,7 +92,7 @@ public enum CardJSON {
     }
 
     /// Reads one card back from its boundary JSON (the inverse of `encode`).
-    public static func decode(_ text: String, limits: JSONReader.Limits = JSONReader.Limits()) throws(PayloadError) -> Card {
+    package static func decode(_ text: String, limits: JSONReader.Limits = JSONReader.Limits()) throws(PayloadError) -> Card {
         let value: JSONValue
         do { value = try JSONReader.parse(text, limits: limits) } catch {
             throw PayloadError("card JSON is not valid: \(error)")
@@ -108,7 +101,7 @@ public enum CardJSON {
     }
 
     /// Reads a JSON array of boundary cards.
-    public static func decodeList(_ text: String, limits: JSONReader.Limits = JSONReader.Limits()) throws(PayloadError) -> [Card] {
+    package static func decodeList(_ text: String, limits: JSONReader.Limits = JSONReader.Limits()) throws(PayloadError) -> [Card] {
         let value: JSONValue
         do { value = try JSONReader.parse(text, limits: limits) } catch {
             throw PayloadError("card list JSON is not valid: \(error)")
@@ -121,7 +114,7 @@ public enum CardJSON {
         return cards
     }
 
-    public static func decode(_ v: JSONValue) throws(CardProblem) -> Card {
+    package static func decode(_ v: JSONValue) throws(CardProblem) -> Card {
         guard case .object = v else { throw CardProblem(id: nil, reason: "a card must be an object, not \(v.typeName)") }
         var r = BoundaryFields(value: v, id: nil)
         guard let id = try r.string("id"), !id.isEmpty else { throw r.problem("missing \"id\"") }

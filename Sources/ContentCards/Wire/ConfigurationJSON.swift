@@ -1,7 +1,7 @@
 /// Reads a `Configuration` from JSON. Every key is optional; an unknown key, or a value of the
 /// wrong type or out of range, is an error that names the key, so a typo is never ignored.
-public enum ConfigurationJSON {
-    public static let keys: Set<String> = [
+package enum ConfigurationJSON {
+    package static let keys: Set<String> = [
         "userId", "storagePath", "source", "events", "refreshTokens", "refreshIntervalSeconds",
         "timeoutSeconds", "knownClassTypes", "maxPayloadBytes", "deviceId", "eventBatchSize",
         "eventBatchBytes", "eventFlushIntervalSeconds", "images", "refreshOnOpenAfterSeconds",
@@ -9,9 +9,9 @@ public enum ConfigurationJSON {
     ]
 
     /// The largest payload limit accepted (1 GiB): a bound, so a typo cannot ask for 1 TB.
-    public static let maxPayloadLimit = 1 << 30
+    package static let maxPayloadLimit = 1 << 30
 
-    public static func decode(_ text: String) throws(ConfigurationError) -> Configuration {
+    package static func decode(_ text: String) throws(ConfigurationError) -> Configuration {
         if text.utf8.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return Configuration() }
         let root: JSONValue
         do { root = try JSONReader.parse(text, limits: .init(maxBytes: 1 << 20, maxDepth: 16)) } catch {
@@ -20,7 +20,7 @@ public enum ConfigurationJSON {
         return try decode(root)
     }
 
-    public static func decode(_ root: JSONValue) throws(ConfigurationError) -> Configuration {
+    package static func decode(_ root: JSONValue) throws(ConfigurationError) -> Configuration {
         guard case .object(let members) = root else {
             throw ConfigurationError("configuration is \(root.typeName), expected an object")
         }
@@ -198,8 +198,8 @@ public enum ConfigurationJSON {
     }
 }
 
-public struct ConfigurationError: Error, Equatable, CustomStringConvertible, Sendable {
-    public let message: String
-    public var description: String { message }
-    public init(_ message: String) { self.message = message }
+package struct ConfigurationError: Error, Equatable, CustomStringConvertible, Sendable {
+    package let message: String
+    package var description: String { message }
+    package init(_ message: String) { self.message = message }
 }

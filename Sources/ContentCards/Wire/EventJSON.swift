@@ -1,6 +1,6 @@
 /// Events on the wire (docs/WIRE.md, "Events"): `{"events":[{"id","type","card_id","class_type","user_id","time"}]}`.
-public enum EventJSON {
-    public static func write(_ e: Event, to w: inout JSONWriter) {
+enum EventJSON {
+    static func write(_ e: Event, to w: inout JSONWriter) {
         w.beginObject()
         w.key("id"); w.string(e.id)
         w.key("type"); w.string(e.kind.rawValue)
@@ -11,14 +11,14 @@ public enum EventJSON {
         w.endObject()
     }
 
-    public static func encode(_ e: Event) -> String {
+    static func encode(_ e: Event) -> String {
         var w = JSONWriter()
         write(e, to: &w)
         return w.string
     }
 
     /// The body of one delivery batch.
-    public static func batch(_ events: [Event]) -> [UInt8] {
+    static func batch(_ events: [Event]) -> [UInt8] {
         var w = JSONWriter(reservingCapacity: 160 * max(events.count, 1))
         w.beginObject()
         w.key("events")

@@ -1,27 +1,27 @@
 /// A strict JSON reader (RFC 8259) with the bounds the library promises: a size limit, a nesting
 /// limit and UTF-8 validation. It never traps on any input: every problem is a `JSONError`
 /// that says what was expected and where (line, column and byte offset).
-public struct JSONReader {
-    public struct Limits: Sendable {
-        public var maxBytes: Int
-        public var maxDepth: Int
-        public init(maxBytes: Int = 16 << 20, maxDepth: Int = 64) {
+package struct JSONReader {
+    package struct Limits: Sendable {
+        package var maxBytes: Int
+        package var maxDepth: Int
+        package init(maxBytes: Int = 16 << 20, maxDepth: Int = 64) {
             self.maxBytes = maxBytes; self.maxDepth = maxDepth
         }
     }
 
-    public static func parse(_ text: String, limits: Limits = Limits()) throws(JSONError) -> JSONValue {
+    package static func parse(_ text: String, limits: Limits = Limits()) throws(JSONError) -> JSONValue {
         var copy = text
         let result = copy.withUTF8 { bytes in Result { () throws(JSONError) in try parse(bytes, limits: limits) } }
         return try result.get()
     }
 
-    public static func parse(_ bytes: [UInt8], limits: Limits = Limits()) throws(JSONError) -> JSONValue {
+    package static func parse(_ bytes: [UInt8], limits: Limits = Limits()) throws(JSONError) -> JSONValue {
         let result = bytes.withUnsafeBufferPointer { buffer in Result { () throws(JSONError) in try parse(buffer, limits: limits) } }
         return try result.get()
     }
 
-    public static func parse(_ bytes: UnsafeBufferPointer<UInt8>, limits: Limits = Limits()) throws(JSONError) -> JSONValue {
+    package static func parse(_ bytes: UnsafeBufferPointer<UInt8>, limits: Limits = Limits()) throws(JSONError) -> JSONValue {
         if bytes.count > limits.maxBytes {
             throw JSONError(message: "payload is \(bytes.count) bytes, over the limit of \(limits.maxBytes)",
                             offset: 0, line: 1, column: 1)
@@ -31,12 +31,12 @@ public struct JSONReader {
     }
 }
 
-public struct JSONError: Error, Equatable, CustomStringConvertible, Sendable {
-    public let message: String
-    public let offset: Int
-    public let line: Int
-    public let column: Int
-    public var description: String { "\(message) at line \(line), column \(column) (byte \(offset))" }
+package struct JSONError: Error, Equatable, CustomStringConvertible, Sendable {
+    package let message: String
+    package let offset: Int
+    package let line: Int
+    package let column: Int
+    package var description: String { "\(message) at line \(line), column \(column) (byte \(offset))" }
 }
 
 struct Parser {
@@ -202,15 +202,6 @@ struct Parser {
         }
         guard let key = try nextKey(&cursor) else { return .end }
         return key.known.map(MemberKey.known) ?? .other
-    }
-
-    /// `nextKey` for objects whose member names are data, not card fields (extras): the name
-    /// as it is, with no look-up among the known keys.
-    mutating func nextName(_ cursor: inout Cursor) throws(JSONError) -> String? {
-        guard try toNextMember(&cursor) else { return nil }
-        let name = try parseString()
-        try afterMemberName()
-        return name
     }
 
     /// Moves to the next member's name (true) or past the closing brace (false).

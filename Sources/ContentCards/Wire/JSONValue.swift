@@ -4,7 +4,7 @@
 /// Numbers keep their source text, so an extras value `1.50` is handed on as `"1.50"` and large
 /// integers lose nothing. Objects keep their members in source order; on a duplicate key the
 /// last one wins, as in most parsers.
-public enum JSONValue: Equatable, Sendable {
+package enum JSONValue: Equatable, Sendable {
     case null
     case bool(Bool)
     case number(String)
@@ -12,7 +12,7 @@ public enum JSONValue: Equatable, Sendable {
     case array([JSONValue])
     case object([(key: String, value: JSONValue)])
 
-    public static func == (a: JSONValue, b: JSONValue) -> Bool {
+    package static func == (a: JSONValue, b: JSONValue) -> Bool {
         switch (a, b) {
         case (.null, .null): return true
         case let (.bool(x), .bool(y)): return x == y
@@ -26,14 +26,14 @@ public enum JSONValue: Equatable, Sendable {
     }
 
     /// The member named `key` of an object (the last one when repeated), else nil.
-    public subscript(key: String) -> JSONValue? {
+    package subscript(key: String) -> JSONValue? {
         guard case .object(let members) = self else { return nil }
         for member in members.reversed() where member.key == key { return member.value }
         return nil
     }
 
     /// A short name of the value's JSON type, for error messages.
-    public var typeName: String {
+    package var typeName: String {
         switch self {
         case .null: return "null"
         case .bool: return "a boolean"
@@ -44,24 +44,24 @@ public enum JSONValue: Equatable, Sendable {
         }
     }
 
-    public var stringValue: String? {
+    package var stringValue: String? {
         if case .string(let s) = self { return s }
         return nil
     }
 
-    public var boolValue: Bool? {
+    package var boolValue: Bool? {
         if case .bool(let b) = self { return b }
         return nil
     }
 
-    public var doubleValue: Double? {
+    package var doubleValue: Double? {
         guard case .number(let text) = self, let value = Double(text), value.isFinite else { return nil }
         return value
     }
 
     /// The number as a whole Int64: integral text, or a finite number with no fractional part
     /// (`1.7e9`, `12.0`) within Int64's range.
-    public var int64Value: Int64? {
+    package var int64Value: Int64? {
         guard case .number(let text) = self else { return nil }
         if let exact = Int64(text) { return exact }
         guard let value = Double(text), value.isFinite, value.rounded(.towardZero) == value,
@@ -70,7 +70,7 @@ public enum JSONValue: Equatable, Sendable {
     }
 
     /// The JSON text of this value (compact, members in their order).
-    public var jsonText: String {
+    package var jsonText: String {
         var writer = JSONWriter()
         writer.value(self)
         return writer.string

@@ -1,19 +1,19 @@
 /// Writes compact JSON into a byte buffer. Output is deterministic: members come in the order
 /// they are written, `/` is not escaped, non-ASCII text is written as UTF-8, and control
 /// characters are escaped. The library's only JSON writer.
-public struct JSONWriter {
+package struct JSONWriter {
     /// The output. A buffer of its own rather than an `[UInt8]`: an array's append checks
     /// uniqueness and capacity and goes through the Sequence protocol, about a hundred
     /// instructions a call, and a card is some sixty appends.
     private var out: ByteBuffer
     /// The JSON written so far.
-    public var bytes: [UInt8] { out.array }
+    package var bytes: [UInt8] { out.array }
     /// Whether the current object or array has a value already (then the next one needs a
     /// comma); the enclosing levels' flags wait in `outer`.
     private var needsComma = false
     private var outer: [Bool] = []
 
-    public init(reservingCapacity capacity: Int = 256) {
+    package init(reservingCapacity capacity: Int = 256) {
         out = ByteBuffer(capacity: capacity)
     }
 
@@ -29,21 +29,21 @@ public struct JSONWriter {
         }
     }
 
-    public var string: String { out.withBytes { String(decoding: $0, as: UTF8.self) } }
+    package var string: String { out.withBytes { String(decoding: $0, as: UTF8.self) } }
 
     /// An allocation failed while writing: the bytes are only a prefix of what was written.
-    public var failed: Bool { out.failed }
+    package var failed: Bool { out.failed }
 
     /// The JSON written, NUL-terminated, in `malloc`ed memory that the caller owns (and frees
     /// with `free`): a C caller's result without a copy. Nil when memory ran out while writing.
     /// The writer is left empty.
-    public mutating func takeMalloced() -> UnsafeMutablePointer<CChar>? {
+    package mutating func takeMalloced() -> UnsafeMutablePointer<CChar>? {
         needsComma = false; outer = []; afterKey = false
         return out.takeMalloced().map { UnsafeMutableRawPointer($0).assumingMemoryBound(to: CChar.self) }
     }
 
     /// Calls `body` with the bytes written so far, without copying them.
-    public func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R { try out.withBytes(body) }
+    package func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R { try out.withBytes(body) }
 
     /// A writer copied and then written to gets a buffer of its own (value semantics); the
     /// check is a load and a compare, made once per value written.
@@ -77,15 +77,15 @@ public struct JSONWriter {
         out.append(bracket)
     }
 
-    public mutating func beginObject() { open(0x7B) }
-    public mutating func endObject() { close(0x7D) }
-    public mutating func beginArray() { open(0x5B) }
-    public mutating func endArray() { close(0x5D) }
+    package mutating func beginObject() { open(0x7B) }
+    package mutating func endObject() { close(0x7D) }
+    package mutating func beginArray() { open(0x5B) }
+    package mutating func endArray() { close(0x5D) }
 
     /// A member name encoded once (quotes, escapes and colon), for names written over and over.
-    public struct Key: Sendable {
+    package struct Key: Sendable {
         let bytes: [UInt8]
-        public init(_ name: String) {
+        package init(_ name: String) {
             var w = JSONWriter()
             w.writeString(name)
             bytes = w.bytes + [0x3A]
@@ -93,7 +93,7 @@ public struct JSONWriter {
     }
 
     /// Writes a pre-encoded member name; the next value written is its value.
-    public mutating func key(_ key: Key) {
+    package mutating func key(_ key: Key) {
         beforeValue()
         key.bytes.withUnsafeBufferPointer { out.append($0) }
         afterKey = true
@@ -106,19 +106,19 @@ public struct JSONWriter {
     }
 
     /// Writes a member name; the next value written is its value.
-    public mutating func key(_ name: String) {
+    package mutating func key(_ name: String) {
         beforeValue()
         writeString(name)
         out.append(0x3A)
         afterKey = true
     }
 
-    public mutating func null() { beforeValue(); literal("null") }
-    public mutating func bool(_ v: Bool) {
+    package mutating func null() { beforeValue(); literal("null") }
+    package mutating func bool(_ v: Bool) {
         beforeValue()
         if v { literal("true") } else { literal("false") }
     }
-    public mutating func int(_ v: Int64) { beforeValue(); writeDigits(v) }
+    package mutating func int(_ v: Int64) { beforeValue(); writeDigits(v) }
 
     /// Decimal digits without making a String (numbers are in every card).
     private mutating func writeDigits(_ v: Int64) {
@@ -138,9 +138,9 @@ public struct JSONWriter {
         }
         _ = count
     }
-    public mutating func int(_ v: Int) { int(Int64(v)) }
+    package mutating func int(_ v: Int) { int(Int64(v)) }
     /// Finite numbers in Swift's shortest round-trip form; NaN and infinities (not JSON) as null.
-    public mutating func double(_ v: Double) {
+    package mutating func double(_ v: Double) {
         guard v.isFinite else { null(); return }
         beforeValue()
         if v == v.rounded(.towardZero), abs(v) < 1e15 {
@@ -149,12 +149,12 @@ public struct JSONWriter {
             out.append(string: v.description)
         }
     }
-    public mutating func string(_ v: String) { beforeValue(); writeString(v) }
-    public mutating func string(_ v: String?) { if let v { string(v) } else { null() } }
+    package mutating func string(_ v: String) { beforeValue(); writeString(v) }
+    package mutating func string(_ v: String?) { if let v { string(v) } else { null() } }
     /// Writes a number kept as source text (see `JSONValue.number`).
-    public mutating func rawNumber(_ text: String) { beforeValue(); out.append(string: text) }
+    package mutating func rawNumber(_ text: String) { beforeValue(); out.append(string: text) }
 
-    public mutating func value(_ v: JSONValue) {
+    package mutating func value(_ v: JSONValue) {
         switch v {
         case .null: null()
         case .bool(let b): bool(b)

@@ -6,28 +6,28 @@
 ///
 /// Cards are read straight from the token stream into their fields (`CardFields`): building a
 /// generic JSON tree of the whole payload first cost more than everything else put together.
-public struct PayloadDecoder: Sendable {
-    public var limits: JSONReader.Limits
+package struct PayloadDecoder: Sendable {
+    package var limits: JSONReader.Limits
     /// Normalized class types the application knows; nil accepts every class type.
-    public var knownClassTypes: Set<String>?
+    package var knownClassTypes: Set<String>?
 
-    public init(limits: JSONReader.Limits = JSONReader.Limits(), knownClassTypes: Set<String>? = nil) {
+    package init(limits: JSONReader.Limits = JSONReader.Limits(), knownClassTypes: Set<String>? = nil) {
         self.limits = limits
         self.knownClassTypes = knownClassTypes.map { Set($0.map { ClassType.normalize($0) }) }
     }
 
-    public func decode(_ text: String) throws(PayloadError) -> Payload {
+    package func decode(_ text: String) throws(PayloadError) -> Payload {
         var copy = text
         let result = copy.withUTF8 { bytes in Result { () throws(PayloadError) in try decode(bytes, checkedUTF8: true) } }
         return try result.get()
     }
 
-    public func decode(_ bytes: [UInt8]) throws(PayloadError) -> Payload {
+    package func decode(_ bytes: [UInt8]) throws(PayloadError) -> Payload {
         let result = bytes.withUnsafeBufferPointer { buffer in Result { () throws(PayloadError) in try decode(buffer) } }
         return try result.get()
     }
 
-    public func decode(_ bytes: UnsafeBufferPointer<UInt8>) throws(PayloadError) -> Payload {
+    package func decode(_ bytes: UnsafeBufferPointer<UInt8>) throws(PayloadError) -> Payload {
         try decode(bytes, checkedUTF8: false)
     }
 
@@ -87,7 +87,7 @@ public struct PayloadDecoder: Sendable {
     }
 
     /// Decodes a payload already parsed (a sync response object or a bare array).
-    public func decode(_ root: JSONValue) throws(PayloadError) -> Payload {
+    package func decode(_ root: JSONValue) throws(PayloadError) -> Payload {
         var payload = Payload()
         let items: [JSONValue]
         switch root {
@@ -119,15 +119,6 @@ public struct PayloadDecoder: Sendable {
         }
         payload.listedIDs = seen
         return payload
-    }
-
-    /// Decodes one card from its JSON object, or says why it is left out.
-    public func decodeCard(_ value: JSONValue) throws(CardProblem) -> Payload.ServerCard {
-        guard case .object(let members) = value else { throw CardProblem(id: nil, reason: "not an object but \(value.typeName)") }
-        var fields = CardFields()
-        for member in members { fields.set(member.key, member.value) }
-        var writer = JSONWriter(reservingCapacity: 1024)
-        return try fields.build(knownClassTypes: knownClassTypes, writer: &writer)
     }
 
     /// Reads a card in the stored form of schema 1 and 2 (short-key JSON: see `StoredCard`); nil if it does not decode.
@@ -231,7 +222,7 @@ public struct PayloadDecoder: Sendable {
 }
 
 /// Why one card was left out.
-public struct CardProblem: Error, Sendable {
-    public let id: String?
-    public let reason: String
+package struct CardProblem: Error, Sendable {
+    package let id: String?
+    package let reason: String
 }

@@ -1,7 +1,7 @@
 /// The JSON of results at the boundary: sync summaries, subscriber updates, flush results,
 /// errors and diagnostics. Keys in fixed order, as everywhere.
-public enum ResultJSON {
-    public static func error(_ e: ContentCardsError, to w: inout JSONWriter) {
+package enum ResultJSON {
+    package static func error(_ e: ContentCardsError, to w: inout JSONWriter) {
         w.beginObject()
         w.key("code"); w.int(Int(e.code.rawValue))
         w.key("name"); w.string(e.code.statusName)
@@ -10,13 +10,13 @@ public enum ResultJSON {
         w.endObject()
     }
 
-    public static func error(_ e: ContentCardsError) -> String {
+    package static func error(_ e: ContentCardsError) -> String {
         var w = JSONWriter()
         error(e, to: &w)
         return w.string
     }
 
-    public static func counts(_ c: FeedCounts, to w: inout JSONWriter) {
+    package static func counts(_ c: FeedCounts, to w: inout JSONWriter) {
         w.beginObject()
         w.key("total"); w.int(c.total)
         w.key("unviewed"); w.int(c.unviewed)
@@ -25,7 +25,7 @@ public enum ResultJSON {
     }
 
     /// `{"fetched":N,"failed":N,"cached":N,"bytes":N,"pending":N}`.
-    public static func images(_ s: ImageStats) -> String {
+    package static func images(_ s: ImageStats) -> String {
         var w = JSONWriter(reservingCapacity: 96)
         w.beginObject()
         w.key("fetched"); w.int(s.fetched)
@@ -37,7 +37,7 @@ public enum ResultJSON {
         return w.string
     }
 
-    public static func leftOut(_ items: [Payload.LeftOut], to w: inout JSONWriter) {
+    package static func leftOut(_ items: [Payload.LeftOut], to w: inout JSONWriter) {
         w.beginArray()
         for item in items {
             w.beginObject()
@@ -49,7 +49,7 @@ public enum ResultJSON {
         w.endArray()
     }
 
-    public static func summary(_ s: SyncSummary, to w: inout JSONWriter) {
+    package static func summary(_ s: SyncSummary, to w: inout JSONWriter) {
         w.beginObject()
         w.key("added"); w.int(s.added)
         w.key("updated"); w.int(s.updated)
@@ -62,13 +62,13 @@ public enum ResultJSON {
         w.endObject()
     }
 
-    public static func summary(_ s: SyncSummary) -> String {
+    package static func summary(_ s: SyncSummary) -> String {
         var w = JSONWriter()
         summary(s, to: &w)
         return w.string
     }
 
-    public static func update(_ u: FeedUpdate) -> String {
+    package static func update(_ u: FeedUpdate) -> String {
         var w = JSONWriter()
         w.beginObject()
         w.key("reason"); w.string(u.reason.rawValue)
@@ -85,7 +85,7 @@ public enum ResultJSON {
     }
 
     /// A logging call's outcome (cc_controller_log): the fields of `LogResult`, in this order.
-    public static func log(_ r: LogResult) -> String {
+    package static func log(_ r: LogResult) -> String {
         var w = JSONWriter()
         w.beginObject()
         w.key("recorded"); w.bool(r.recorded)
@@ -96,7 +96,7 @@ public enum ResultJSON {
         return w.string
     }
 
-    public static func flush(_ f: FlushResult) -> String {
+    package static func flush(_ f: FlushResult) -> String {
         var w = JSONWriter()
         w.beginObject()
         w.key("delivered"); w.int(f.delivered)
@@ -106,7 +106,7 @@ public enum ResultJSON {
         return w.string
     }
 
-    public static func diagnostics(_ d: Diagnostics) -> String {
+    package static func diagnostics(_ d: Diagnostics) -> String {
         var w = JSONWriter(reservingCapacity: 1024)
         w.beginObject()
         w.key("userId"); w.string(d.userID)
@@ -161,7 +161,7 @@ public enum ResultJSON {
     }
 
     /// Reads a class-type filter: nil, "" or "[]" for every card, else a JSON array of strings.
-    public static func filter(_ text: String?) throws(PayloadError) -> ClassTypeFilter {
+    package static func filter(_ text: String?) throws(PayloadError) -> ClassTypeFilter {
         guard let text, text.utf8.contains(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) else { return .all }
         let value: JSONValue
         do { value = try JSONReader.parse(text, limits: .init(maxBytes: 1 << 20, maxDepth: 4)) } catch {
@@ -179,7 +179,7 @@ public enum ResultJSON {
     }
 
     /// The event outbox (cc_controller_pending_events_json).
-    public static func pendingEvents(_ p: PendingEvents) -> String {
+    package static func pendingEvents(_ p: PendingEvents) -> String {
         var w = JSONWriter()
         w.beginObject()
         w.key("pending"); w.int(p.pending)

@@ -1,6 +1,6 @@
 /// The sync request body (docs/WIRE.md, "Sync request").
-public enum SyncJSON {
-    public static func request(userID: String, deviceID: String, cursors: SyncCursors) -> [UInt8] {
+enum SyncJSON {
+    static func request(userID: String, deviceID: String, cursors: SyncCursors) -> [UInt8] {
         var w = JSONWriter()
         w.beginObject()
         w.key("user_id"); w.string(userID)

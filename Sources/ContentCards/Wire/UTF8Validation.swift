@@ -1,9 +1,9 @@
 /// Strict UTF-8 (RFC 3629), for the JSON reader and for string arguments at the C boundary.
-public enum UTF8Validation {
+package enum UTF8Validation {
     /// The length of the valid UTF-8 sequence starting at `i` (1 for ASCII), or nil: overlong
     /// forms, surrogates and code points past U+10FFFF are invalid, as the Unicode standard says.
     @inline(__always)
-    public static func sequenceLength(_ bytes: UnsafeBufferPointer<UInt8>, at i: Int) -> Int? {
+    package static func sequenceLength(_ bytes: UnsafeBufferPointer<UInt8>, at i: Int) -> Int? {
         let b0 = bytes[i]
         if b0 < 0x80 { return 1 }
         @inline(__always) func cont(_ k: Int) -> UInt8? {
@@ -28,7 +28,7 @@ public enum UTF8Validation {
     }
 
     /// Whether all of `bytes` is valid UTF-8; mostly-ASCII text goes eight bytes at a time.
-    public static func isValid(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    package static func isValid(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let base = bytes.baseAddress else { return true }
         let raw = UnsafeRawPointer(base)
         var i = 0
