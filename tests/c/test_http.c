@@ -33,6 +33,13 @@ static int64_t total_of(cc_controller *c) {
     return total;
 }
 
+/* How many times `needle` occurs in `text`. */
+static int occurrences(const char *text, const char *needle) {
+    int n = 0;
+    for (const char *at = strstr(text, needle); at; at = strstr(at + strlen(needle), needle)) n++;
+    return n;
+}
+
 static void test_full_then_incremental(void) {
     cc_controller *c = open_remote("alice", 5);
     char *summary = NULL;
@@ -130,13 +137,16 @@ static void test_faults_keep_the_cache(void) {
     CHECK(cc_last_error_retry_after() == 7.0);
     CHECK(total_of(c) == 10);
     CHECK(cc_last_error_retry_after() < 0); /* a success clears it */
+    /* Counted by the server's entries, which it makes when a request arrives (their fields are
+     * filled in when it is answered: the request delayed 3 s above may be answered between
+     * the two reads, so their lengths may differ). */
     char requests_before[65536], requests_after[65536];
     admin("GET", "/_admin/requests", NULL, requests_before, sizeof requests_before);
     CHECK_RC(CC_E_RATE_LIMITED, cc_controller_refresh(NULL, c, 5));
     CHECK_MESSAGE("the server asked to wait");
     CHECK(cc_last_error_retry_after() > 5 && cc_last_error_retry_after() <= 7.0);
     admin("GET", "/_admin/requests", NULL, requests_after, sizeof requests_after);
-    CHECK(strlen(requests_before) == strlen(requests_after));
+    CHECK(occurrences(requests_before, "\"method\":") == occurrences(requests_after, "\"method\":"));
     CHECK(total_of(c) == 10);
     CHECK_OK(cc_controller_close(c));
 
