@@ -15,7 +15,10 @@ from __future__ import annotations
 # typing is not imported at run time (issue 9: import time); mypy reads this as True.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, ClassVar, Self, dataclass_transform
+    from typing import Any, ClassVar
+
+    # typing_extensions: these came to typing after Python 3.9 (typeshed has it, for any version)
+    from typing_extensions import Self, dataclass_transform
 else:
     def dataclass_transform(**_options: object) -> object:
         """Only for type checkers (typing is not imported at run time)."""
@@ -60,7 +63,8 @@ class Value:
         return tuple(getattr(self, name) for name in self._fields if name not in skip)
 
     def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
+        # isinstance for the type checkers that do not narrow on __class__ (mypy for Python 3.9)
+        if other.__class__ is not self.__class__ or not isinstance(other, Value):
             return NotImplemented
         return bool(self._compared() == other._compared())
 

@@ -25,8 +25,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import asyncio
     from collections.abc import AsyncIterator
-    from typing import (Any, Callable, Concatenate, Literal, Never, ParamSpec, TypeAlias,
-                        TypedDict, TypeVar)
+    from typing import Any, Callable, Literal, TypedDict, TypeVar
+
+    # typing_extensions: these came to typing after Python 3.9 (typeshed has it, for any version)
+    from typing_extensions import Concatenate, Never, ParamSpec, TypeAlias
 
     from .transport import TransportFunction
 

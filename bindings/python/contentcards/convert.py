@@ -39,7 +39,9 @@ from .cards import Card, normalize_class_type
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
-    from typing import Callable, ClassVar, Self, TypeVar, overload
+    from typing import Callable, ClassVar, TypeVar, overload
+
+    from typing_extensions import Self  # typing's since Python 3.11
 
     from .controller import ContentCards
     from .results import LogResult

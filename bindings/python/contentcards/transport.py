@@ -18,7 +18,9 @@ from ._value import Value
 # typing is not imported at run time (issue 9: import time); mypy reads this as True.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable, TypeAlias
+    from typing import Any, Callable
+
+    from typing_extensions import TypeAlias  # typing's since Python 3.10
 
 __all__ = ["TransportFunction", "TransportRequest", "TransportResponse"]
 

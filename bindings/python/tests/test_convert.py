@@ -37,8 +37,11 @@ class Message(ContentCardable):
         return cls(card.extras.get("message_title", ""), card.class_type == "message_webview")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Coupon(ContentCardable):
+    # A frozen dataclass with slots: what dataclass(slots=True) makes, written out (Python 3.9
+    # has no slots=).
+    __slots__ = ("percent", "control")
     percent: int
     control: bool
 

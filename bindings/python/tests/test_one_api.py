@@ -64,7 +64,8 @@ def test_a_cancelled_refresh_async_returns_at_once(server: ReferenceServer) -> N
     c = open_remote(server, "cancel")
     try:
         async def main() -> None:
-            with pytest.raises(TimeoutError):
+            # asyncio.TimeoutError: the built-in TimeoutError since Python 3.11, not before
+            with pytest.raises(asyncio.TimeoutError):
                 await asyncio.wait_for(c.refresh_async(timeout=4), 0.5)
 
         started = time.monotonic()
@@ -82,7 +83,7 @@ c = cc.ContentCards(user_id="p", refresh_tokens=0, source={{"url": {server.url!r
 async def main():
     try:
         await asyncio.wait_for(c.refresh_async(timeout=4), 0.3)
-    except TimeoutError:
+    except asyncio.TimeoutError:
         print("timed out")
 asyncio.run(main())
 """
