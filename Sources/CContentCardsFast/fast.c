@@ -168,8 +168,7 @@ void ccint_cell_publish(uint32_t index, uint32_t generation, int64_t total, int6
 extern int ccint_controller_counts(int64_t *out_total, int64_t *out_unviewed, int64_t *out_unread,
                                    cc_controller *controller, const char *filter_json);
 
-/* Handles are tag << 56 | generation << 24 | (index + 1); see HandleTable.swift. */
-#define CC_CONTROLLER_TAG 0xC1u
+/* Handles: see CCINT_HANDLE_* in cc_fast.h. */
 
 struct cc_counts { int64_t total, unviewed, unread; };
 
@@ -177,8 +176,8 @@ struct cc_counts { int64_t total, unviewed, unread; };
  * (a filter, a file store, no counts yet, a card expired since, a closed or foreign handle). */
 static int cc_counts_from_cell(struct cc_counts *out, cc_controller *controller) {
     uint64_t h = (uint64_t)(uintptr_t)controller;
-    uint32_t slot = (uint32_t)(h & 0xFFFFFF);
-    if (h >> 56 != CC_CONTROLLER_TAG || slot == 0) return 0;
+    uint32_t slot = (uint32_t)(h & CCINT_HANDLE_INDEX_MASK);
+    if (h >> CCINT_HANDLE_TAG_SHIFT != CCINT_CONTROLLER_TAG || slot == 0) return 0;
     if (atomic_load_explicit(&cc_cells_forked, memory_order_relaxed)) return 0;
     struct cc_cell *cell = cc_cell_at(slot - 1, 0);
     if (!cell) return 0;
@@ -190,7 +189,7 @@ static int cc_counts_from_cell(struct cc_counts *out, cc_controller *controller)
     double valid_before = atomic_load_explicit(&cell->valid_before, memory_order_relaxed);
     atomic_thread_fence(memory_order_acquire);
     if ((seq & 1) != 0 || atomic_load_explicit(&cell->seq, memory_order_relaxed) != seq) return 0;
-    if (owner != (uint64_t)(uint32_t)(h >> 24) + 1 || valid_before < 0) return 0;
+    if (owner != (uint64_t)(uint32_t)(h >> CCINT_HANDLE_INDEX_BITS) + 1 || valid_before < 0) return 0;
     if (valid_before != __builtin_inf()) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);

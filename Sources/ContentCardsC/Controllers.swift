@@ -1,9 +1,10 @@
+import CContentCardsFast
 import ContentCards
 
 /// The live controllers and snapshots of the process.
 enum Handles {
-    static let controllers = HandleTable<ContentCardsController>(tag: 0xC1, kind: "controller", refuseInherited: true)
-    static let snapshots = HandleTable<Snapshot>(tag: 0xC2, kind: "snapshot")
+    static let controllers = HandleTable<ContentCardsController>(tag: UInt8(CCINT_CONTROLLER_TAG), kind: "controller", refuseInherited: true)
+    static let snapshots = HandleTable<Snapshot>(tag: UInt8(CCINT_SNAPSHOT_TAG), kind: "snapshot")
 
     static func controller(_ handle: OpaquePointer?) throws(ContentCardsError) -> ContentCardsController {
         try controllers.get(handle)
@@ -11,8 +12,7 @@ enum Handles {
 
     /// The slot index and generation a handle value holds (see HandleTable), unchecked.
     static func slot(of handle: OpaquePointer?) -> (index: UInt32, generation: UInt32) {
-        let value = UInt64(UInt(bitPattern: handle))
-        return (UInt32(truncatingIfNeeded: (value & 0xFF_FFFF) &- 1), UInt32(truncatingIfNeeded: value >> 24))
+        HandleTable<ContentCardsController>.fields(of: handle)
     }
 }
 

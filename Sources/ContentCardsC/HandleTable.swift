@@ -1,7 +1,9 @@
+import CContentCardsFast
 import ContentCards
 
 /// Generation-checked handles (as in mozilla's ffi-support HandleMap): the value a C program
-/// holds is never a pointer but `tag << 56 | generation << 24 | (index + 1)`, so a closed,
+/// holds is never a pointer but `tag << 56 | generation << 24 | (index + 1)` (the layout is
+/// written once, as `CCINT_HANDLE_*` in cc_fast.h, which fast.c reads too), so a closed,
 /// never-issued, forged, or other-kind handle is recognized and refused; nothing is ever
 /// dereferenced.
 final class HandleTable<Object: AnyObject>: @unchecked Sendable {
@@ -24,8 +26,15 @@ final class HandleTable<Object: AnyObject>: @unchecked Sendable {
     /// parent's; snapshots are plain memory and stay usable).
     private let refuseInherited: Bool
 
-    private static var indexBits: UInt64 { 24 }
-    private static var generationBits: UInt64 { 32 }
+    private static var indexBits: UInt64 { UInt64(CCINT_HANDLE_INDEX_BITS) }
+    private static var tagShift: UInt64 { UInt64(CCINT_HANDLE_TAG_SHIFT) }
+    private static var indexMask: UInt64 { (1 << indexBits) - 1 }
+
+    /// The slot index and generation a handle value holds, unchecked (the badge cells' key).
+    static func fields(of handle: OpaquePointer?) -> (index: UInt32, generation: UInt32) {
+        let value = UInt64(UInt(bitPattern: handle))
+        return (UInt32(truncatingIfNeeded: (value & indexMask) &- 1), UInt32(truncatingIfNeeded: value >> indexBits))
+    }
 
     init(tag: UInt8, kind: String, refuseInherited: Bool = false) {
         self.tag = UInt64(tag)
@@ -44,7 +53,7 @@ final class HandleTable<Object: AnyObject>: @unchecked Sendable {
             if let reused = free.popLast() {
                 index = reused
             } else {
-                guard slots.count < (1 << 24) - 1 else {
+                guard UInt64(slots.count) < Self.indexMask else {
                     throw ContentCardsError(.noMemory, "too many open \(kind) handles")
                 }
                 slots.append(Slot())
@@ -52,7 +61,7 @@ final class HandleTable<Object: AnyObject>: @unchecked Sendable {
             }
             slots[index].object = object
             slots[index].forkGeneration = ForkSafety.generation
-            let value = tag << 56 | UInt64(slots[index].generation) << 24 | UInt64(index + 1)
+            let value = tag << Self.tagShift | UInt64(slots[index].generation) << Self.indexBits | UInt64(index + 1)
             return OpaquePointer(bitPattern: UInt(value))
         }
     }
@@ -60,11 +69,11 @@ final class HandleTable<Object: AnyObject>: @unchecked Sendable {
     private func decode(_ handle: OpaquePointer?) throws(ContentCardsError) -> (index: Int, generation: UInt32) {
         guard let handle else { throw ContentCardsError(.invalidHandle, "the \(kind) handle is NULL") }
         let value = UInt64(UInt(bitPattern: handle))
-        guard value >> 56 == tag else {
+        guard value >> Self.tagShift == tag else {
             throw ContentCardsError(.invalidHandle, "not a \(kind) handle (another kind of handle, or not a handle)")
         }
-        let raw = value & ((1 << 24) - 1)
-        let generation = UInt32(truncatingIfNeeded: value >> 24)
+        let raw = value & Self.indexMask
+        let generation = UInt32(truncatingIfNeeded: value >> Self.indexBits)
         guard raw >= 1 else { throw ContentCardsError(.invalidHandle, "not a \(kind) handle (never issued)") }
         return (Int(raw - 1), generation)
     }

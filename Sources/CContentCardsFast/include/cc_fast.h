@@ -13,6 +13,15 @@
 
 #include <stdint.h>
 
+/* Handle values, written here once for both sides: a handle a C program holds is
+ * tag << CCINT_HANDLE_TAG_SHIFT | generation << CCINT_HANDLE_INDEX_BITS | (index + 1).
+ * HandleTable.swift makes and checks them; cc_controller_counts reads them in fast.c. */
+#define CCINT_HANDLE_INDEX_BITS 24
+#define CCINT_HANDLE_TAG_SHIFT 56
+#define CCINT_HANDLE_INDEX_MASK ((1u << CCINT_HANDLE_INDEX_BITS) - 1u)
+#define CCINT_CONTROLLER_TAG 0xC1u
+#define CCINT_SNAPSHOT_TAG 0xC2u
+
 /* The last error of this thread: its code (0 = CC_OK) and message (NULL = ""). */
 int ccint_error_code(void);
 const char *ccint_error_message(void);
