@@ -1,6 +1,5 @@
 #!/usr/bin/env python3
-"""A fleet of simulated devices against the reference server through an outage (issue 13,
-item 4): is there a thundering herd when the service comes back?
+"""A fleet of simulated devices against the reference server through an outage: is there a thundering herd when the service comes back?
 
     python3 tools/fleet.py [--clients 2000] [--processes 4] [--time-scale 1] [--svg docs/fleet.svg]
 

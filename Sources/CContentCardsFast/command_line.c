@@ -5,7 +5,7 @@
  * The runtime's own definitions (CommandLine.cpp in libswiftCore.a) come with a static
  * constructor that finds argv, on Linux, by reading and parsing /proc/self/maps and walking
  * the stack up from `environ`: at every load of the library, in every host process, for
- * `CommandLine.arguments`, which the library never reads (issue 9, cold start: the kernel
+ * `CommandLine.arguments`, which the library never reads (cold start: the kernel
  * writing the map and sscanf reading it were a tenth of loading the library). These
  * definitions take their place in the link (an archive's member is linked only for a symbol
  * nothing defined first), so that object and its constructor never come in; glibc hands

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import ContentCards
 
-/// Issue 13, item 3: backoff with full jitter, and the automatic refresh policies, against the
+/// Backoff with full jitter, and the automatic refresh policies, against the
 /// reference server over real HTTP on 127.0.0.1 (the policies) or as arithmetic (the backoff).
 @Suite(.serialized) struct AutoRefreshTests {
     // MARK: The backoff

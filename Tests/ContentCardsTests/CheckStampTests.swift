@@ -6,7 +6,7 @@ import CSQLite
 import Glibc
 #endif
 
-/// Issue 9, cold start: a clean close stamps the store (`CheckStamp`) and the next open skips
+/// Cold start: a clean close stamps the store (`CheckStamp`) and the next open skips
 /// `PRAGMA quick_check` only while nothing has touched the file since; the WAL and -shm files
 /// stay between opens. Real stores in private temporary directories.
 @Suite(.serialized) struct CheckStampTests {

@@ -32,7 +32,7 @@ final class UpdateLog: @unchecked Sendable {
         #expect(try c.counts() == FeedCounts(total: 10, unviewed: 9, unread: 9))
     }
 
-    /// `cardsJSON` is written straight from the published cards (issue 9), not from `cards()`:
+    /// `cardsJSON` is written straight from the published cards, not from `cards()`:
     /// the two must agree for every filter, after dismissals, expiry and read state too.
     @Test func cardsJSONIsTheCardsAsJSON() throws {
         let clock = ManualClock(1_763_800_000)
@@ -130,7 +130,7 @@ final class UpdateLog: @unchecked Sendable {
         try c.refresh()
         #expect(try c.logClick(cardID: "coupon-1").stateChanged)
         #expect(try c.card(id: "coupon-1").clicked)
-        // A refusal is a result, not an error (issue 11, item 1): the same fields as Python's.
+        // A refusal is a result, not an error: the same fields as Python's.
         let noURL = try c.logClick(cardID: "msg-2")
         #expect(!noURL.recorded && noURL.eventID == nil && !noURL.stateChanged)
         #expect(noURL.reason?.contains("has no url") == true)
@@ -204,7 +204,7 @@ final class UpdateLog: @unchecked Sendable {
         }
         try FileManager.default.removeItem(atPath: feed)
         do { try c.refresh(); Issue.record("refreshed from nothing") } catch {
-            #expect(error.code == .sourceFile)   // a local problem, not the network (issue 11)
+            #expect(error.code == .sourceFile)   // a local problem, not the network
         }
         #expect(try c.cards().map(\.id) == ["b", "a"])
         let d = c.diagnostics()
@@ -429,7 +429,7 @@ final class UpdateLog: @unchecked Sendable {
         }
         try c.refresh()
         // The impression's update is not delivered on the callback's stack: it waits until the
-        // callback returns (issue 10, item 4), then comes on the same thread.
+        // callback returns, then comes on the same thread.
         #expect(seen.reasons == [.refresh, .impression])
         #expect(try c.card(id: "tile-2").viewed)
     }

@@ -5,7 +5,7 @@ import Testing
 import Glibc
 #endif
 
-/// Issue 10: the library is a guest in a host process and never hangs, deadlocks or recurses
+/// The library is a guest in a host process and never hangs, deadlocks or recurses
 /// without bound, whatever its sources and callbacks do. Real threads, bounded in time: a test
 /// that would hang fails instead (the stuck threads are left behind). Run under ThreadSanitizer
 /// by `make tsan`.

@@ -1,7 +1,7 @@
 import Testing
 @testable import ContentCards
 
-/// What issue 9's large-apply changes must keep: the moving apply leaves the same state as a
+/// What the large-apply changes must keep: the moving apply leaves the same state as a
 /// copying one, a card stays 80 bytes, and the huge-page advice stays inside its buffer.
 @Suite struct LargeApplyTests {
     func card(_ id: String, created: Int64, pinned: Bool = false) -> Card {

@@ -1,7 +1,7 @@
 import Testing
 @testable import ContentCards
 
-/// Issue 10, items 10 and 12: values from the configuration and from servers that reach HTTP
+/// Values from the configuration and from servers that reach HTTP
 /// headers and messages; the Retry-After header as RFC 9110 writes it.
 @Suite struct MessageSafetyTests {
     func configError(_ json: String) -> String? {

@@ -2,7 +2,7 @@ import ContentCards
 import Foundation
 import Testing
 
-/// Issue 11: the Swift side of the one API (docs/API.md). Refusals are results; async refresh,
+/// The Swift side of the one API (docs/API.md). Refusals are results; async refresh,
 /// flush and updates; a cancelled await returns at once; ContentCardable objects log themselves.
 @Suite struct OneAPITests {
     @Test func logResultsCarryTheSameFieldsAsPythonAndC() throws {
@@ -19,7 +19,7 @@ import Testing
         #expect(try c.pendingEvents() == 3)
     }
 
-    /// Decided in issue 11 (docs/BEHAVIOUR.md, "Logging"): a stored card that is no longer
+    /// Decided (docs/BEHAVIOUR.md, "Logging"): a stored card that is no longer
     /// visible (expired) is logged like any other.
     @Test func anExpiredCardIsStillLogged() throws {
         let clock = ManualClock(1_763_800_000)
@@ -33,7 +33,7 @@ import Testing
         #expect(try c.logDismissal(cardID: "soon").recorded)
     }
 
-    /// Issue 11, item 6: the time of the last successful refresh survives a reopen (it is kept
+    /// The time of the last successful refresh survives a reopen (it is kept
     /// with the user's sync state), comes back with a user change, and is nil when never.
     @Test func theLastSuccessfulRefreshTimeSurvivesAReopen() throws {
         let dir = Fixtures.temporaryDirectory("last-refresh")
@@ -153,7 +153,7 @@ private final class Outcomes: @unchecked Sendable {
     var count: Int { all.count }
 }
 
-/// Issue 11, item 6: subscribers see a visible card expire, and where an update's cards came from.
+/// Subscribers see a visible card expire, and where an update's cards came from.
 @Suite struct ExpiryUpdateTests {
     @Test func subscribersAreToldWhenAVisibleCardExpires() async throws {
         let c = try ContentCardsController(json: #"{"userId":"u","refreshTokens":0}"#)
@@ -205,7 +205,7 @@ private final class Outcomes: @unchecked Sendable {
     }
 }
 
-/// Issue 11, item 7: the outbox lists each event's failed delivery attempts.
+/// The outbox lists each event's failed delivery attempts.
 @Suite struct OutboxAttemptsTests {
     @Test func eachEventSaysHowOftenItsDeliveryFailed() throws {
         let failing = FailSwitch()

@@ -2,7 +2,7 @@ import ContentCards
 import Foundation
 import Testing
 
-/// The one-API scenario through the Swift API (issue 11): tests/scenarios/one_api.scenario run
+/// The one-API scenario through the Swift API: tests/scenarios/one_api.scenario run
 /// step by step with the controller's methods; the transcript must equal one_api.expected,
 /// which the C runner (tests/c/test_scenarios.c) and the Python runner (test_scenarios.py)
 /// match too (tests/scenarios/README.md).

@@ -6,7 +6,7 @@ import CSQLite
 import Glibc
 #endif
 
-/// Issue 10, items 7 and 9: a damaged store is refused at open and left byte for byte as it
+/// A damaged store is refused at open and left byte for byte as it
 /// was; the store's trust boundary (symbolic links, other applications' databases, ownership
 /// and modes). Real SQLite files in private temporary directories.
 @Suite(.serialized) struct StoreTrustTests {

@@ -5,7 +5,7 @@ import Testing
 import Glibc
 #endif
 
-/// Issue 13, items 1 and 2: compressed transfers and conditional sync, against the reference
+/// Compressed transfers and conditional sync, against the reference
 /// server over real HTTP on 127.0.0.1.
 @Suite(.serialized) struct TransferTests {
     func controller(_ server: ReferenceServer, user: String, storage: String? = nil, extra: String = "") throws -> ContentCardsController {

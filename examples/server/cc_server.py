@@ -731,7 +731,7 @@ def status_fault_response(fault: Fault) -> Response:
 
 
 # --------------------------------------------------------------------------------------------
-# Transfers: compression, validators, outage, bytes on the wire (issue 13)
+# Transfers: compression, validators, outage, bytes on the wire
 # --------------------------------------------------------------------------------------------
 
 COMPRESS_MIN_BYTES = 256  # below this gzip's 18 bytes of frame cost more than they save
@@ -1083,7 +1083,7 @@ class RequestHandler(BaseHTTPRequestHandler):
         except HttpError as exc:
             return error_response(exc.status, exc.message)
 
-    # -- transfers (issue 13): validators and compression --------------------------------
+    # -- transfers: validators and compression --------------------------------
 
     def _conditional_sync(self, doc: Json) -> Response:
         """A sync answered 304 when If-None-Match names the user's current cards, else with

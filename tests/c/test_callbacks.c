@@ -271,7 +271,7 @@ static void test_async_refresh(void) {
     CHECK_OK(cc_controller_close(c));
 }
 
-/* --- callbacks that call back on every update (issue 10, item 4) --- */
+/* --- callbacks that call back on every update --- */
 
 typedef struct {
     cc_controller *c;
@@ -318,7 +318,7 @@ static void test_callbacks_that_call_back_on_every_update(void) {
                "{\"userId\":\"u-1\",\"refreshTokens\":0,\"source\":{\"file\":\"" CC_SAMPLE_FEED "\"}}");
 }
 
-/* --- refresh and close from inside the transport callback (issue 11) --- */
+/* --- refresh and close from inside the transport callback --- */
 
 typedef struct {
     cc_controller *c;

@@ -1,4 +1,4 @@
-/* fork() while other threads use the library (issue 10, item 5): children hung in SQLite's
+/* fork() while other threads use the library: children hung in SQLite's
  * allocator lock, taken by another thread at the moment of the fork. Now a child works with new
  * controllers and gets a clear error (CC_E_STORAGE, "fork()") from the inherited ones; it never
  * hangs. The parent forks again and again while four threads hammer the library (refreshes,

@@ -1,4 +1,4 @@
-/* Issue 11 in C: cc_controller_log (the log result of Swift and Python, also for a refusal) and
+/* In C: cc_controller_log (the log result of Swift and Python, also for a refusal) and
  * cc_controller_refresh_in_background with its completion (exactly once, then free_userdata
  * exactly once; never on an error, which frees at once). Real threads, real files. */
 #include "cc_test.h"
@@ -198,7 +198,7 @@ static void test_joined_refresh_gets_the_same_outcome(void) {
     usleep(100 * 1000); /* the abandoned fetch returns before the gate goes out of scope */
 }
 
-/* Subscribers are told when a visible card expires (issue 11, item 6). */
+/* Subscribers are told when a visible card expires. */
 typedef struct {
     pthread_mutex_t lock;
     char last[1024];
@@ -244,7 +244,7 @@ static void test_expiry_reaches_subscribers(void) {
     CHECK_OK(cc_controller_close(c));
 }
 
-/* The outbox lists each event's failed delivery attempts (issue 11, item 7). */
+/* The outbox lists each event's failed delivery attempts. */
 static int fail_events;
 
 static int events_transport(void *userdata, const cc_transport_request *req, cc_transport_response *resp) {
@@ -279,7 +279,7 @@ static void test_outbox_attempts(void) {
     CHECK_OK(cc_controller_close(c));
 }
 
-/* A missing source file is a local problem, not the network (issue 11, item 4). */
+/* A missing source file is a local problem, not the network. */
 static void test_missing_source_file(void) {
     cc_controller *c = NULL;
     CHECK_OK(cc_controller_open(&c, "{\"userId\":\"u\",\"refreshTokens\":0,\"source\":{\"file\":\"/nonexistent/feed.json\"}}"));

@@ -1,4 +1,4 @@
-/* The one-API scenario through the C API (issue 11): runs tests/scenarios/one_api.scenario
+/* The one-API scenario through the C API: runs tests/scenarios/one_api.scenario
  * step by step and compares the transcript with one_api.expected, which the Swift and Python
  * runners must match too (tests/scenarios/README.md describes both files).
  *

@@ -1,4 +1,4 @@
-/// Subscribers see expiry (issue 11, item 6; docs/BEHAVIOUR.md, "Users, subscriptions,
+/// Subscribers see expiry (docs/BEHAVIOUR.md, "Users, subscriptions,
 /// threads, processes"): when a visible card expires, the counts go down with no call at all,
 /// so a badge drawn from updates would stay stale. The feed index knows when its counts stop
 /// being exact (the next expiry, `FeedIndex.Badge.validBefore`); a timer of the process's

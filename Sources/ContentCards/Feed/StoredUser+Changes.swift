@@ -17,7 +17,7 @@ extension StoredUser {
     /// `apply`, moving the upserted cards out of `changes` (left holding empty cards) instead
     /// of copying them: a copy retains each card's id and body, and in a large apply those
     /// objects were written long enough before to be out of the caches, so each retain was a
-    /// miss (the card copies were a tenth of a 100,000-card apply and feed; issue 9).
+    /// miss (the card copies were a tenth of a 100,000-card apply and feed).
     /// `changes.upserts` moves only when the caller holds the only reference to it.
     @discardableResult
     mutating func apply(moving changes: inout StoreChanges) -> [Transition] {

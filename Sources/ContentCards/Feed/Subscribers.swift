@@ -4,7 +4,7 @@
 /// so a subscriber may call back into the library. Unsubscribing is immediate: once `remove`
 /// returns, the subscriber is not called again.
 ///
-/// Waiting and lock order (issue 10, item 3), for every interleaving of subscribe,
+/// Waiting and lock order, for every interleaving of subscribe,
 /// unsubscribe, close and callbacks on any threads:
 ///
 /// 1. Locks, outermost first: the fork guard (`ForkSafety`, taken shared only around single
@@ -22,7 +22,7 @@
 /// 3. Updates caused from inside a callback are not delivered on that callback's stack: they
 ///    are queued on the thread and delivered when the outermost callback returns, at most
 ///    `maxCascade` of them; the rest go to this controller's notifier queue (a library
-///    thread). So no callback pattern makes the library recurse (issue 10, item 4).
+///    thread). So no callback pattern makes the library recurse.
 final class Subscribers: @unchecked Sendable {
     final class Entry: @unchecked Sendable {
         let id: UInt64

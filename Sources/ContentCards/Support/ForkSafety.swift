@@ -1,5 +1,5 @@
 import CSQLite
-/// fork() while other threads use the library (issue 10, item 5).
+/// fork() while other threads use the library.
 ///
 /// A child of fork() has only the forking thread; a lock another thread held at that moment
 /// stays held forever in the child. SQLite's global mutexes (its allocator's, the unix VFS's)

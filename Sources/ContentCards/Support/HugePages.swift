@@ -3,7 +3,7 @@
 ///
 /// Why: a 100,000-card apply and feed wrote some 90 MB of fresh memory, faulted in 4 KiB at a
 /// time: 22,000 page faults a pass, about a tenth of its time, which made a card cost more at
-/// 100,000 cards than at 1,000 (issue 9, per-card scaling). A 2 MiB page is one fault for 512
+/// 100,000 cards than at 1,000 (per-card scaling). A 2 MiB page is one fault for 512
 /// of them, and its table entries keep the random reads of a large hash table from missing
 /// the TLB as often.
 ///

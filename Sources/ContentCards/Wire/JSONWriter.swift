@@ -396,7 +396,7 @@ struct ByteBuffer {
     /// Asks the kernel to fault in the buffer's whole pages now, in one call, instead of one
     /// fault at a time as they are first written: on these virtual machines a fresh page cost
     /// 1.9 µs touched and 1.2 µs populated, and the 160 pages of a 1,000-card feed were a tenth
-    /// of a cold start (issue 9). Only for a buffer that will be filled (the unfilled rest is
+    /// of a cold start. Only for a buffer that will be filled (the unfilled rest is
     /// resident too), and only a hint: MADV_POPULATE_WRITE (Linux 5.14) changes no byte, and an
     /// older kernel's refusal is ignored.
     func prefault() {

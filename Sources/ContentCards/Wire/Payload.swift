@@ -33,7 +33,7 @@ public struct Payload: Sendable, Equatable {
     /// The user the response is for, when the server says so.
     public var userID: String?
     /// The ids of `cards`, when the decoder collected them (it refuses a repeated id): the
-    /// merge takes this set rather than hashing every id again (issue 9). Any change to
+    /// merge takes this set rather than hashing every id again. Any change to
     /// `cards` drops it. Not part of the value: `==` compares what the payload says, not this
     /// cache of it.
     var listedIDs: Set<CardKey>?

@@ -25,7 +25,7 @@ import sys as _sys
 from . import _ffi, _logs  # noqa: F401 - _logs routes the library's log to logging
 
 # The rest of the package is imported when one of its names is first used (PEP 562): `import
-# contentcards` loads and checks the library and nothing else (issue 9: import time), and a
+# contentcards` loads and checks the library and nothing else (import time), and a
 # program that uses the controller imports the controller's modules then, once.
 _LAZY: dict[str, str] = {
     **dict.fromkeys(("Card", "CardType", "normalize_class_type"), "cards"),

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 def error_for(code: int, message: str, retry_after: float | None = None) -> ContentCardsError:
     """:func:`contentcards.errors.error_for`. The errors module (some twenty classes) is
-    imported when a call first fails, not at ``import contentcards`` (issue 9: import time)."""
+    imported when a call first fails, not at ``import contentcards`` (import time)."""
     from .errors import error_for as make
     return make(code, message, retry_after)
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from ._value import Value
 from .errors import ParseError
 
-# typing is not imported at run time (issue 9: import time); mypy reads this as True.
+# typing is not imported at run time (it would slow `import contentcards`); mypy reads this as True.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-# typing is not imported at run time (issue 9: import time); mypy reads this as True.
+# typing is not imported at run time (it would slow `import contentcards`); mypy reads this as True.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, ClassVar
@@ -191,7 +191,7 @@ class ServerError(ContentCardsError, OSError):
 
     def __init__(self, message: str = "", code: int | None = None) -> None:
         super().__init__(message, code)
-        import re  # here, not at import: `re` was a tenth of `import contentcards` (issue 9)
+        import re  # here, not at import: `re` was a tenth of `import contentcards`
         match = re.search(r"HTTP (\d{3})", message)
         self.http_status: int | None = int(match.group(1)) if match else None
 
@@ -282,7 +282,7 @@ def _os_details(message: str) -> tuple[int | None, str | None, str | None]:
     when it says none: the error text is the C library's own (the library's messages quote
     strerror), so its number is the one of the same text here."""
     import os
-    import re  # here, not at import: `re` was a tenth of `import contentcards` (issue 9)
+    import re  # here, not at import: `re` was a tenth of `import contentcards`
 
     def number(text: str) -> int | None:
         global _STRERRORS

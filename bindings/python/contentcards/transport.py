@@ -15,7 +15,7 @@ import math
 
 from ._value import Value
 
-# typing is not imported at run time (issue 9: import time); mypy reads this as True.
+# typing is not imported at run time (it would slow `import contentcards`); mypy reads this as True.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable

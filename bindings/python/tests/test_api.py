@@ -341,7 +341,7 @@ def test_cards_json_is_the_cards_as_json(sample: cc.ContentCards) -> None:
 
 
 def test_import_loads_the_library_and_defers_the_rest() -> None:
-    # Issue 9 (import time): `import contentcards` loads and checks the library; the modules
+    # Import time: `import contentcards` loads and checks the library; the modules
     # behind the controller, the results and conversion are imported when first used.
     import subprocess
     import sys

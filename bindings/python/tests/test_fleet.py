@@ -1,4 +1,4 @@
-"""The fleet command (tools/fleet.py, docs/SYNC.md "The fleet simulation"; issue 13, item 4)
+"""The fleet command (tools/fleet.py, docs/SYNC.md "The fleet simulation")
 prints its figures and writes its plot and its figures: a tiny fleet at a high time scale (a
 few seconds), its output in a temporary directory. Whether this tiny fleet has a herd is not
 the point (a handful of devices is too few for a steady rate), so the exit status may be 0 or

@@ -1,4 +1,4 @@
-"""Issue 10, items 8, 10, 11 and 12, through the binding: the event file on a full disk; a
+"""Through the binding: the event file on a full disk; a
 read-only store; values that reach HTTP headers and messages; errors that say what happened;
 Retry-After as RFC 9110 writes it, and ``retry_after`` on the exceptions.
 

@@ -1,4 +1,4 @@
-"""Ctrl-C during a blocking call (issue 10, item 6): KeyboardInterrupt arrives at once, not when
+"""Ctrl-C during a blocking call: KeyboardInterrupt arrives at once, not when
 the call times out. A child process refreshes against the reference server, which hangs the
 request; the test sends SIGINT and times the KeyboardInterrupt."""
 

@@ -1,4 +1,4 @@
-"""The cards of ``cards()`` are read lazily (issue 9): each keeps its own part of the feed's
+"""The cards of ``cards()`` are read lazily: each keeps its own part of the feed's
 text until a field is read. Nothing of it may show: every card equals the one built from the
 whole feed parsed at once, field by field, whatever its text holds."""
 

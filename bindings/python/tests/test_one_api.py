@@ -1,4 +1,4 @@
-"""Issue 11: the Python side of the one API (docs/API.md). Log results with the Swift and C
+"""The Python side of the one API (docs/API.md). Log results with the Swift and C
 fields, awaits that return at once when cancelled, async flush and updates, exceptions that are
 also the built-ins they mean, immutable value classes without dataclasses, ContentCardData."""
 

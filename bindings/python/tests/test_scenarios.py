@@ -1,4 +1,4 @@
-"""The one-API scenario through the Python API (issue 11): tests/scenarios/one_api.scenario run
+"""The one-API scenario through the Python API: tests/scenarios/one_api.scenario run
 step by step with ContentCards' methods; the transcript must equal one_api.expected, which the
 C runner (tests/c/test_scenarios.c) and the Swift runner (ScenarioTests.swift) match too. So
 Swift, C and Python give the same results, error codes, messages and JSON bytes for every

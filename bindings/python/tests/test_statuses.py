@@ -1,5 +1,5 @@
-"""Every status a C function returns is one its comment in contentcards.h lists (issue 11,
-item 8; the header's "Statuses" convention). Each function of the header is called through
+"""Every status a C function returns is one its comment in contentcards.h lists (the
+header's "Statuses" convention). Each function of the header is called through
 ctypes on the paths that produce the conventional statuses: a NULL output, a NULL or invalid
 UTF-8 string, a NULL, closed or forged handle, a controller inherited across fork(); the
 status that comes back must be in its "Errors:" list."""

@@ -1,4 +1,4 @@
-"""Issue 13 through Python, against the reference server over real HTTP on 127.0.0.1: the
+"""Compressed transfers and conditional sync through Python, against the reference server over real HTTP on 127.0.0.1: the
 sync asks for gzip and decodes it, a gzip bomb is refused at the limit, event batches go
 gzip-compressed (plain JSON after a 415), a 304 to the stored ETag keeps the cache with nothing
 merged (also through a host transport of the application's own), and the automatic refresh

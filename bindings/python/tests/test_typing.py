@@ -1,4 +1,4 @@
-"""``mypy --strict`` over the package's types (issue 11, item 4): misuse is rejected (every
+"""``mypy --strict`` over the package's types: misuse is rejected (every
 line of typing/misuse.py whose comment starts with "error" gets an error, and no other line does), and the
 package and the examples check clean. mypy is installed into the venv by ``make python``."""
 

@@ -1,6 +1,6 @@
 """Misuse that mypy --strict must reject: bindings/python/tests/test_typing.py runs mypy on this
 file and expects an error on every line whose comment starts with "error", and on no other.
-Each of these passed before issue 11, when ContentCards took **options: Any, diagnostics()
+Each of these passed when ContentCards took **options: Any, diagnostics()
 returned a dict, and so on. Never run."""
 
 from __future__ import annotations
