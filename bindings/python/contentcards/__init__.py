@@ -23,6 +23,7 @@ import atexit as _atexit
 import sys as _sys
 
 from . import _ffi, _logs  # noqa: F401 - _logs routes the library's log to logging
+from ._library import ABI_VERSION
 
 # The rest of the package is imported when one of its names is first used (PEP 562): `import
 # contentcards` loads and checks the library and nothing else (import time), and a
@@ -45,21 +46,33 @@ _LAZY: dict[str, str] = {
 
 TYPE_CHECKING = False  # typing is not imported at run time; type checkers read this as True
 if TYPE_CHECKING:
-    from .cards import Card, CardType, normalize_class_type
-    from .controller import CONFIG_KEYS, ContentCards, Subscription, UpdateStream
-    from .convert import ContentCardable, ContentCardData, Registry
-    from .errors import (CardNotFoundError, ClosedError, ConfigError, ContentCardsError,
-                         InternalError, InvalidArgumentError, InvalidHandleError, NetworkError,
-                         NoMemoryError, NoSourceError, ParseError, RateLimitedError, RefusedError,
-                         RequestTimeoutError, ServerError, SourceFileError, StorageError,
-                         TransportError, UnavailableError, WrongUserError)
-    from .results import (Counts, Diagnostics, FlushResult, ImageStats, LeftOut, LogResult,
-                          PendingEvent, PendingEvents, SyncSummary, Update, UpdateReason)
-    from .transport import TransportRequest, TransportResponse
+    # "X as X": re-exported explicitly, as mypy --strict wants.
+    from .cards import (Card as Card, CardType as CardType,
+        normalize_class_type as normalize_class_type)
+    from .controller import (CONFIG_KEYS as CONFIG_KEYS, ContentCards as ContentCards,
+        Subscription as Subscription, UpdateStream as UpdateStream)
+    from .convert import (ContentCardable as ContentCardable, ContentCardData as ContentCardData,
+        Registry as Registry)
+    from .errors import (CardNotFoundError as CardNotFoundError, ClosedError as ClosedError,
+        ConfigError as ConfigError, ContentCardsError as ContentCardsError,
+        InternalError as InternalError, InvalidArgumentError as InvalidArgumentError,
+        InvalidHandleError as InvalidHandleError, NetworkError as NetworkError,
+        NoMemoryError as NoMemoryError, NoSourceError as NoSourceError, ParseError as ParseError,
+        RateLimitedError as RateLimitedError, RefusedError as RefusedError,
+        RequestTimeoutError as RequestTimeoutError, ServerError as ServerError,
+        SourceFileError as SourceFileError, StorageError as StorageError,
+        TransportError as TransportError, UnavailableError as UnavailableError,
+        WrongUserError as WrongUserError)
+    from .results import (Counts as Counts, Diagnostics as Diagnostics,
+        FlushResult as FlushResult, ImageStats as ImageStats, LeftOut as LeftOut,
+        LogResult as LogResult, PendingEvent as PendingEvent, PendingEvents as PendingEvents,
+        SyncSummary as SyncSummary, Update as Update, UpdateReason as UpdateReason)
+    from .transport import (TransportRequest as TransportRequest,
+        TransportResponse as TransportResponse)
 
 
 # The submodules the package imported when it imported everything: still attributes of it.
-_SUBMODULES = frozenset({"cards", "controller", "convert", "results", "transport", "_value"})
+_SUBMODULES = frozenset({"cards", "controller", "convert", "errors", "results", "transport", "_value"})
 
 if not TYPE_CHECKING:  # (type checkers see the imports above, and reject unknown names)
     def __getattr__(name: str) -> object:
@@ -93,9 +106,6 @@ _atexit.register(_close_controllers_at_exit)
 #: include/contentcards.h, the one place the version is written), as loaded.
 __version__: str = _ffi.version()
 
-#: The ABI version this package needs (CC_ABI_VERSION).
-ABI_VERSION = 1
-
 def library_path() -> str:
     """Where the library actually loaded was loaded from (a file path)."""
     return _ffi.library_path
@@ -111,16 +121,7 @@ def abi_version() -> int:
     return _ffi.abi_version()
 
 
-__all__ = [
-    "ABI_VERSION", "CONFIG_KEYS", "Card", "CardNotFoundError", "CardType", "ClosedError",
-    "ConfigError", "ContentCardData", "ContentCardable", "ContentCards", "ContentCardsError",
-    "Counts", "Diagnostics", "FlushResult", "ImageStats", "InternalError", "InvalidArgumentError",
-    "InvalidHandleError", "LeftOut",
-    "LogResult", "NetworkError", "NoMemoryError", "NoSourceError", "ParseError", "PendingEvent",
-    "PendingEvents",
-    "RateLimitedError", "RefusedError", "Registry", "RequestTimeoutError", "ServerError",
-    "SourceFileError", "StorageError", "Subscription", "SyncSummary", "TransportError", "TransportRequest",
-    "TransportResponse", "UnavailableError", "Update", "UpdateReason", "UpdateStream",
-    "WrongUserError", "abi_version",
-    "library_path", "library_version", "normalize_class_type",
-]
+#: The package's names: each lazily imported name (`_LAZY`, which the imports for type checkers
+#: above repeat: `test_api.py` checks that they agree), and those defined here. ABI_VERSION
+#: (the CC_ABI_VERSION this package needs) is written once, in `_library`.
+__all__ = sorted([*_LAZY, "ABI_VERSION", "abi_version", "library_path", "library_version"])

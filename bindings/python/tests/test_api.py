@@ -340,6 +340,26 @@ def test_cards_json_is_the_cards_as_json(sample: cc.ContentCards) -> None:
         sample.cards_json()
 
 
+def test_the_lazy_names_and_the_type_checkers_imports_agree() -> None:
+    # The package lists its lazily imported names once for run time (_LAZY) and once, as
+    # imports, for type checkers: the two lists are compared here, module by module.
+    import ast
+    import contentcards
+    tree = ast.parse(open(contentcards.__file__, encoding="utf-8").read())
+    imported: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            for statement in node.body:
+                if isinstance(statement, ast.ImportFrom) and statement.module:
+                    for alias in statement.names:
+                        imported[alias.name] = statement.module
+    assert imported == contentcards._LAZY
+    assert set(cc.__all__) == set(contentcards._LAZY) | {
+        "ABI_VERSION", "abi_version", "library_path", "library_version"}
+    from contentcards import _library
+    assert cc.ABI_VERSION == _library.ABI_VERSION == cc.abi_version()
+
+
 def test_import_loads_the_library_and_defers_the_rest() -> None:
     # Import time: `import contentcards` loads and checks the library; the modules
     # behind the controller, the results and conversion are imported when first used.
