@@ -9,6 +9,10 @@
 //                   those flags to every binary that links the targets, test runners included.
 import PackageDescription
 
+/// Every Swift target's settings: the Swift 5 language mode (the core's concurrency is its own:
+/// locks and threads, checked by ThreadSanitizer, not the Swift 6 checker).
+let swift5: [SwiftSetting] = [.swiftLanguageMode(.v5)]
+
 let package = Package(
     name: "contentcards",
     products: [
@@ -24,7 +28,7 @@ let package = Package(
             name: "ContentCards",
             dependencies: ["CSQLite", "CCurl"],
             path: "Sources/ContentCards",
-            swiftSettings: [.swiftLanguageMode(.v5)]),
+            swiftSettings: swift5),
         // The C side of the hot paths: the thread's last error, the badge cells, and the
         // exported cc_controller_counts that reads them without a lock.
         .target(name: "CContentCardsFast", path: "Sources/CContentCardsFast",
@@ -35,29 +39,29 @@ let package = Package(
             name: "ContentCardsC",
             dependencies: ["ContentCards", "CContentCardsABI", "CContentCardsFast"],
             path: "Sources/ContentCardsC",
-            swiftSettings: [.swiftLanguageMode(.v5)]),
+            swiftSettings: swift5),
         // Small jobs on the core in a process of their own (the crash and multi-process tests).
         .executableTarget(
             name: "contentcards-tool",
             dependencies: ["ContentCards"],
             path: "Sources/contentcards-tool",
-            swiftSettings: [.swiftLanguageMode(.v5)]),
+            swiftSettings: swift5),
         // Fuzz targets over the C ABI (see the file's header; `make fuzz`).
         .executableTarget(
             name: "contentcards-fuzz",
             dependencies: ["ContentCardsC", "CContentCardsABI", "ContentCards"],
             path: "Sources/contentcards-fuzz",
-            swiftSettings: [.swiftLanguageMode(.v5), .unsafeFlags(["-parse-as-library"])]),
+            swiftSettings: swift5 + [.unsafeFlags(["-parse-as-library"])]),
         .testTarget(
             name: "ContentCardsTests",
             dependencies: ["ContentCards", "contentcards-tool"],
-            path: "Tests/ContentCardsTests",
+            path: "tests/swift/ContentCardsTests",
             resources: [],
-            swiftSettings: [.swiftLanguageMode(.v5)]),
+            swiftSettings: swift5),
         .testTarget(
             name: "ABITests",
             dependencies: ["ContentCardsC", "CContentCardsABI"],
-            path: "Tests/ABITests",
-            swiftSettings: [.swiftLanguageMode(.v5)]),
+            path: "tests/swift/ABITests",
+            swiftSettings: swift5),
     ]
 )

@@ -30,7 +30,7 @@ TEXT_SUFFIXES = (".md", ".h", ".c", ".py", ".swift", ".txt", ".sh", ".toml", ".i
 # Where the version may be written literally: the header, and the changelog's history.
 VERSION_ALLOWED = {HEADER, "CHANGELOG.md"}
 # Top-level folders whose paths are checked when a file names them.
-PATH_ROOTS = ("docs", "examples", "include", "tests", "Tests", "bindings", "cmake", "share",
+PATH_ROOTS = ("docs", "examples", "include", "tests", "bindings", "cmake", "share",
               "scripts", "bench", "fuzz", "Sources", ".ci")
 PATH_RE = re.compile(r"(?<![\w./-])((?:%s)/[\w./+-]*[\w])" % "|".join(re.escape(r) for r in PATH_ROOTS))
 # Documents of the original design, which was never part of the repository (spelled with [x]

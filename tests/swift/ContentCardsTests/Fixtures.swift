@@ -10,7 +10,7 @@ enum Fixtures {
     /// The repository root, found from this file's path.
     static let root: String = {
         var parts = #filePath.split(separator: "/", omittingEmptySubsequences: false)
-        parts.removeLast(3)   // Tests/ContentCardsTests/Fixtures.swift
+        parts.removeLast(4)   // tests/swift/ContentCardsTests/Fixtures.swift
         return parts.joined(separator: "/")
     }()
 
