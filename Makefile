@@ -238,8 +238,10 @@ clean:
 	rm -rf $(BUILD) .build .build-tsan
 
 # The Python distributions in dist/: the sdist (the package and the library's sources) and a
-# wheel built from that sdist alone, repaired by auditwheel (tagged manylinux_2_35_x86_64 for the
-# glibc the library needs; SQLite linked in). The build tools live in build/pack-tools.
+# wheel built from that sdist alone, repaired by auditwheel and tagged manylinux_2_28_x86_64:
+# the library and the program in it need glibc 2.28 at most, whatever glibc built them
+# (README, "Dependencies"), and auditwheel fails when a symbol version is newer than that
+# policy allows. SQLite is linked in. The build tools live in build/pack-tools.
 PACK := $(BUILD)/pack-tools
 .PHONY: wheel package-test pack-tools
 pack-tools:
@@ -251,7 +253,8 @@ wheel: deps pack-tools
 	rm -rf $(BUILD)/dist-raw dist/contentcards-* && mkdir -p dist
 	PATH=$(PACK)/bin:$$PATH $(PACK)/bin/python -m build --outdir $(BUILD)/dist-raw bindings/python
 	cp $(BUILD)/dist-raw/*.tar.gz dist/
-	PATH=$(PACK)/bin:$$PATH $(PACK)/bin/auditwheel repair --wheel-dir dist $(BUILD)/dist-raw/*.whl
+	PATH=$(PACK)/bin:$$PATH $(PACK)/bin/auditwheel repair --plat manylinux_2_28_x86_64 \
+	  --wheel-dir dist $(BUILD)/dist-raw/*.whl
 	@ls -l dist/
 
 # The long checks of what users install (a few minutes; not part of `make test`): the sdist ->
@@ -262,3 +265,15 @@ package-test: cmake pack-tools
 	  $(ROOT)/bindings/python/tests/test_packaging.py
 	cd $(BUILD) && CONTENTCARDS_BUILD=$(BUILD) CONTENTCARDS_TEST_SWIFT_QUICKSTART=1 $(PACK)/bin/python \
 	  -m pytest -q $(ROOT)/tests/readme -k swift
+
+# What ships, run on the oldest system the README promises (a few minutes; not part of `make
+# test`; as root): the wheel (make wheel) and the CMake build, installed into a Debian 11 root
+# (glibc 2.31, Python 3.9), where the README's Python and C quick starts, the contentcards
+# program and the Python tests run (tests/compat/run.sh). The root is made with debootstrap the
+# first time (a few hundred MB) and kept in build/compat. COMPAT_WHEEL=PATH tests that wheel
+# instead of building one.
+COMPAT_WHEEL ?=
+.PHONY: compat-test
+compat-test: $(if $(COMPAT_WHEEL),,wheel) cmake
+	tests/compat/run.sh $(or $(COMPAT_WHEEL),dist/contentcards-*-manylinux_2_28_x86_64.whl) \
+	  $(BUILD) $(BUILD)/compat/debian11

@@ -36,8 +36,11 @@ The metadata is in pyproject.toml. This file only adds:
   ``contentcards/_library.py``) and runs the program ``build/bin/contentcards`` beside it, so
   ``make cmake`` updates what an editable install uses.
 * The wheel is platform-specific (``py3-none-<platform>``): it carries a native library.
-  ``make wheel`` then runs ``auditwheel repair``, which tags it ``manylinux_2_35_x86_64`` (the
-  newest glibc symbol the library uses is ``GLIBC_2.35``); SQLite is linked into the library.
+  ``make wheel`` then runs ``auditwheel repair --plat manylinux_2_28_x86_64``, which checks every
+  symbol version of the library and of the program against that policy and tags the wheel
+  (the newest glibc symbol version either uses is ``GLIBC_2.28``, whatever glibc built them:
+  README, "Dependencies"); SQLite is linked into the library. ``make compat-test`` installs the
+  wheel on Debian 11 (glibc 2.31, Python 3.9) and runs the tests there.
 
 Stage lines go to stderr (``pip install -v`` shows them, with CMake's own progress).
 """
