@@ -43,7 +43,7 @@ let package = Package(
         // Small jobs on the core in a process of their own (the crash and multi-process tests).
         .executableTarget(
             name: "contentcards-tool",
-            dependencies: ["ContentCards"],
+            dependencies: ["ContentCards", "ContentCardsC"],
             path: "Sources/contentcards-tool",
             swiftSettings: swift5),
         // Fuzz targets over the C ABI (see the file's header; `make fuzz`).
@@ -54,7 +54,7 @@ let package = Package(
             swiftSettings: swift5 + [.unsafeFlags(["-parse-as-library"])]),
         .testTarget(
             name: "ContentCardsTests",
-            dependencies: ["ContentCards", "contentcards-tool"],
+            dependencies: ["ContentCards", "ContentCardsC", "contentcards-tool"],
             path: "tests/swift/ContentCardsTests",
             resources: [],
             swiftSettings: swift5),

@@ -9,6 +9,7 @@
 //                                                 "logged <event-id>" after each call returns
 //                                                 (the crash test kills it at random points)
 import ContentCards
+import ContentCardsC
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,4 +1,5 @@
 import ContentCards
+import ContentCardsC
 import Foundation
 import Testing
 

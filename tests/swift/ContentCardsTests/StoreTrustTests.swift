@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ContentCards
+import ContentCardsC
 import CSQLite
 #if canImport(Glibc)
 import Glibc

@@ -1,3 +1,5 @@
+import ContentCards
+
 /// The JSON of results at the boundary: sync summaries, subscriber updates, flush results,
 /// errors and diagnostics. Keys in fixed order, as everywhere.
 package enum ResultJSON {
