@@ -59,8 +59,14 @@ final class WorkQueue: @unchecked Sendable {
     /// Failed starts in a row: the retry's backoff.
     private var failedStarts = 0
     /// Tests: this queue's next starts are refused as if by the system (this queue only, so
-    /// tests running beside it keep their threads).
-    var refuseStartsForTesting = 0
+    /// tests running beside it keep their threads). Guarded by `lock`: use the accessor.
+    private var refuseStarts = 0
+
+    /// Tests: the number of this queue's next starts to refuse (set and read under the lock).
+    var refuseStartsForTesting: Int {
+        get { lock.withLock { refuseStarts } }
+        set { lock.withLock { refuseStarts = newValue } }
+    }
 
     init() {}
 
@@ -79,8 +85,8 @@ final class WorkQueue: @unchecked Sendable {
         }
         guard go else { return }
         let refused: Bool = lock.withLock {
-            guard refuseStartsForTesting > 0 else { return false }
-            refuseStartsForTesting -= 1
+            guard refuseStarts > 0 else { return false }
+            refuseStarts -= 1
             return true
         }
         if refused { ThreadStarts.noteRefusal(EAGAIN) }
