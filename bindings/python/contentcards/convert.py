@@ -39,12 +39,23 @@ from .cards import Card, normalize_class_type
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
-    from typing import Callable, ClassVar, TypeVar, overload
+    from typing import Callable, ClassVar, Protocol, TypeVar, overload
 
     from typing_extensions import Self  # typing's since Python 3.11
 
-    from .controller import ContentCards
     from .results import LogResult
+
+    class _CardLogger(Protocol):
+        """What a converted object logs itself through: the three logging calls of a
+        :class:`~contentcards.ContentCards` controller, given the object's card id. The
+        controller hands itself to the objects it converts (``controller.convert(registry)``);
+        nothing else of it is used here, so this module does not import the controller."""
+
+        def log_impression(self, card_id: str, /) -> LogResult: ...
+
+        def log_click(self, card_id: str, /) -> LogResult: ...
+
+        def log_dismissal(self, card_id: str, /) -> LogResult: ...
 
 __all__ = ["ContentCardData", "ContentCardable", "Registry"]
 
@@ -112,29 +123,30 @@ class ContentCardable:
         """Builds the object from a card, or returns None to decline it."""
         raise NotImplementedError(f"{cls.__name__}.from_card is not implemented")
 
-    def _controller(self) -> ContentCards:
+    def _logger(self) -> _CardLogger:
+        """What this object logs through: the controller that converted it."""
         if not self.is_content_card:
             raise RuntimeError(f"{type(self).__name__} is not a content card "
                              "(content_card_data is None)")
-        controller: ContentCards | None = getattr(self, "_contentcards_controller", None)
-        if controller is None:
+        logger: _CardLogger | None = getattr(self, "_contentcards_controller", None)
+        if logger is None:
             raise RuntimeError(
                 f"{type(self).__name__} for card {getattr(self, 'card_id', '?')!r} was not "
                 "converted through a controller: use controller.convert(registry), or log "
                 "with controller.log_impression(obj)")
-        return controller
+        return logger
 
     def log_impression(self) -> LogResult:
         """Logs an impression of this object's card through its controller."""
-        return self._controller().log_impression(self.card_id)
+        return self._logger().log_impression(self.card_id)
 
     def log_click(self) -> LogResult:
         """Logs a click on this object's card (not recorded when the card has no valid url)."""
-        return self._controller().log_click(self.card_id)
+        return self._logger().log_click(self.card_id)
 
     def log_dismissal(self) -> LogResult:
         """Dismisses this object's card (not recorded when it is not dismissible)."""
-        return self._controller().log_dismissal(self.card_id)
+        return self._logger().log_dismissal(self.card_id)
 
 
 if TYPE_CHECKING:
@@ -209,7 +221,7 @@ class Registry:
         return self._factories.get(normalize_class_type(class_type))
 
     def convert(self, cards: Iterable[Card], class_types: Iterable[str] | str | None = None,
-                controller: ContentCards | None = None) -> list[ContentCardable]:
+                controller: _CardLogger | None = None) -> list[ContentCardable]:
         """The objects the cards become, in the cards' order: cards of a class type with no
         registered class, outside ``class_types`` (when given), or declined by ``from_card``
         are skipped. With ``controller`` the objects can log themselves through it."""
