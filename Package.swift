@@ -39,6 +39,7 @@ let package = Package(
             name: "ContentCardsC",
             dependencies: ["ContentCards", "CContentCardsABI", "CContentCardsFast"],
             path: "Sources/ContentCardsC",
+            exclude: ["exports.map"],   // the export list, given to the linker by make lib and CMake
             swiftSettings: swift5),
         // Small jobs on the core in a process of their own (the crash and multi-process tests).
         .executableTarget(
