@@ -30,7 +30,7 @@ from ._library import ABI_VERSION
 # program that uses the controller imports the controller's modules then, once.
 _LAZY: dict[str, str] = {
     **dict.fromkeys(("Card", "CardType", "normalize_class_type"), "cards"),
-    **dict.fromkeys(("CONFIG_KEYS", "ContentCards", "Subscription", "UpdateStream"), "controller"),
+    **dict.fromkeys(("CONFIG_KEYS", "ContentCards"), "controller"),
     **dict.fromkeys(("ContentCardable", "ContentCardData", "Registry"), "convert"),
     **dict.fromkeys((
         "CardNotFoundError", "ClosedError", "ConfigError", "ContentCardsError", "InternalError",
@@ -41,6 +41,7 @@ _LAZY: dict[str, str] = {
     **dict.fromkeys(("Counts", "Diagnostics", "FlushResult", "ImageStats", "LeftOut",
                      "LogResult", "PendingEvent", "PendingEvents", "SyncSummary", "Update",
                      "UpdateReason"), "results"),
+    **dict.fromkeys(("Subscription", "UpdateStream"), "subscriptions"),
     **dict.fromkeys(("TransportRequest", "TransportResponse"), "transport"),
 }
 
@@ -49,8 +50,7 @@ if TYPE_CHECKING:
     # "X as X": re-exported explicitly, as mypy --strict wants.
     from .cards import (Card as Card, CardType as CardType,
         normalize_class_type as normalize_class_type)
-    from .controller import (CONFIG_KEYS as CONFIG_KEYS, ContentCards as ContentCards,
-        Subscription as Subscription, UpdateStream as UpdateStream)
+    from .controller import CONFIG_KEYS as CONFIG_KEYS, ContentCards as ContentCards
     from .convert import (ContentCardable as ContentCardable, ContentCardData as ContentCardData,
         Registry as Registry)
     from .errors import (CardNotFoundError as CardNotFoundError, ClosedError as ClosedError,
@@ -67,6 +67,7 @@ if TYPE_CHECKING:
         FlushResult as FlushResult, ImageStats as ImageStats, LeftOut as LeftOut,
         LogResult as LogResult, PendingEvent as PendingEvent, PendingEvents as PendingEvents,
         SyncSummary as SyncSummary, Update as Update, UpdateReason as UpdateReason)
+    from .subscriptions import Subscription as Subscription, UpdateStream as UpdateStream
     from .transport import (TransportRequest as TransportRequest,
         TransportResponse as TransportResponse)
 
@@ -90,13 +91,13 @@ def __dir__() -> list[str]:
 
 
 def _close_controllers_at_exit() -> None:
-    """Closes the controllers still open at exit (``controller._close_all_at_exit``),
+    """Closes the controllers still open at exit (``_at_exit.close_all_at_exit``),
     registered here, at import, as it was before the controller's module was imported on
     first use: exit handlers run newest first, so one the application registers after
     importing the package (a last flush) still runs while its controllers are open."""
-    controller = _sys.modules.get(f"{__name__}.controller")
-    if controller is not None:
-        controller._close_all_at_exit()
+    at_exit = _sys.modules.get(f"{__name__}._at_exit")
+    if at_exit is not None:
+        at_exit.close_all_at_exit()
 
 
 _atexit.register(_close_controllers_at_exit)

@@ -1,9 +1,16 @@
-"""The controller: :class:`ContentCards`, one user's cards, and :class:`Subscription`."""
+"""The controller: :class:`ContentCards`, one user's cards.
+
+This file is over 400 lines for one reason: it is one class, the public API's controller, whose
+methods are the operations of docs/API.md (one each, with its docstring). What it is built on
+has a module of its own: the configuration (``_config``), the arguments as the library takes
+them (``_arguments``), the callbacks' entries (``_callbacks``), waiting for the library
+(``_waiting``), closing at exit (``_at_exit``), the subscribers (:mod:`.subscriptions`:
+``Subscription`` and ``UpdateStream``, importable from here too).
+"""
 
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import weakref
 from collections.abc import Iterable, Mapping
@@ -12,365 +19,55 @@ from collections.abc import Iterable, Mapping
 # `import contentcards`, which should cost next to nothing (docs/PERFORMANCE.md).
 
 from . import _ffi, _logs
+from ._arguments import CardRef
+from ._arguments import card_id as _card_id
+from ._arguments import dumps as _dumps
+from ._arguments import filter_json as _filter_json
+from ._arguments import timeout as _timeout
+from ._at_exit import open_controllers as _open_controllers
+from ._callbacks import transport_entry as _transport_entry
+from ._callbacks import update_entry as _update_entry
+from ._config import CONFIG_KEYS
+from ._config import config_json as _config_json
+from ._config import unknown_keyword as _unknown_keyword
+from ._waiting import interruptible as _interruptible
+from ._waiting import settle as _settle
+from ._waiting import settle_refresh as _settle_refresh
 from .cards import Card, _lazy_cards
 from .convert import ContentCardable, Registry
-from .errors import (CardNotFoundError, ClosedError, ConfigError, ContentCardsError,
-                     InvalidHandleError, ParseError, TransportError, error_for)
+from .errors import (ClosedError, ContentCardsError, InvalidHandleError, ParseError,
+                     TransportError, error_for)
 from .results import (Counts, Diagnostics, FlushResult, ImageStats, LogResult, PendingEvents,
                       SyncSummary, Update, UpdateReason)
-from .transport import TransportRequest, TransportResponse
+from .subscriptions import Subscriber, Subscription, UpdateStream
 
 # typing is not imported at run time (it would slow `import contentcards`); mypy reads this as True.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import asyncio
-    from collections.abc import AsyncIterator
-    from typing import Any, Callable, Literal, TypedDict, TypeVar
+    from typing import Any, Callable, TypeVar
 
     # typing_extensions: these came to typing after Python 3.9 (typeshed has it, for any version)
-    from typing_extensions import Concatenate, Never, ParamSpec, TypeAlias
+    from typing_extensions import Concatenate, Never, ParamSpec
 
+    # The configuration's types, still readable here by type checkers ("X as X": re-exported).
+    from ._config import (CallbackEndpoint as CallbackEndpoint, Endpoint as Endpoint,
+        FileEndpoint as FileEndpoint, ImagesConfig as ImagesConfig, UrlEndpoint as UrlEndpoint)
     from .transport import TransportFunction
 
     P = ParamSpec("P")
     T = TypeVar("T")
 
-    class FileEndpoint(TypedDict):
-        """``{"file": PATH}``: a local file (the source's feed, or the events' JSON lines)."""
-
-        file: str | os.PathLike[str]
-
-    class _UrlEndpointBase(TypedDict):
-        url: str
-
-    class UrlEndpoint(_UrlEndpointBase, total=False):
-        """``{"url": BASE, "apiKey": KEY}``: a server."""
-
-        apiKey: str
-
-    class CallbackEndpoint(TypedDict):
-        """``{"callback": True}``: the host transport (:meth:`ContentCards.set_transport`)."""
-
-        callback: Literal[True]
-
-    class ImagesConfig(TypedDict, total=False):
-        """The image cache (the "images" key): its limits."""
-
-        maxBytes: int
-        maxCount: int
-        maxImageBytes: int
-
-    #: Where cards come from, or where events go (the "source" and "events" keys).
-    Endpoint: TypeAlias = "FileEndpoint | UrlEndpoint | CallbackEndpoint"
-
 __all__ = ["CONFIG_KEYS", "CardRef", "ContentCards", "Subscription", "Subscriber",
            "UpdateStream"]
 
-#: Keyword arguments of ContentCards() and the configuration keys they set.
-CONFIG_KEYS: dict[str, str] = {
-    "user_id": "userId",
-    "storage_path": "storagePath",
-    "source": "source",
-    "events": "events",
-    "refresh_tokens": "refreshTokens",
-    "refresh_interval_seconds": "refreshIntervalSeconds",
-    "timeout_seconds": "timeoutSeconds",
-    "known_class_types": "knownClassTypes",
-    "max_payload_bytes": "maxPayloadBytes",
-    "device_id": "deviceId",
-    "event_batch_size": "eventBatchSize",
-    "event_batch_bytes": "eventBatchBytes",
-    "event_flush_interval_seconds": "eventFlushIntervalSeconds",
-    "images": "images",
-    "refresh_on_open_after_seconds": "refreshOnOpenAfterSeconds",
-    "refresh_period_seconds": "refreshPeriodSeconds",
-    "refresh_period_jitter": "refreshPeriodJitter",
-    "retry_base_seconds": "retryBaseSeconds",
-    "retry_max_seconds": "retryMaxSeconds",
-}
-
 #: How many subscriber exceptions a controller keeps in ``subscriber_errors``.
 MAX_SUBSCRIBER_ERRORS = 100
-
-#: A card given by id, as a Card, or as an object with a ``card_id`` (a ContentCardable).
-CardRef: TypeAlias = "str | Card | ContentCardable"
-#: A subscriber: called with each Update.
-Subscriber: TypeAlias = "Callable[[Update], object]"
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, os.PathLike):
-        return os.fspath(value)
-    if isinstance(value, (set, frozenset)):
-        return sorted(value)
-    raise TypeError(f"a value of type {type(value).__name__} is not JSON serializable")
-
-
-def _dumps(value: Any, error: type[ContentCardsError], what: str) -> bytes:
-    import json
-    try:
-        text = json.dumps(value, default=_json_default, allow_nan=False, ensure_ascii=False)
-    except ValueError as exc:  # NaN, infinity, a circular reference
-        raise error(f"{what} cannot be JSON: {exc}") from exc
-    except RecursionError as exc:
-        raise error(f"{what} is nested too deeply") from exc
-    return _ffi.cstr(text, what)
-
-
-def _unknown_keyword(options: Mapping[str, object]) -> None:
-    """A misspelt keyword argument: a TypeError naming the closest one (mypy rejects it too:
-    the catch-all is typed Never)."""
-    import difflib   # only for a misspelt key: an import should not pay for it
-
-    name = next(iter(options))
-    close = difflib.get_close_matches(name, CONFIG_KEYS, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    raise TypeError(f"ContentCards() got an unexpected keyword argument {name!r}{hint}")
-
-
-def _config_json(config: Mapping[str, Any] | str | bytes | None,
-                 options: dict[str, Any]) -> bytes | None:
-    options = {name: value for name, value in options.items() if value is not None}
-    if isinstance(config, (str, bytes)):
-        if options:
-            raise TypeError("ContentCards(): keyword options need a dict configuration, "
-                            "not JSON text")
-        return _ffi.cstr(config, "configuration")
-    if config is not None and not isinstance(config, Mapping):
-        raise TypeError(f"configuration must be a dict, not {type(config).__name__}")
-    if config is None and not options:
-        return None
-    merged: dict[str, Any] = dict(config or {})
-    for name, value in options.items():
-        if name == "known_class_types" and value is not None and not isinstance(value, str):
-            value = list(value)
-        merged[CONFIG_KEYS[name]] = value
-    return _dumps(merged, ConfigError, "configuration")
-
 
 # The badge's one-number calls, bound once (see count() and unviewed_count()).
 _total_count = _ffi.lib.cc_controller_total_count
 _unviewed_count = _ffi.lib.cc_controller_unviewed_count
 _unread_count = _ffi.lib.cc_controller_unread_count
-
-
-def _filter_json(class_types: Iterable[str] | str | None) -> bytes | None:
-    """A class-type filter: None for every card; a str is one class type."""
-    if class_types is None:
-        return None
-    names = [class_types] if isinstance(class_types, str) else list(class_types)
-    for name in names:
-        if not isinstance(name, str):
-            raise TypeError(f"class types must be str, not {type(name).__name__}")
-    return _dumps(names, ParseError, "class-type filter")
-
-
-def _card_id(card: CardRef) -> str:
-    if isinstance(card, str):
-        return card
-    if isinstance(card, Card):
-        return card.id
-    card_id = getattr(card, "card_id", None)
-    if isinstance(card_id, str):
-        return card_id
-    raise TypeError(f"expected a card id (str), a Card or an object with a card_id, "
-                    f"not {type(card).__name__}")
-
-
-def _timeout(timeout: float | None) -> float:
-    if timeout is None:
-        return 0.0
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise TypeError(f"timeout must be a number of seconds, not {type(timeout).__name__}")
-    return float(timeout)
-
-
-class _UnraisableArgs:
-    """What ``sys.unraisablehook`` receives (the fields of CPython's UnraisableHookArgs)."""
-
-    __slots__ = ("exc_type", "exc_value", "exc_traceback", "err_msg", "object")
-
-    def __init__(self, exc_type: type[BaseException], exc_value: BaseException,
-                 exc_traceback: Any, err_msg: str, obj: object) -> None:
-        self.exc_type, self.exc_value, self.exc_traceback = exc_type, exc_value, exc_traceback
-        self.err_msg, self.object = err_msg, obj
-
-
-def _report_unraisable(exc: BaseException, message: str, obj: object) -> None:
-    """Reports an exception that cannot propagate, as CPython does for ``__del__``: through
-    ``sys.unraisablehook`` when the application (or pytest) set one, else on stderr."""
-    try:
-        hook = sys.unraisablehook
-        if hook is not sys.__unraisablehook__:
-            try:
-                hook(_UnraisableArgs(type(exc), exc, exc.__traceback__, message, obj))  # type: ignore[arg-type]
-                return
-            except Exception:  # noqa: BLE001 - a hook that wants the real type: print below
-                pass
-        stream = sys.stderr
-        if stream is not None:
-            stream.write(f"{message}: {obj!r}\n")
-            import traceback
-
-            traceback.print_exception(type(exc), exc, exc.__traceback__, file=stream)
-    except BaseException:  # noqa: BLE001 - reporting must never fail
-        pass
-
-
-#: How long the main thread waits at a time for a blocking call running in a worker thread:
-#: between two waits, signal handlers run (Ctrl-C raises KeyboardInterrupt at once).
-_WAIT_SLICE = 0.05
-
-
-def _interruptible(call: Callable[[], T]) -> T:
-    """Runs a blocking library call so that Ctrl-C interrupts the wait for it.
-
-    Python runs signal handlers only on the main thread, between bytecodes; a ctypes call that
-    blocks (a refresh waiting up to its timeout) would delay KeyboardInterrupt until it
-    returned. On the main thread the call runs in a worker thread and the main thread waits
-    for it in short slices; a KeyboardInterrupt (or any exception from a signal handler)
-    propagates at once, and the abandoned call finishes on its own by its timeout (its outcome
-    still reaches the subscribers). On any other thread the call runs directly.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        return call()
-    outcome: list[Any] = []
-    done = threading.Event()
-
-    def run() -> None:
-        try:
-            outcome.append((True, call()))
-        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
-            outcome.append((False, exc))
-        finally:
-            done.set()
-
-    worker = threading.Thread(target=run, name="contentcards-call", daemon=True)
-    worker.start()
-    while not done.wait(_WAIT_SLICE):
-        pass
-    ok, value = outcome[0]
-    if ok:
-        return value  # type: ignore[no-any-return]
-    raise value
-
-
-def _update_entry(controller: weakref.ref[ContentCards], fn: Subscriber) -> Callable[[bytes | None], None]:
-    """The callable the update trampoline calls for one subscription."""
-    report = _report_unraisable
-    closed_error = ClosedError
-
-    def entry(update_json: bytes | None) -> None:
-        import json
-        try:
-            update = Update.from_json(json.loads(update_json or b"null"))
-            fn(update)
-        except BaseException as exc:  # noqa: BLE001 - never into C; reported instead
-            owner = controller()
-            if isinstance(exc, closed_error) and (owner is None or owner.closed):
-                return  # the subscriber ran while its controller was being closed: not a bug
-            if owner is not None:
-                owner._record_subscriber_error(exc)
-            report(exc, "Exception ignored in contentcards subscriber", fn)
-
-    return entry
-
-
-def _transport_entry(fn: TransportFunction,
-                     controller: weakref.ref[ContentCards]) -> Callable[[Any, int | None], int]:
-    """The callable the transport trampoline calls: runs ``fn`` and answers the library. A
-    failure is kept on the controller, to become the TransportError's ``__cause__`` (the
-    callback runs on a library thread for a refresh, so a thread-local would not do)."""
-    response_set = _ffi.transport_response_set
-    response_set_etag = _ffi.transport_response_set_etag
-    response_fail = _ffi.transport_response_fail
-
-    def entry(request: Any, response: int | None) -> int:
-        try:
-            answer = fn(TransportRequest._from_struct(request))
-            if not isinstance(answer, TransportResponse):
-                raise TypeError(f"the transport returned {type(answer).__name__}, "
-                                "expected a TransportResponse")
-            status, body, retry_after = answer._encoded()
-            response_set(response, status, body, retry_after)
-            if answer.etag is not None:
-                if not isinstance(answer.etag, str) or "\0" in answer.etag:
-                    raise TypeError("TransportResponse.etag must be a str without NUL characters")
-                response_set_etag(response, answer.etag.encode("utf-8"))
-            return 0
-        except BaseException as exc:  # noqa: BLE001 - a transport failure for the library
-            owner = controller()
-            if owner is not None:
-                owner._transport_error = exc
-            text = f"{type(exc).__name__}: {exc}".replace("\0", " ")
-            try:
-                response_fail(response, text.encode("utf-8", "replace"))
-            except BaseException:  # noqa: BLE001
-                pass
-            return -1
-
-    return entry
-
-
-_open_controllers: weakref.WeakSet[ContentCards] = weakref.WeakSet()
-
-
-def _close_all_at_exit() -> None:
-    """Closes the controllers still open when the interpreter exits, before module teardown,
-    so no library thread calls back into a finalizing interpreter. (Registered with atexit by
-    the package's ``__init__``, at import.)"""
-    for controller in list(_open_controllers):
-        try:
-            controller.close()
-        except BaseException:  # noqa: BLE001
-            pass
-
-
-class Subscription:
-    """A subscriber registered with :meth:`ContentCards.subscribe`.
-
-    :meth:`cancel` (idempotent) unsubscribes at once: when it returns the subscriber is not
-    called again. As a context manager it cancels on exit. Dropping the Subscription object does
-    not unsubscribe; closing the controller does.
-    """
-
-    __slots__ = ("_controller", "_cancelled", "_key", "_lock", "callback", "id")
-
-    def __init__(self, controller: ContentCards, subscription_id: int, key: int,
-                 callback: Subscriber) -> None:
-        self._controller = controller
-        self.id = subscription_id
-        self._key = key
-        self.callback = callback
-        self._cancelled = False
-        self._lock = threading.Lock()
-
-    @property
-    def active(self) -> bool:
-        """True until cancelled or until the controller is closed."""
-        return not self._cancelled and not self._controller.closed and self._key in _ffi.callbacks
-
-    def cancel(self) -> None:
-        """Unsubscribes. Harmless when already cancelled or the controller is closed. May be
-        called from inside the subscriber itself."""
-        with self._lock:
-            if self._cancelled:
-                return
-            self._cancelled = True
-        try:
-            self._controller._call(_ffi.controller_unsubscribe, self.id)
-        except (ClosedError, CardNotFoundError):
-            pass  # closed (every subscriber is gone) or already unsubscribed
-
-    def __enter__(self) -> Subscription:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.cancel()
-
-    def __repr__(self) -> str:
-        state = "active" if self.active else "cancelled"
-        return f"<Subscription {self.id} {state} {self.callback!r}>"
 
 
 class ContentCards:
@@ -854,110 +551,3 @@ class ContentCards:
             _ffi.callbacks.release(key)
             raise ClosedError("the controller is closed")
         self._call(_ffi.controller_set_transport, key)
-
-
-def _settle(future: asyncio.Future[Any], outcome: tuple[bool, Any]) -> None:
-    if future.done():
-        return  # cancelled meanwhile
-    ok, value = outcome
-    if ok:
-        future.set_result(value)
-    else:
-        future.set_exception(value)
-
-
-def _settle_refresh(future: asyncio.Future[SyncSummary], status: int,
-                    result_json: bytes | None) -> None:
-    """Settles a refresh_async future with the library's completion (on the loop's thread)."""
-    import json
-    if future.done():
-        return
-    try:
-        data = json.loads(result_json or b"null")
-        if status == 0:
-            future.set_result(SyncSummary.from_json(data))
-        else:
-            retry_after = data.get("retryAfter")
-            future.set_exception(error_for(status, str(data.get("message", "")),
-                                           float(retry_after) if retry_after is not None else None))
-    except BaseException as exc:  # noqa: BLE001 - a malformed completion still ends the await
-        future.set_exception(exc)
-
-
-class UpdateStream:
-    """An async iterator of a controller's updates (:meth:`ContentCards.updates`); also an
-    async context manager that closes it."""
-
-    __slots__ = ("__weakref__", "_closed", "_loop", "_max", "_queue", "_subscription",
-                 "_waiter")
-
-    def __init__(self, controller: ContentCards, max_queued: int) -> None:
-        import asyncio
-        from collections import deque
-
-        self._loop = asyncio.get_running_loop()
-        self._max = max(1, int(max_queued))
-        self._queue: deque[Update] = deque()
-        self._waiter: asyncio.Future[None] | None = None
-        self._closed = False
-        self._subscription: Subscription | None = None
-
-    def _from_library(self, update: Update) -> None:
-        """The subscriber: runs on the thread that made the change."""
-        try:
-            self._loop.call_soon_threadsafe(self._push, update)
-        except RuntimeError:  # the loop is closed: stop listening
-            subscription = self._subscription
-            if subscription is not None:
-                subscription.cancel()
-
-    def _push(self, update: Update) -> None:
-        if self._closed:
-            return
-        self._queue.append(update)
-        while len(self._queue) > self._max:
-            self._queue.popleft()
-        self._wake()
-
-    def _wake(self) -> None:
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    def _end(self) -> None:
-        """The controller closed: the stream ends once the queued updates are taken."""
-        try:
-            self._loop.call_soon_threadsafe(self._finish)
-        except RuntimeError:
-            self._closed = True
-
-    def _finish(self) -> None:
-        self._closed = True
-        self._wake()
-
-    def __aiter__(self) -> UpdateStream:
-        return self
-
-    async def __anext__(self) -> Update:
-        while not self._queue:
-            if self._closed:
-                raise StopAsyncIteration
-            self._waiter = self._loop.create_future()
-            try:
-                await self._waiter
-            finally:
-                self._waiter = None
-        return self._queue.popleft()
-
-    async def aclose(self) -> None:
-        """Unsubscribes; iteration ends after the updates already queued."""
-        subscription = self._subscription
-        if subscription is not None:
-            subscription.cancel()
-        self._finish()
-
-    async def __aenter__(self) -> UpdateStream:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()

@@ -1,0 +1,86 @@
+"""The controller's arguments as the library takes them: JSON text, a class-type filter, a card
+id, a timeout in seconds; wrong types are a TypeError before the library is called.
+
+This module is private: its names may change without notice. ``CardRef`` is public as
+``contentcards.controller.CardRef``.
+"""
+
+from __future__ import annotations
+
+import os
+
+# json is imported by the functions that use it, on first use: importing it was a sixth of
+# `import contentcards`, which should cost next to nothing (docs/PERFORMANCE.md).
+
+from . import _ffi
+from .cards import Card
+from .errors import ParseError
+
+# typing is not imported at run time (it would slow `import contentcards`); mypy reads this as True.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+    from typing_extensions import TypeAlias
+
+    from .convert import ContentCardable
+    from .errors import ContentCardsError
+
+__all__ = ["CardRef", "card_id", "dumps", "filter_json", "timeout"]
+
+#: A card given by id, as a Card, or as an object with a ``card_id`` (a ContentCardable).
+CardRef: TypeAlias = "str | Card | ContentCardable"
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    raise TypeError(f"a value of type {type(value).__name__} is not JSON serializable")
+
+
+def dumps(value: Any, error: type[ContentCardsError], what: str) -> bytes:
+    """``value`` as JSON text for the library; ``error`` (naming ``what``) when it cannot be."""
+    import json
+    try:
+        text = json.dumps(value, default=_json_default, allow_nan=False, ensure_ascii=False)
+    except ValueError as exc:  # NaN, infinity, a circular reference
+        raise error(f"{what} cannot be JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise error(f"{what} is nested too deeply") from exc
+    return _ffi.cstr(text, what)
+
+
+def filter_json(class_types: Iterable[str] | str | None) -> bytes | None:
+    """A class-type filter: None for every card; a str is one class type."""
+    if class_types is None:
+        return None
+    names = [class_types] if isinstance(class_types, str) else list(class_types)
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(f"class types must be str, not {type(name).__name__}")
+    return dumps(names, ParseError, "class-type filter")
+
+
+def card_id(card: CardRef) -> str:
+    """The id of a card given by id, as a Card, or as an object with a ``card_id``."""
+    if isinstance(card, str):
+        return card
+    if isinstance(card, Card):
+        return card.id
+    card_id = getattr(card, "card_id", None)
+    if isinstance(card_id, str):
+        return card_id
+    raise TypeError(f"expected a card id (str), a Card or an object with a card_id, "
+                    f"not {type(card).__name__}")
+
+
+def timeout(timeout: float | None) -> float:
+    """A timeout in seconds for the library (0: the configuration's)."""
+    if timeout is None:
+        return 0.0
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f"timeout must be a number of seconds, not {type(timeout).__name__}")
+    return float(timeout)

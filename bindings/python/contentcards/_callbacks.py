@@ -1,0 +1,121 @@
+"""What the library's callbacks run in Python: the entries that ``_ffi``'s trampolines find
+by their ``userdata`` key in ``_ffi.callbacks``, one for each subscriber and each host
+transport, and the report of an exception that cannot propagate.
+
+The trampolines themselves, and the registry of keys, are in ``_ffi`` (loaded by ``import
+contentcards``); these entries are made by the controller when it hands a callable to the
+library. An entry never lets an exception reach C: a subscriber's is kept on its controller and
+reported through ``sys.unraisablehook``, a transport's becomes a transport failure.
+
+This module is private: its names may change without notice.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from . import _ffi
+from .errors import ClosedError
+from .results import Update
+from .transport import TransportRequest, TransportResponse
+
+# typing is not imported at run time (it would slow `import contentcards`); mypy reads this as True.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import weakref
+    from typing import Any, Callable
+
+    from .controller import ContentCards
+    from .subscriptions import Subscriber
+    from .transport import TransportFunction
+
+__all__ = ["report_unraisable", "transport_entry", "update_entry"]
+
+
+class _UnraisableArgs:
+    """What ``sys.unraisablehook`` receives (the fields of CPython's UnraisableHookArgs)."""
+
+    __slots__ = ("exc_type", "exc_value", "exc_traceback", "err_msg", "object")
+
+    def __init__(self, exc_type: type[BaseException], exc_value: BaseException,
+                 exc_traceback: Any, err_msg: str, obj: object) -> None:
+        self.exc_type, self.exc_value, self.exc_traceback = exc_type, exc_value, exc_traceback
+        self.err_msg, self.object = err_msg, obj
+
+
+def report_unraisable(exc: BaseException, message: str, obj: object) -> None:
+    """Reports an exception that cannot propagate, as CPython does for ``__del__``: through
+    ``sys.unraisablehook`` when the application (or pytest) set one, else on stderr."""
+    try:
+        hook = sys.unraisablehook
+        if hook is not sys.__unraisablehook__:
+            try:
+                hook(_UnraisableArgs(type(exc), exc, exc.__traceback__, message, obj))  # type: ignore[arg-type]
+                return
+            except Exception:  # noqa: BLE001 - a hook that wants the real type: print below
+                pass
+        stream = sys.stderr
+        if stream is not None:
+            stream.write(f"{message}: {obj!r}\n")
+            import traceback
+
+            traceback.print_exception(type(exc), exc, exc.__traceback__, file=stream)
+    except BaseException:  # noqa: BLE001 - reporting must never fail
+        pass
+
+
+def update_entry(controller: weakref.ref[ContentCards], fn: Subscriber) -> Callable[[bytes | None], None]:
+    """The callable the update trampoline calls for one subscription."""
+    report = report_unraisable
+    closed_error = ClosedError
+
+    def entry(update_json: bytes | None) -> None:
+        import json
+        try:
+            update = Update.from_json(json.loads(update_json or b"null"))
+            fn(update)
+        except BaseException as exc:  # noqa: BLE001 - never into C; reported instead
+            owner = controller()
+            if isinstance(exc, closed_error) and (owner is None or owner.closed):
+                return  # the subscriber ran while its controller was being closed: not a bug
+            if owner is not None:
+                owner._record_subscriber_error(exc)
+            report(exc, "Exception ignored in contentcards subscriber", fn)
+
+    return entry
+
+
+def transport_entry(fn: TransportFunction,
+                    controller: weakref.ref[ContentCards]) -> Callable[[Any, int | None], int]:
+    """The callable the transport trampoline calls: runs ``fn`` and answers the library. A
+    failure is kept on the controller, to become the TransportError's ``__cause__`` (the
+    callback runs on a library thread for a refresh, so a thread-local would not do)."""
+    response_set = _ffi.transport_response_set
+    response_set_etag = _ffi.transport_response_set_etag
+    response_fail = _ffi.transport_response_fail
+
+    def entry(request: Any, response: int | None) -> int:
+        try:
+            answer = fn(TransportRequest._from_struct(request))
+            if not isinstance(answer, TransportResponse):
+                raise TypeError(f"the transport returned {type(answer).__name__}, "
+                                "expected a TransportResponse")
+            status, body, retry_after = answer._encoded()
+            response_set(response, status, body, retry_after)
+            if answer.etag is not None:
+                if not isinstance(answer.etag, str) or "\0" in answer.etag:
+                    raise TypeError("TransportResponse.etag must be a str without NUL characters")
+                response_set_etag(response, answer.etag.encode("utf-8"))
+            return 0
+        except BaseException as exc:  # noqa: BLE001 - a transport failure for the library
+            owner = controller()
+            if owner is not None:
+                owner._transport_error = exc
+            text = f"{type(exc).__name__}: {exc}".replace("\0", " ")
+            try:
+                response_fail(response, text.encode("utf-8", "replace"))
+            except BaseException:  # noqa: BLE001
+                pass
+            return -1
+
+    return entry

@@ -1,0 +1,90 @@
+"""How the controller waits for the library: a blocking call that Ctrl-C still interrupts
+(:func:`interruptible`), and an awaited future settled from another thread (:func:`settle`,
+:func:`settle_refresh`).
+
+This module is private: its names may change without notice.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from .errors import error_for
+from .results import SyncSummary
+
+# typing is not imported at run time (it would slow `import contentcards`); mypy reads this as True.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import asyncio
+    from typing import Any, Callable, TypeVar
+
+    T = TypeVar("T")
+
+__all__ = ["WAIT_SLICE", "interruptible", "settle", "settle_refresh"]
+
+#: How long the main thread waits at a time for a blocking call running in a worker thread:
+#: between two waits, signal handlers run (Ctrl-C raises KeyboardInterrupt at once).
+WAIT_SLICE = 0.05
+
+
+def interruptible(call: Callable[[], T]) -> T:
+    """Runs a blocking library call so that Ctrl-C interrupts the wait for it.
+
+    Python runs signal handlers only on the main thread, between bytecodes; a ctypes call that
+    blocks (a refresh waiting up to its timeout) would delay KeyboardInterrupt until it
+    returned. On the main thread the call runs in a worker thread and the main thread waits
+    for it in short slices; a KeyboardInterrupt (or any exception from a signal handler)
+    propagates at once, and the abandoned call finishes on its own by its timeout (its outcome
+    still reaches the subscribers). On any other thread the call runs directly.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return call()
+    outcome: list[Any] = []
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome.append((True, call()))
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            outcome.append((False, exc))
+        finally:
+            done.set()
+
+    worker = threading.Thread(target=run, name="contentcards-call", daemon=True)
+    worker.start()
+    while not done.wait(WAIT_SLICE):
+        pass
+    ok, value = outcome[0]
+    if ok:
+        return value  # type: ignore[no-any-return]
+    raise value
+
+
+def settle(future: asyncio.Future[Any], outcome: tuple[bool, Any]) -> None:
+    """Settles an awaited future with ``(True, result)`` or ``(False, exception)`` (on the
+    loop's thread); nothing when it was cancelled meanwhile."""
+    if future.done():
+        return  # cancelled meanwhile
+    ok, value = outcome
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)
+
+
+def settle_refresh(future: asyncio.Future[SyncSummary], status: int,
+                   result_json: bytes | None) -> None:
+    """Settles a refresh_async future with the library's completion (on the loop's thread)."""
+    import json
+    if future.done():
+        return
+    try:
+        data = json.loads(result_json or b"null")
+        if status == 0:
+            future.set_result(SyncSummary.from_json(data))
+        else:
+            retry_after = data.get("retryAfter")
+            future.set_exception(error_for(status, str(data.get("message", "")),
+                                           float(retry_after) if retry_after is not None else None))
+    except BaseException as exc:  # noqa: BLE001 - a malformed completion still ends the await
+        future.set_exception(exc)
