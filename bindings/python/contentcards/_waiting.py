@@ -1,6 +1,6 @@
 """How the controller waits for the library: a blocking call that Ctrl-C still interrupts
-(:func:`interruptible`), and an awaited future settled from another thread (:func:`settle`,
-:func:`settle_refresh`).
+(:func:`interruptible`), and an awaited future settled from another thread
+(:func:`on_daemon_thread`, :func:`settle_refresh`).
 
 This module is private: its names may change without notice.
 """
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     T = TypeVar("T")
 
-__all__ = ["WAIT_SLICE", "interruptible", "settle", "settle_refresh"]
+__all__ = ["WAIT_SLICE", "interruptible", "on_daemon_thread", "settle", "settle_refresh"]
 
 #: How long the main thread waits at a time for a blocking call running in a worker thread:
 #: between two waits, signal handlers run (Ctrl-C raises KeyboardInterrupt at once).
@@ -70,6 +70,31 @@ def settle(future: asyncio.Future[Any], outcome: tuple[bool, Any]) -> None:
         future.set_result(value)
     else:
         future.set_exception(value)
+
+
+async def on_daemon_thread(call: Callable[[], T], name: str) -> T:
+    """Awaits ``call()`` run on a daemon thread of its own (named ``name``): the event loop is
+    not blocked, and the call happens even when the awaiting task is cancelled meanwhile;
+    cancelling the await returns at once and ``asyncio.run`` does not wait for the thread
+    (the call ends on its own)."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def run() -> None:
+        outcome: tuple[bool, Any]
+        try:
+            outcome = (True, call())
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
+            outcome = (False, exc)
+        try:
+            loop.call_soon_threadsafe(settle, future, outcome)
+        except RuntimeError:
+            pass  # the loop is closed: nobody is waiting any more
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return await future
 
 
 def settle_refresh(future: asyncio.Future[SyncSummary], status: int,

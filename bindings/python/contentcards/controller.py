@@ -31,7 +31,7 @@ from ._config import CONFIG_KEYS
 from ._config import config_json as _config_json
 from ._config import unknown_keyword as _unknown_keyword
 from ._waiting import interruptible as _interruptible
-from ._waiting import settle as _settle
+from ._waiting import on_daemon_thread as _on_daemon_thread
 from ._waiting import settle_refresh as _settle_refresh
 from .cards import Card, _lazy_cards
 from .convert import ContentCardable, Registry
@@ -44,7 +44,6 @@ from .subscriptions import Subscriber, Subscription, UpdateStream
 # typing is not imported at run time (it would slow `import contentcards`); mypy reads this as True.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import asyncio
     from typing import Any, Callable, TypeVar
 
     # typing_extensions: these came to typing after Python 3.9 (typeshed has it, for any version)
@@ -64,7 +63,9 @@ __all__ = ["CONFIG_KEYS", "CardRef", "ContentCards", "Subscription", "Subscriber
 #: How many subscriber exceptions a controller keeps in ``subscriber_errors``.
 MAX_SUBSCRIBER_ERRORS = 100
 
-# The badge's one-number calls, bound once (see count() and unviewed_count()).
+# The badge's one-number calls, bound once. count(), unviewed_count() and unread_count() each
+# call theirs inline, not through a helper they could share: a badge is polled, and the extra
+# Python call cost a tenth of unviewed_count() (docs/PERFORMANCE.md).
 _total_count = _ffi.lib.cc_controller_total_count
 _unviewed_count = _ffi.lib.cc_controller_unviewed_count
 _unread_count = _ffi.lib.cc_controller_unread_count
@@ -182,25 +183,7 @@ class ContentCards:
         """Closes the controller without blocking the event loop: the close (which waits for
         subscriber calls running on other threads) runs on a thread of its own, and it
         happens even when the awaiting task is cancelled meanwhile."""
-        import asyncio
-
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[Any] = loop.create_future()
-
-        def run() -> None:
-            outcome: tuple[bool, Any]
-            try:
-                self.close()
-                outcome = (True, None)
-            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
-                outcome = (False, exc)
-            try:
-                loop.call_soon_threadsafe(_settle, future, outcome)
-            except RuntimeError:
-                pass  # the loop is closed: nobody is waiting any more
-
-        threading.Thread(target=run, name="contentcards-close", daemon=True).start()
-        await future
+        await _on_daemon_thread(self.close, "contentcards-close")
 
     def __del__(self) -> None:
         try:
@@ -229,6 +212,15 @@ class ContentCards:
             if self._handle is None:
                 raise ClosedError("the controller was closed during the call") from exc
             raise
+
+    def _callback_key(self, entry: Callable[..., Any]) -> int:
+        """Keeps ``entry`` in ``_ffi.callbacks`` for the library to call: the key to hand it as
+        userdata. ClosedError, and nothing kept, once the controller is closed."""
+        key = _ffi.callbacks.add(entry)
+        if self._handle is None:
+            _ffi.callbacks.release(key)  # never handed to the library
+            raise ClosedError("the controller is closed")
+        return key
 
     def _record_subscriber_error(self, exc: BaseException) -> None:
         with self._errors_lock:
@@ -274,10 +266,7 @@ class ContentCards:
             except RuntimeError:
                 pass  # the loop is closed: nobody is waiting any more
 
-        key = _ffi.callbacks.add(done)
-        if self._handle is None:
-            _ffi.callbacks.release(key)
-            raise ClosedError("the controller is closed")
+        key = self._callback_key(done)
         # On failure the library releases the key itself (free_userdata runs right away).
         seconds = _timeout(timeout)
         self._call(_ffi.controller_refresh_in_background, seconds, key)
@@ -452,25 +441,9 @@ class ContentCards:
         """:meth:`flush_events`, awaited: the flush runs on a daemon thread of its own, so
         cancelling the await returns at once and ``asyncio.run`` does not wait for it (the
         flush ends by its timeout; undelivered events stay pending)."""
-        import asyncio
-
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[FlushResult] = loop.create_future()
         seconds = _timeout(timeout)
-
-        def run() -> None:
-            outcome: tuple[bool, Any]
-            try:
-                outcome = (True, self.flush_events(seconds or None))
-            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
-                outcome = (False, exc)
-            try:
-                loop.call_soon_threadsafe(_settle, future, outcome)
-            except RuntimeError:
-                pass  # the loop is closed: nobody is waiting any more
-
-        threading.Thread(target=run, name="contentcards-flush", daemon=True).start()
-        return await future
+        return await _on_daemon_thread(lambda: self.flush_events(seconds or None),
+                                       "contentcards-flush")
 
     def pending_events(self) -> int:
         """The number of events waiting in the store's outbox (every user's)."""
@@ -510,10 +483,7 @@ class ContentCards:
         See the class docstring for exceptions."""
         if not callable(fn):
             raise TypeError(f"subscriber must be callable, not {type(fn).__name__}")
-        key = _ffi.callbacks.add(_update_entry(weakref.ref(self), fn))
-        if self._handle is None:
-            _ffi.callbacks.release(key)  # never handed to the library
-            raise ClosedError("the controller is closed")
+        key = self._callback_key(_update_entry(weakref.ref(self), fn))
         # On failure the library releases the key itself (free_userdata runs right away).
         subscription_id = self._call(_ffi.controller_subscribe, key)
         return Subscription(self, subscription_id, key, fn)
@@ -546,8 +516,5 @@ class ContentCards:
             return
         if not callable(fn):
             raise TypeError(f"transport must be callable, not {type(fn).__name__}")
-        key = _ffi.callbacks.add(_transport_entry(fn, weakref.ref(self)))
-        if self._handle is None:
-            _ffi.callbacks.release(key)
-            raise ClosedError("the controller is closed")
+        key = self._callback_key(_transport_entry(fn, weakref.ref(self)))
         self._call(_ffi.controller_set_transport, key)
