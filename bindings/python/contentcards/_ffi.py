@@ -16,6 +16,11 @@ trampoline) removes the key, which drops the last reference the binding holds. S
 and nothing is released while the library may still call it.
 
 This module is private: its names may change without notice. Use the package's public API.
+
+This file is over 400 lines because it is one table and its wrappers, one per function of the
+header, and because it is what ``import contentcards`` loads (with ``_library`` and ``_logs``):
+the trampolines and the registry of callbacks must be loaded then, so they are here too rather
+than in a module that the import would load as well.
 """
 
 from __future__ import annotations
