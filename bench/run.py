@@ -4,7 +4,12 @@
 These machines are noisy: each row is the median of repeated runs, and ratios are taken within
 the run. Nothing here asserts a speed; it prints numbers (and writes build/bench.json).
 
-    bench/run.py BUILD_DIR [--quick]
+    bench/run.py BUILD_DIR [--quick] [--svg-dir DIR]
+
+The figures go to BUILD_DIR/bench.json, and the plots of docs/PERFORMANCE.md (bench/plots.py:
+perf-scaling.svg, perf-stages.svg, perf-operations.svg) are drawn from them: into docs/ after a
+full run, into BUILD_DIR after a quick one (its figures are not the document's), or into
+--svg-dir DIR.
 
 Rows:
   1. the feed pipeline on 10,000 generated cards: decode the server payload, merge into a store,
@@ -30,10 +35,12 @@ Rows:
 """
 from __future__ import annotations
 
+import argparse
 import ctypes
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -44,6 +51,9 @@ from typing import Any, Callable
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bindings", "python"))
 sys.path.insert(0, os.path.join(ROOT, "examples", "server"))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+import plots  # noqa: E402  (bench/plots.py, found through the line above)
 
 FILTER = ["home_tile", "coupon_code"]
 FILTER_JSON = json.dumps(FILTER)
@@ -105,13 +115,30 @@ def ids_of(output: str | bytes) -> list[str]:
     return sorted(c["id"] for c in json.loads(output))
 
 
+def commit() -> str:
+    """The commit measured (short), "+" when the working tree had changes to what is measured
+    (changes to bench/ and docs/ alone are not)."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,
+                              capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                ":!bench", ":!docs"], cwd=ROOT, check=True, capture_output=True,
+                               text=True).stdout.strip()
+        return head + ("+" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+
+
 class Bench:
-    def __init__(self, build: str, quick: bool) -> None:
+    def __init__(self, build: str, quick: bool, svg_dir: str | None = None) -> None:
         self.build = build
+        self.svg_dir = svg_dir or (build if quick else os.path.join(ROOT, "docs"))
         self.bench_c = os.path.join(build, "bin", "bench_c")
         self.quick = quick
         self.repeats = 3 if quick else 7
-        self.results: dict[str, Any] = {}
+        self.results: dict[str, Any] = {"meta": {
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": commit(),
+            "quick": quick, "cores": os.cpu_count()}}
         self.tmp = tempfile.mkdtemp(prefix="cc-bench-")
         os.environ.setdefault("CONTENTCARDS_LIBRARY", os.path.join(build, "lib", "libcontentcards.so.1"))
 
@@ -443,8 +470,8 @@ class Bench:
         c = self.calls()
         self.results["calls"] = c
         print("2. One call")
-        print(f"   C: cc_controller_counts {c['c_count_ns_10_cards']:.0f} ns (10 cards), "
-              f"{c['c_count_ns_10k_cards'] / 1000:.1f} us (10,000 cards); cc_abi_version {c['c_abi_version_ns']:.1f} ns")
+        print(f"   C: cc_controller_counts {c['c_count_ns_10_cards']:.1f} ns (10 cards), "
+              f"{c['c_count_ns_10k_cards']:.1f} ns (10,000 cards); cc_abi_version {c['c_abi_version_ns']:.1f} ns")
         print(f"   Python: unviewed_count() {c['py_unviewed_count_ns']} ns; ctypes floor (libc abs) {c['ctypes_floor_ns']} ns\n")
 
         cold = self.cold()
@@ -509,8 +536,21 @@ class Bench:
         with open(out, "w") as f:
             json.dump(self.results, f, indent=1)
         print(f"\nall figures: {out}")
+        for path in plots.write_all(self.results, self.svg_dir):
+            print(f"plot: {path}")
 
 
 if __name__ == "__main__":
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    Bench(args[0] if args else os.path.join(ROOT, "build"), "--quick" in sys.argv).run()
+    parser = argparse.ArgumentParser(description="make bench: every measurement next to its baseline.")
+    parser.add_argument("build", nargs="?", default=os.path.join(ROOT, "build"), help="the CMake build directory")
+    parser.add_argument("--quick", action="store_true", help="fewer rounds, smaller sizes (what CI runs)")
+    parser.add_argument("--svg-dir", default=None,
+                        help="where the plots go (default: docs/ after a full run, the build directory after --quick)")
+    options = parser.parse_args()
+    bench = Bench(options.build, options.quick, options.svg_dir)
+    try:
+        bench.run()
+    finally:
+        # The payloads and stores (a hundred megabytes after a full run) go; the figures are in
+        # bench.json. `generate` above makes a payload again for a profiler.
+        shutil.rmtree(bench.tmp, ignore_errors=True)

@@ -12,12 +12,21 @@ version   The version is written once, in include/contentcards.h (CC_VERSION_MAJ
 links     The repository is self-contained: every repository path it names under docs/ (and
           the other top-level folders, for paths with a file extension) exists, and nothing
           points at design documents that are not part of it.
+code-map  docs/CODE-MAP.md is in step with the tree: every path and file name it writes in
+          backquotes exists (a bare file name somewhere in the source folders, a path from
+          the top or from Sources/ContentCards); every folder under Sources/ and every module
+          of the Python package (bindings/python/contentcards) is named in it; and every Swift
+          file of the core (Sources/ContentCards/<Folder>/) is named by its file name in the
+          map's section for its folder (a "###" heading naming `Sources/ContentCards/<Folder>`),
+          where no file of another folder is named.
 
 Prints "N passed, M failed"; exits 1 on a failure.
 """
 
 from __future__ import annotations
 
+import fnmatch
+import glob
 import os
 import re
 import subprocess
@@ -150,11 +159,100 @@ def check_links(files: list[str]) -> None:
         check(True, "")  # every named path exists, nothing points outside
 
 
+CODE_MAP = "docs/CODE-MAP.md"
+CORE = "Sources/ContentCards"
+PYTHON_PACKAGE = "bindings/python/contentcards"
+# Where a bare file name of the map may be (the file system's, not git's: a file added and not
+# yet committed counts).
+SOURCE_FOLDERS = ("Sources", "include", PYTHON_PACKAGE, "tools", "bench")
+BARE_FILE_RE = re.compile(r"^[\w+.-]+\.(?:swift|c|h|py|map|modulemap|txt)$")
+
+
+def source_files(folder: str, suffix: str = "") -> list[str]:
+    """Files under a folder of the working tree, relative to the repository, hidden ones left out."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, folder)):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        found += [os.path.relpath(os.path.join(dirpath, f), ROOT) for f in sorted(filenames)
+                  if f.endswith(suffix) and not f.startswith(".")]
+    return found
+
+
+def check_code_map() -> None:
+    before = len(failures)
+    if not os.path.isfile(os.path.join(ROOT, CODE_MAP)):
+        check(False, f"{CODE_MAP} is missing")
+        return
+    text = read(CODE_MAP)
+    # The backquoted spans, with the line each is on (the map has no code blocks).
+    spans: list[tuple[int, str]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        spans += [(number, span) for span in line.split("`")[1::2]]
+    names = {span for _, span in spans}
+
+    # 1. What it names exists.
+    basenames = {os.path.basename(f) for folder in SOURCE_FOLDERS for f in source_files(folder)}
+    basenames |= {f for f in os.listdir(ROOT) if os.path.isfile(os.path.join(ROOT, f))}
+    for number, span in spans:
+        if " " in span:
+            continue
+        if "/" in span:
+            candidates = [span, os.path.join(CORE, span)]
+            ok = any(glob.glob(os.path.join(ROOT, c)) for c in candidates)
+            check(ok, f"{CODE_MAP}:{number}: names {span}, which does not exist", count=False)
+        elif "*" in span and "." in span:
+            ok = any(fnmatch.fnmatch(b, span) for b in basenames)
+            check(ok, f"{CODE_MAP}:{number}: names {span}, which matches no file", count=False)
+        elif BARE_FILE_RE.match(span):
+            check(span in basenames, f"{CODE_MAP}:{number}: names {span}, which is no file of "
+                                     f"{', '.join(SOURCE_FOLDERS)} or the top", count=False)
+
+    # 2. Every folder of Sources/ is named.
+    for entry in sorted(os.listdir(os.path.join(ROOT, "Sources"))):
+        folder = f"Sources/{entry}"
+        if entry.startswith(".") or not os.path.isdir(os.path.join(ROOT, folder)):
+            continue
+        named = any(n == folder or n.startswith(folder + "/") for n in names)
+        check(named, f"{CODE_MAP}: does not name {folder} (say what the folder is)", count=False)
+
+    # 3. Every module of the Python package is named.
+    for module in source_files(PYTHON_PACKAGE, ".py"):
+        check(os.path.basename(module) in names, f"{CODE_MAP}: does not name {module} (say what it is)",
+              count=False)
+
+    # 4. Every Swift file of the core is named in its folder's section, and only there.
+    sections: dict[str, str] = {}
+    for m in re.finditer(r"^### .*`%s/([^`/]+)`.*\n((?:(?!#{1,3} ).*\n?)*)" % re.escape(CORE), text, re.MULTILINE):
+        sections[m.group(1)] = m.group(2)
+    core_folders = sorted(e for e in os.listdir(os.path.join(ROOT, CORE))
+                          if os.path.isdir(os.path.join(ROOT, CORE, e)) and not e.startswith("."))
+    for loose in source_files(CORE, ".swift"):
+        if os.path.dirname(loose) == CORE:
+            check(False, f"{loose}: a Swift file of the core outside a folder (put it in one of "
+                         f"{', '.join(core_folders)}, and in {CODE_MAP})", count=False)
+    for folder in core_folders:
+        if folder not in sections:
+            check(False, f"{CODE_MAP}: no section (a \"###\" heading naming `{CORE}/{folder}`) "
+                         f"for the core's folder {folder}", count=False)
+            continue
+        section = set(sections[folder].split("`")[1::2])
+        files = {os.path.basename(f) for f in source_files(f"{CORE}/{folder}", ".swift")}
+        for name in sorted(files - section):
+            check(False, f"{CORE}/{folder}/{name} is not named in {CODE_MAP}, section {folder}: "
+                         f"say there what it is", count=False)
+        for name in sorted(n for n in section - files if n.endswith(".swift") and "/" not in n):
+            check(False, f"{CODE_MAP}, section {folder}, names {name}, which is not in "
+                         f"{CORE}/{folder}", count=False)
+    if len(failures) == before:
+        check(True, "")  # the code map is in step with the tree
+
+
 def main() -> int:
     build = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else None
     files = tracked_files()
     check_version(files, build)
     check_links(files)
+    check_code_map()
     print(f"{passed} passed, {len(failures)} failed")
     return 1 if failures else 0
 
