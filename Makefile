@@ -9,8 +9,8 @@
 #
 # Other targets: lib (the SwiftPM release .so), cmake (the CMake build), python (the venv with
 # the package installed), tsan, memcheck, check-repo (one version everywhere, every docs/ path
-# named exists), version (prints it), install (PREFIX=/usr/local; the library stripped), fleet
-# (the fleet simulation, docs/SYNC.md), clean.
+# named exists, the code map in step), version (prints it), install (PREFIX=/usr/local; the
+# library stripped), fleet (the fleet simulation, docs/SYNC.md), clean.
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := demo
@@ -83,7 +83,8 @@ test:
 	  && $(PYTHON) tests/leftovers.py "$$tmp"
 
 # The repository itself (no build needed): the version is written only in the header and
-# agrees everywhere; every docs/ path the repository names exists; nothing points outside it.
+# agrees everywhere; every docs/ path the repository names exists; nothing points outside it;
+# docs/CODE-MAP.md names every folder, core file and Python module there is, and nothing else.
 check-repo:
 	$(PYTHON) tests/repo/check_repo.py
 
@@ -211,12 +212,14 @@ stress: deps
 	CC_CRASH_ROUNDS=$(STRESS_ROUNDS) swift test --filter 'DurabilityTests|HTTPTests'
 	$(MAKE) fuzz FUZZ_SECONDS=$(STRESS_FUZZ_SECONDS)
 
-# The benchmarks (not tests: they print numbers). BENCH_FLAGS=--quick for the short version.
+# The benchmarks (not tests: they print numbers, write build/bench.json and draw the plots of
+# docs/PERFORMANCE.md from them: into docs/ after a full run, into build/ after a quick one).
+# BENCH_FLAGS=--quick for the short version.
 bench: python
 	swift build -c release --product contentcards-tool
 	$(PY) bench/run.py $(BUILD) $(BENCH_FLAGS)
 
-# The fleet simulation (issue 13): 2,000 devices against the reference server on 127.0.0.1
+# The fleet simulation: 2,000 devices against the reference server on 127.0.0.1
 # through a 60-second outage; prints the request rates, writes docs/fleet.svg and
 # docs/fleet.json. A command, not a test (about 5 minutes; FLEET_ARGS="--time-scale 4" is 4
 # times faster, FLEET_ARGS="--clients 5000" more devices).
