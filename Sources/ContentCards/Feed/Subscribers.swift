@@ -7,11 +7,13 @@
 /// Waiting and lock order, for every interleaving of subscribe,
 /// unsubscribe, close and callbacks on any threads:
 ///
-/// 1. Locks, outermost first: the fork guard (`ForkSafety`, taken shared only around single
-///    SQLite calls), then a controller's `lock`, then the leaf locks (this `lock`, the host
-///    transport slot, work queues, the scheduler, the handle tables, a userdata's). A leaf lock
-///    is never held while taking another lock, and no lock at all is held while a host callback
-///    (subscriber, transport, free_userdata) runs.
+/// 1. Locks, outermost first: a controller's `lock`, its `feed.lock`, then the leaf locks (this
+///    `lock`, the host transport slot, work queues, the scheduler, the handle tables, a
+///    userdata's). A leaf lock is never held while taking another lock, and no lock at all is
+///    held while a host callback (subscriber, transport, free_userdata) runs. The fork guard
+///    (`ForkSafety`) stands apart: taken shared around SQLite calls and write transactions
+///    (inside a controller's `lock`), never while waiting for anything else; only the fork
+///    handler takes it exclusively, then the leaf locks registered with it (docs/CODE-MAP.md).
 /// 2. The only unbounded wait is `remove` waiting for a call of the removed subscriber running
 ///    on another thread. It waits only when the calling thread is not inside any callback of
 ///    the library (`CallbackContext`): from inside a callback (a subscriber, a host transport,

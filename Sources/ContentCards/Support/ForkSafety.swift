@@ -25,7 +25,7 @@ package enum ForkSafety {
         pthread_rwlockattr_init(&attr)
         // Writer preference: a fork is not starved by threads that keep the store busy
         // (a thread takes it once however its sections nest, so this cannot deadlock).
-        pthread_rwlockattr_setkind_np(&attr, Int32(PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP))
+        Platform.preferWriters(&attr)
         pthread_rwlock_init(p, &attr)
         pthread_rwlockattr_destroy(&attr)
     }

@@ -70,6 +70,14 @@ enum Platform {
         return rc
     }
 
+    /// Writer preference for a read-write lock (glibc's `pthread_rwlockattr_setkind_np`);
+    /// elsewhere, and with CC_PORTABLE, the system's default (POSIX leaves the choice open).
+    static func preferWriters(_ attr: UnsafeMutablePointer<pthread_rwlockattr_t>) {
+        #if canImport(Glibc) && !CC_PORTABLE
+        pthread_rwlockattr_setkind_np(attr, Int32(PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP))
+        #endif
+    }
+
     // MARK: Memory advice (Linux only: elsewhere, and with CC_PORTABLE, nothing)
 
     /// `madvise(MADV_HUGEPAGE)` on whole 2 MiB pages (see `HugePages`).
