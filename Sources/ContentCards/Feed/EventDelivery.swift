@@ -166,7 +166,8 @@ final class EventDelivery: @unchecked Sendable {
             return .retry(ContentCardsError(.noMemory, "cannot start a thread for the event delivery; the events stay pending"))
         }
         return controller.lock.withLock {
-            while slot.outcome == nil {
+            while true {
+                if let outcome = slot.outcome { return outcome }
                 if controller.store == nil {       // closed meanwhile: nothing to wait for
                     slot.abandoned = true
                     stuck += 1
@@ -178,7 +179,6 @@ final class EventDelivery: @unchecked Sendable {
                     return .retry(ContentCardsError(.timeout, "the event sink did not return within \(timeout) s: the delivery was abandoned and the events stay pending"))
                 }
             }
-            return slot.outcome!
         }
     }
 

@@ -101,8 +101,11 @@ final class ImageCache: @unchecked Sendable {
         // exact, a file's time is as coarse as the kernel's clock tick (two uses within a tick
         // would tie, and the eviction order between them would be left to chance).
         lock.withLock {
-            for (name, known) in entries where found[name] != nil {
-                found[name]!.used = max(found[name]!.used, known.used)
+            for (name, known) in entries {
+                if var entry = found[name] {
+                    entry.used = max(entry.used, known.used)
+                    found[name] = entry
+                }
             }
             entries = found
         }
