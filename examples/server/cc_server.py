@@ -2,8 +2,10 @@
 """Reference Content Cards server (Python standard library only).
 
 This is the server the project's tests and demo talk to. It implements the wire format of
-``docs/WIRE.md`` (sync and events), plus an admin API that lets a test
-change cards, read the events it received and inject faults.
+``docs/WIRE.md`` (sync, events, per-user tokens), plus an admin API that lets a
+test change cards, read the events it received and inject faults. Beside it: ``cc_common.py``
+(errors, JSON, responses), ``cc_transfer.py`` (compression, validators) and ``cc_auth.py``
+(tokens).
 
 Usage::
 
@@ -12,12 +14,17 @@ Usage::
 On start it prints exactly one line, ``listening on http://HOST:PORT``, to stdout. SIGTERM or
 SIGINT stop it cleanly (exit status 0). It only ever binds a loopback address.
 
-Client endpoints (``X-Api-Key`` is checked when ``--api-key`` is given):
+Client endpoints (``X-Api-Key`` is checked when ``--api-key`` is given; with ``--secret S``, or a
+secret set through ``/_admin/secret``, also ``Authorization: Bearer <token>``, whose user must be
+the request's: else ``401`` with ``WWW-Authenticate: Bearer error="invalid_token", ...`` and
+``{"error": "invalid_token", "reason": R}``, R one of missing, malformed, signature, expired,
+user; see ``cc_auth.py``):
 
 * ``POST /content_cards/sync`` -- the user's cards, full or incremental (see ``ServerState.sync``).
 * ``POST /events`` -- stores events, dropping ids it already has; a new event sets the user's
   copy of its card (``v``, ``cl``, ``d``, ``rd``), which the next sync of every device of that
-  user carries (docs/WIRE.md, "Events": per-user state).
+  user carries (docs/WIRE.md, "Events": per-user state). With a secret, every event's
+  ``user_id`` must be the token's user (a batch that mixes users is refused).
 
 Admin endpoints (JSON in and out, never protected by the API key):
 
@@ -29,11 +36,18 @@ Admin endpoints (JSON in and out, never protected by the API key):
 * ``POST /_admin/remove``      -- ``{"user_id": U, "ids": [...]}`` removes cards (tombstones)
 * ``POST /_admin/force_full``  -- ``{"user_id": U}`` makes U's next sync a full sync
 * ``POST /_admin/fault``       -- queues a fault (see ``Fault``)
-* ``POST /_admin/reset``       -- clears faults, events, counters, request log; restores the feed
+* ``POST /_admin/reset``       -- clears faults, events, counters (token checks included),
+  request log; restores the feed and the transfer options. It keeps the secret.
 * ``GET  /_admin/images``      -- ``{"served": N, "paths": [...]}`` (image requests answered)
 * ``GET  /_admin/transfer``    -- the transfer options and the bytes on the wire per endpoint
 * ``POST /_admin/transfer``    -- sets transfer options (see ``TransferOptions``)
 * ``GET  /_admin/arrivals``    -- ``{"sync": [unix seconds, ...]}``: when each sync request came
+* ``POST /_admin/secret``      -- ``{"secret": S}`` sets the token secret; ``{"secret": null}``
+  turns the token checks off -> ``{"enabled": bool}``
+* ``POST /_admin/token``       -- ``{"user_id": U, "ttl": SECONDS}`` (ttl default 3600, may be
+  negative) -> ``{"token": T, "exp": E}`` signed with the current secret (409 without one)
+* ``GET  /_admin/auth``        -- ``{"enabled": bool, "accepted": N, "rejected": [{"path", "reason",
+  "user_id", "sub"}, ...]}``: the token checks since the last reset
 * ``GET  /healthz``            -- ``ok``
 
 Images, for the image cache's tests (never protected by the API key):
@@ -76,6 +90,7 @@ from cc_common import (EVENTS_PATH, MAX_BODY_BYTES, SYNC_PATH, HttpError, Json, 
 from cc_transfer import (CountingReader, CountingWriter, TransferOptions, WireCounters,
                          accepts_gzip, decode_request_body, gzip_bomb, gzip_response,
                          outage_response, sync_validator, validator_matches)
+from cc_auth import ADMIN_ROUTES as TOKEN_ROUTES, TokenCheck, log_fields
 
 IMAGES_PATH = "/images/"
 CLIENT_PATHS = (SYNC_PATH, EVENTS_PATH)
@@ -667,11 +682,13 @@ class CardServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 128
 
-    def __init__(self, address: tuple[str, int], state: ServerState, quiet: bool) -> None:
+    def __init__(self, address: tuple[str, int], state: ServerState, quiet: bool,
+                 secret: str | None = None) -> None:
         self.state = state
         self.quiet = quiet
         self.transfer = TransferOptions()
         self.wire = WireCounters()
+        self.tokens = TokenCheck(secret)   # per-user tokens (cc_auth.py)
         super().__init__(address, RequestHandler)
 
     def server_bind(self) -> None:
@@ -754,6 +771,7 @@ class RequestHandler(BaseHTTPRequestHandler):
         """Sync and events: log the request, apply a pending fault, answer."""
         self.server.wire.arrived(path)
         entry = self.state.log_request(method, path, "X-Api-Key" in self.headers)
+        self.state.note(entry, **log_fields(self.headers.get("Authorization")))
         if path == EVENTS_PATH and method == "POST":
             self.state.count_batch()
         fault: Fault | None = None
@@ -794,11 +812,22 @@ class RequestHandler(BaseHTTPRequestHandler):
                 raise HttpError(405, f"{path} takes POST")
             if not self.state.api_key_ok(self.headers.get("X-Api-Key")):
                 raise HttpError(401, "missing or wrong API key (X-Api-Key)")
+            tokens = self.server.tokens  # the token, then (below) its user against the body's
+            sub, refused = tokens.admit(path, self.headers.get("Authorization"),
+                                        peek_user_id(raw) if tokens.enabled else None)
+            if refused is not None:
+                return refused
             if path == SYNC_PATH:
-                return self._conditional_sync(parse_json(raw))
+                doc = parse_json(raw)
+                refused = tokens.match(path, sub, [parse_sync_request(doc)[0]])
+                return refused if refused is not None else self._conditional_sync(doc)
             doc = parse_json(decode_request_body(raw, self.headers.get("Content-Encoding"),
                                                  self.server.transfer))
-            accepted, duplicates = self.state.store_events(parse_events_request(doc))
+            events = parse_events_request(doc)
+            refused = tokens.match(path, sub, [event["user_id"] for event in events])
+            if refused is not None:
+                return refused
+            accepted, duplicates = self.state.store_events(events)
             return json_response(200, {"accepted": accepted, "duplicates": duplicates})
         except HttpError as exc:
             return error_response(exc.status, exc.message)
@@ -958,6 +987,7 @@ class RequestHandler(BaseHTTPRequestHandler):
     def admin_reset(self, raw: bytes) -> Response:
         self.server.transfer = TransferOptions()
         self.server.wire.clear()
+        self.server.tokens.clear()
         return json_response(200, self.state.reset())
 
     def _image(self, path: str) -> Response:
@@ -1013,6 +1043,7 @@ ADMIN_ROUTES: dict[tuple[str, str], Route] = {
     ("POST", "/_admin/transfer"): RequestHandler.admin_set_transfer,
     ("GET", "/_admin/arrivals"): RequestHandler.admin_arrivals,
     ("GET", "/healthz"): RequestHandler.healthz,
+    **TOKEN_ROUTES,   # /_admin/secret, /_admin/token, /_admin/auth (cc_auth.py)
 }
 
 
@@ -1043,9 +1074,10 @@ def check_loopback(host: str) -> None:
                          "(127.0.0.0/8, ::1, localhost) are allowed")
 
 
-def make_server(host: str, port: int, state: ServerState, quiet: bool) -> CardServer:
+def make_server(host: str, port: int, state: ServerState, quiet: bool,
+                secret: str | None = None) -> CardServer:
     server_class = CardServer6 if ":" in host else CardServer
-    return server_class((host, port), state, quiet)
+    return server_class((host, port), state, quiet, secret)
 
 
 def server_url(server: CardServer) -> str:
@@ -1074,6 +1106,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="SQLite file for received events (default: in memory)")
     parser.add_argument("--api-key", default=None,
                         help="require this X-Api-Key on /content_cards/sync and /events")
+    parser.add_argument("--secret", default=None,
+                        help="require Authorization: Bearer <token> signed with this secret on "
+                             "sync and events (cc_auth.py)")
     parser.add_argument("--port-file", default=None, help="write the port number to this file")
     parser.add_argument("--quiet", action="store_true", help="do not log requests to stderr")
     return parser.parse_args(argv)
@@ -1083,9 +1118,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         check_loopback(args.host)
+        if args.secret == "":
+            raise ValueError("--secret must not be empty")
         feed = Feed.load(args.feed)
         state = ServerState(feed, args.db, args.api_key)
-        server = make_server(args.host, args.port, state, args.quiet)
+        server = make_server(args.host, args.port, state, args.quiet, args.secret)
     except (ValueError, OSError, sqlite3.Error) as exc:
         print(f"cc_server: {exc}", file=sys.stderr)
         return 2

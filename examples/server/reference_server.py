@@ -43,14 +43,16 @@ class ReferenceServer:
     """A running ``cc_server.py``; a context manager.
 
     ``feed`` defaults to ``examples/data/sample_feed.json``; ``api_key`` makes the server require
-    ``X-Api-Key``; ``db`` keeps received events in a SQLite file; ``extra_args`` are passed on.
+    ``X-Api-Key``; ``secret`` makes it require per-user tokens (``Authorization: Bearer``, see
+    ``token``); ``db`` keeps received events in a SQLite file; ``extra_args`` are passed on.
     """
 
     def __init__(self, feed: str | None = None, *, api_key: str | None = None,
-                 db: str | None = None, host: str = "127.0.0.1",
+                 secret: str | None = None, db: str | None = None, host: str = "127.0.0.1",
                  extra_args: tuple[str, ...] = ()) -> None:
         self.feed = feed or SAMPLE_FEED
         self.api_key = api_key
+        self.secret = secret
         self.db = db
         self.host = host
         self.extra_args = tuple(extra_args)
@@ -74,6 +76,8 @@ class ReferenceServer:
                    "--port", "0", "--quiet", *self.extra_args]
         if self.api_key is not None:
             command += ["--api-key", self.api_key]
+        if self.secret is not None:
+            command += ["--secret", self.secret]
         if self.db is not None:
             command += ["--db", self.db]
         self._stderr = tempfile.TemporaryFile(mode="w+", encoding="utf-8")
@@ -198,6 +202,19 @@ class ReferenceServer:
     def wire(self) -> dict[str, dict[str, int]]:
         """Bytes on the wire per client endpoint: ``{path: {requests, bytes_in, bytes_out}}``."""
         return self.admin("GET", "/_admin/transfer")["wire"]
+
+    def token(self, user_id: str, ttl: float = 3600) -> str:
+        """A token for the user signed with the server's current secret (``ttl`` seconds from
+        now; negative: already expired)."""
+        return self.admin("POST", "/_admin/token", {"user_id": user_id, "ttl": ttl})["token"]
+
+    def set_secret(self, secret: str | None) -> None:
+        """Rotates the token secret; None turns the token checks off."""
+        self.admin("POST", "/_admin/secret", {"secret": secret})
+
+    def auth(self) -> dict[str, Any]:
+        """The token checks since the last reset: ``{"enabled", "accepted", "rejected"}``."""
+        return self.admin("GET", "/_admin/auth")
 
     def reset(self) -> None:
         """Clears faults, events, counters and the request log; restores the feed."""
