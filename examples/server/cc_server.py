@@ -2,10 +2,10 @@
 """Reference Content Cards server (Python standard library only).
 
 This is the server the project's tests and demo talk to. It implements the wire format of
-``docs/WIRE.md`` (sync, events, per-user tokens), plus an admin API that lets a
+``docs/WIRE.md`` (sync, events, per-user tokens, the hint stream), plus an admin API that lets a
 test change cards, read the events it received and inject faults. Beside it: ``cc_common.py``
-(errors, JSON, responses), ``cc_transfer.py`` (compression, validators) and ``cc_auth.py``
-(tokens).
+(errors, JSON, responses), ``cc_transfer.py`` (compression, validators), ``cc_auth.py`` (tokens)
+and ``cc_stream.py`` (the hint stream).
 
 Usage::
 
@@ -25,6 +25,11 @@ user; see ``cc_auth.py``):
   copy of its card (``v``, ``cl``, ``d``, ``rd``), which the next sync of every device of that
   user carries (docs/WIRE.md, "Events": per-user state). With a secret, every event's
   ``user_id`` must be the token's user (a batch that mixes users is refused).
+* ``GET /content_cards/stream?user_id=U`` -- the hint stream (``text/event-stream``): a
+  ``retry: 1000`` line, then one ``hint`` event per change of U's cards (``/_admin/cards``,
+  ``/_admin/remove``, ``/_admin/force_full``) or ``/_admin/hint``, and a ``: keepalive`` comment
+  after ``--stream-keepalive`` seconds (default 15) without a write; ``Last-Event-ID`` lower
+  than U's newest hint gets that hint at once (see ``cc_stream.py``).
 
 Admin endpoints (JSON in and out, never protected by the API key):
 
@@ -36,8 +41,9 @@ Admin endpoints (JSON in and out, never protected by the API key):
 * ``POST /_admin/remove``      -- ``{"user_id": U, "ids": [...]}`` removes cards (tombstones)
 * ``POST /_admin/force_full``  -- ``{"user_id": U}`` makes U's next sync a full sync
 * ``POST /_admin/fault``       -- queues a fault (see ``Fault``)
-* ``POST /_admin/reset``       -- clears faults, events, counters (token checks included),
-  request log; restores the feed and the transfer options. It keeps the secret.
+* ``POST /_admin/reset``       -- clears faults (stream faults too), events, counters (token
+  checks, streams opened), request log; restores the feed, the transfer options and the
+  keepalive. It keeps the secret and the open streams.
 * ``GET  /_admin/images``      -- ``{"served": N, "paths": [...]}`` (image requests answered)
 * ``GET  /_admin/transfer``    -- the transfer options and the bytes on the wire per endpoint
 * ``POST /_admin/transfer``    -- sets transfer options (see ``TransferOptions``)
@@ -48,6 +54,14 @@ Admin endpoints (JSON in and out, never protected by the API key):
   negative) -> ``{"token": T, "exp": E}`` signed with the current secret (409 without one)
 * ``GET  /_admin/auth``        -- ``{"enabled": bool, "accepted": N, "rejected": [{"path", "reason",
   "user_id", "sub"}, ...]}``: the token checks since the last reset
+* ``POST /_admin/hint``        -- ``{"user_id": U}`` sends U's streams a hint -> ``{"user_id", "id"}``
+* ``POST /_admin/stream_fault`` -- ``{"mode": M, "times": 1, ...}`` for the next stream
+  connections: ``endless_line`` (``rate``), ``flood`` (``count``), ``silent``,
+  ``silent_accept``, ``close_after`` (``count``; or ``{"close_after": N}``), ``status``
+  (``status``, ``retry_after``; or ``{"status": 503}``); see ``StreamFault``
+* ``GET  /_admin/streams``     -- ``{"open": N, "opened": N, "by_user": {U: n}, "keepalive": K,
+  "last_id": N, "faults": [...]}``
+* ``POST /_admin/streams``     -- ``{"keepalive": SECONDS}`` for every stream, open ones included
 * ``GET  /healthz``            -- ``ok``
 
 Images, for the image cache's tests (never protected by the API key):
@@ -91,6 +105,8 @@ from cc_transfer import (CountingReader, CountingWriter, TransferOptions, WireCo
                          accepts_gzip, decode_request_body, gzip_bomb, gzip_response,
                          outage_response, sync_validator, validator_matches)
 from cc_auth import ADMIN_ROUTES as TOKEN_ROUTES, TokenCheck, log_fields
+from cc_stream import (ADMIN_ROUTES as STREAM_ROUTES, DEFAULT_KEEPALIVE_SECONDS, STREAM_PATH,
+                       HintHub)
 
 IMAGES_PATH = "/images/"
 CLIENT_PATHS = (SYNC_PATH, EVENTS_PATH)
@@ -683,12 +699,14 @@ class CardServer(ThreadingHTTPServer):
     request_queue_size = 128
 
     def __init__(self, address: tuple[str, int], state: ServerState, quiet: bool,
-                 secret: str | None = None) -> None:
+                 secret: str | None = None,
+                 keepalive: float = DEFAULT_KEEPALIVE_SECONDS) -> None:
         self.state = state
         self.quiet = quiet
         self.transfer = TransferOptions()
         self.wire = WireCounters()
         self.tokens = TokenCheck(secret)   # per-user tokens (cc_auth.py)
+        self.hints = HintHub(keepalive)    # the hint stream (cc_stream.py)
         super().__init__(address, RequestHandler)
 
     def server_bind(self) -> None:
@@ -749,6 +767,9 @@ class RequestHandler(BaseHTTPRequestHandler):
         try:
             if path in CLIENT_PATHS:
                 self._serve_client(method, path)
+                return
+            if path == STREAM_PATH:
+                self._serve_stream(method)
                 return
             if path.startswith(IMAGES_PATH) and method == "GET":
                 self._send(self._image(path))
@@ -831,6 +852,30 @@ class RequestHandler(BaseHTTPRequestHandler):
             return json_response(200, {"accepted": accepted, "duplicates": duplicates})
         except HttpError as exc:
             return error_response(exc.status, exc.message)
+
+    def _serve_stream(self, method: str) -> None:
+        """GET /content_cards/stream: the API key and the token as for sync, then the stream
+        (cc_stream.py); the request log notes it like a sync."""
+        user_id = parse_qs(urlsplit(self.path).query).get("user_id", [""])[0]
+        entry = self.state.log_request(method, STREAM_PATH, "X-Api-Key" in self.headers)
+        self.state.note(entry, user_id=user_id, **log_fields(self.headers.get("Authorization")))
+        self.close_connection = True
+        refused: Response | None = None
+        if method != "GET":
+            refused = error_response(405, f"{STREAM_PATH} takes GET")
+        elif not self.state.api_key_ok(self.headers.get("X-Api-Key")):
+            refused = error_response(401, "missing or wrong API key (X-Api-Key)")
+        else:
+            tokens = self.server.tokens
+            sub, refused = tokens.admit(STREAM_PATH, self.headers.get("Authorization"), user_id)
+            refused = refused or tokens.match(STREAM_PATH, sub, [user_id])
+        if refused is not None:
+            self.state.note(entry, status=refused.status, error=error_message(refused))
+            self._send(refused)
+            return
+        outage = outage_response(self.server.transfer) if self.server.transfer.outage else None
+        self.server.hints.serve(self, user_id, self.headers.get("Last-Event-ID"), outage,
+                                lambda **values: self.state.note(entry, **values))
 
     # -- transfers: validators and compression --------------------------------
 
@@ -968,16 +1013,24 @@ class RequestHandler(BaseHTTPRequestHandler):
     def admin_set_cards(self, raw: bytes) -> Response:
         doc = require_object(parse_json(raw), "body")
         user_id = require_string(doc, "user_id")
-        return json_response(200, self.state.upsert_cards(user_id, parse_card_list(doc)))
+        response = json_response(200, self.state.upsert_cards(user_id, parse_card_list(doc)))
+        if doc["cards"]:
+            self.server.hints.publish(user_id)
+        return response
 
     def admin_remove(self, raw: bytes) -> Response:
         doc = require_object(parse_json(raw), "body")
         user_id = require_string(doc, "user_id")
-        return json_response(200, self.state.remove_cards(user_id, parse_id_list(doc)))
+        result = self.state.remove_cards(user_id, parse_id_list(doc))
+        if result["removed"]:
+            self.server.hints.publish(user_id)
+        return json_response(200, result)
 
     def admin_force_full(self, raw: bytes) -> Response:
         doc = require_object(parse_json(raw), "body")
-        return json_response(200, self.state.force_full(require_string(doc, "user_id")))
+        response = json_response(200, self.state.force_full(require_string(doc, "user_id")))
+        self.server.hints.publish(doc["user_id"])
+        return response
 
     def admin_add_fault(self, raw: bytes) -> Response:
         fault = Fault.from_json(parse_json(raw) if raw.strip() else {})
@@ -988,6 +1041,7 @@ class RequestHandler(BaseHTTPRequestHandler):
         self.server.transfer = TransferOptions()
         self.server.wire.clear()
         self.server.tokens.clear()
+        self.server.hints.reset()
         return json_response(200, self.state.reset())
 
     def _image(self, path: str) -> Response:
@@ -1044,6 +1098,7 @@ ADMIN_ROUTES: dict[tuple[str, str], Route] = {
     ("GET", "/_admin/arrivals"): RequestHandler.admin_arrivals,
     ("GET", "/healthz"): RequestHandler.healthz,
     **TOKEN_ROUTES,   # /_admin/secret, /_admin/token, /_admin/auth (cc_auth.py)
+    **STREAM_ROUTES,  # /_admin/hint, /_admin/stream_fault, /_admin/streams (cc_stream.py)
 }
 
 
@@ -1075,9 +1130,10 @@ def check_loopback(host: str) -> None:
 
 
 def make_server(host: str, port: int, state: ServerState, quiet: bool,
-                secret: str | None = None) -> CardServer:
+                secret: str | None = None,
+                keepalive: float = DEFAULT_KEEPALIVE_SECONDS) -> CardServer:
     server_class = CardServer6 if ":" in host else CardServer
-    return server_class((host, port), state, quiet, secret)
+    return server_class((host, port), state, quiet, secret, keepalive)
 
 
 def server_url(server: CardServer) -> str:
@@ -1108,7 +1164,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="require this X-Api-Key on /content_cards/sync and /events")
     parser.add_argument("--secret", default=None,
                         help="require Authorization: Bearer <token> signed with this secret on "
-                             "sync and events (cc_auth.py)")
+                             "sync, events and the stream (cc_auth.py)")
+    parser.add_argument("--stream-keepalive", type=float, default=DEFAULT_KEEPALIVE_SECONDS,
+                        help="seconds without a write before a stream sends a keepalive "
+                             f"comment (default {DEFAULT_KEEPALIVE_SECONDS:g})")
     parser.add_argument("--port-file", default=None, help="write the port number to this file")
     parser.add_argument("--quiet", action="store_true", help="do not log requests to stderr")
     return parser.parse_args(argv)
@@ -1120,9 +1179,12 @@ def main(argv: list[str] | None = None) -> int:
         check_loopback(args.host)
         if args.secret == "":
             raise ValueError("--secret must not be empty")
+        if args.stream_keepalive <= 0:
+            raise ValueError("--stream-keepalive must be more than 0 seconds")
         feed = Feed.load(args.feed)
         state = ServerState(feed, args.db, args.api_key)
-        server = make_server(args.host, args.port, state, args.quiet, args.secret)
+        server = make_server(args.host, args.port, state, args.quiet, args.secret,
+                             args.stream_keepalive)
     except (ValueError, OSError, sqlite3.Error) as exc:
         print(f"cc_server: {exc}", file=sys.stderr)
         return 2
@@ -1139,6 +1201,7 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.sigwait(stop_signals)
     state.stopping.set()
+    server.hints.close()  # ends the open streams: their sockets are shut down
     server.shutdown()
     server.server_close()
     state.close()

@@ -216,6 +216,19 @@ class ReferenceServer:
         """The token checks since the last reset: ``{"enabled", "accepted", "rejected"}``."""
         return self.admin("GET", "/_admin/auth")
 
+    def hint(self, user_id: str) -> int:
+        """Sends the user's open streams a hint; returns its id."""
+        return self.admin("POST", "/_admin/hint", {"user_id": user_id})["id"]
+
+    def stream_fault(self, **fault: Any) -> dict[str, Any]:
+        """Queues a fault for the next stream connection, e.g. ``stream_fault(mode="silent")``
+        or ``stream_fault(status=503, retry_after=1)``."""
+        return self.admin("POST", "/_admin/stream_fault", fault)["fault"]
+
+    def streams(self) -> dict[str, Any]:
+        """``{"open", "opened", "by_user", "keepalive", "last_id", "faults"}``."""
+        return self.admin("GET", "/_admin/streams")
+
     def reset(self) -> None:
         """Clears faults, events, counters and the request log; restores the feed."""
         self.admin("POST", "/_admin/reset", {})
