@@ -158,6 +158,16 @@ package enum ResultJSON {
         w.key("droppedEvents"); w.int(d.droppedEvents)
         w.key("subscribers"); w.int(d.subscribers)
         w.key("threadStartsRefused"); w.int(d.threadStartsRefused)
+        w.key("tokens")
+        w.beginObject()
+        w.key("provider"); w.bool(d.tokens.provider)
+        w.key("asked"); w.int(d.tokens.asked)
+        w.key("reused"); w.int(d.tokens.reused)
+        w.key("failures"); w.int(d.tokens.failures)
+        w.key("timeouts"); w.int(d.tokens.timeouts)
+        w.key("abandoned"); w.int(d.tokens.abandoned)
+        w.key("retriedAfter401"); w.int(d.tokens.retriedAfter401)
+        w.endObject()
         w.endObject()
         return w.string
     }

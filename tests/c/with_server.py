@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Runs a test program with the reference server up on 127.0.0.1, then stops the server.
 
-    with_server.py [--feed FEED] PROGRAM [ARGS...]
+    with_server.py [--feed FEED] [--secret S] PROGRAM [ARGS...]
                                           starts examples/server/cc_server.py on an ephemeral port
-                                          (on FEED, default the sample feed),
+                                          (on FEED, default the sample feed; with S, requiring
+                                          per-user tokens signed with it),
                                           runs PROGRAM with CC_SERVER_URL set and CC_ADMIN set to a
                                           command for admin calls, and exits with its status
     with_server.py --admin URL METHOD PATH [JSON]
@@ -35,10 +36,14 @@ def main(argv: list[str]) -> int:
         return admin(argv[1], argv[2], argv[3], argv[4] if len(argv) > 4 else None)
     from reference_server import ReferenceServer
 
-    feed = None
-    if argv and argv[0] == "--feed":
-        feed, argv = argv[1], argv[2:]
-    with ReferenceServer(feed) as server:
+    feed = secret = None
+    while argv and argv[0] in ("--feed", "--secret"):
+        if argv[0] == "--feed":
+            feed = argv[1]
+        else:
+            secret = argv[1]
+        argv = argv[2:]
+    with ReferenceServer(feed, secret=secret) as server:
         env = dict(os.environ)
         env["CC_SERVER_URL"] = server.url
         env["CC_ADMIN"] = f"{sys.executable} {os.path.abspath(__file__)} --admin {server.url}"

@@ -19,6 +19,7 @@ extension ContentCardsController {
             if let rows = try? store?.cardRowCount(user: userID) { d.unreadableStoredCards = max(0, rows - feed.stored.cards.count) }
             d.lastSuccessfulRefreshAt = refresher.lastSyncedAt > 0 ? refresher.lastSyncedAt : nil
             d.threadStartsRefused = ThreadStarts.refused.count
+            d.tokens = tokens.diagnostics
             return d
         }
     }

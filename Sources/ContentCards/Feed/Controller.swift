@@ -45,6 +45,9 @@ public final class ContentCardsController: @unchecked Sendable {
     let delivery: EventDelivery
     /// The host's transport, shared with the sources and sinks that use it.
     let hostTransport = HostTransportSlot()
+    /// The host's token provider and the users' tokens (Sync/Tokens.swift), read by the source,
+    /// the event sink and the hint stream when they send.
+    let tokens = TokenSlot()
     var record = DiagnosticsRecord()
 
     /// The image cache and its prefetches, when `images` is configured.
@@ -58,12 +61,12 @@ public final class ContentCardsController: @unchecked Sendable {
         self.clock = clock
         self.eventIDs = eventIDs
         hostTransport.set(transport)
-        delivery = EventDelivery(sink: Self.makeSink(configuration, hostTransport))
+        delivery = EventDelivery(sink: Self.makeSink(configuration, hostTransport, tokens))
         decoder = PayloadDecoder(limits: .init(maxBytes: configuration.maxPayloadBytes, maxDepth: 64),
                                  knownClassTypes: configuration.knownClassTypes)
         userID = configuration.userID
         storeIsInMemory = configuration.storagePath == nil
-        refresher = Refresher(source: Self.makeSource(configuration, hostTransport),
+        refresher = Refresher(source: Self.makeSource(configuration, hostTransport, tokens),
                               limiter: RateLimiter(capacity: configuration.refreshTokens,
                                                    interval: configuration.refreshIntervalSeconds, now: clock.now()))
         do {
@@ -108,28 +111,40 @@ public final class ContentCardsController: @unchecked Sendable {
 
     deinit { close() }
 
-    private static func makeSource(_ configuration: Configuration, _ hostTransport: HostTransportSlot) -> CardSource? {
+    private static func makeSource(_ configuration: Configuration, _ hostTransport: HostTransportSlot,
+                                   _ tokens: TokenSlot) -> CardSource? {
         let max = configuration.maxPayloadBytes
         switch configuration.source {
         case nil: return nil
         case .file(let path): return FileSource(path: path, maxBytes: max)
         case .url(let base, let apiKey):
             return RemoteSource(url: base + "/content_cards/sync", apiKey: apiKey, maxBytes: max,
-                                acceptsCompression: true) { .success(CurlTransport()) }
+                                acceptsCompression: true, transport: { .success(CurlTransport()) }, tokens: tokens)
         case .callback:
-            return RemoteSource(url: "/content_cards/sync", apiKey: "", maxBytes: max, transport: hostTransport.get)
+            return RemoteSource(url: "/content_cards/sync", apiKey: "", maxBytes: max, transport: hostTransport.get, tokens: tokens)
         }
     }
 
-    private static func makeSink(_ configuration: Configuration, _ hostTransport: HostTransportSlot) -> EventSink? {
+    private static func makeSink(_ configuration: Configuration, _ hostTransport: HostTransportSlot,
+                                 _ tokens: TokenSlot) -> EventSink? {
         switch configuration.events {
         case nil: return nil
         case .file(let path): return FileEventSink(path: path)
         case .url(let base, let apiKey):
-            return RemoteEventSink(url: base + "/events", apiKey: apiKey, compression: EventCompression()) { .success(CurlTransport()) }
+            return RemoteEventSink(url: base + "/events", apiKey: apiKey, compression: EventCompression(),
+                                   transport: { .success(CurlTransport()) }, tokens: tokens)
         case .callback:
-            return RemoteEventSink(url: "/events", apiKey: "", transport: hostTransport.get)
+            return RemoteEventSink(url: "/events", apiKey: "", transport: hostTransport.get, tokens: tokens)
         }
+    }
+
+    /// Sets (or with nil, removes) the host's token provider: from then on every sync, event
+    /// batch and hint stream carries `Authorization: Bearer TOKEN` with the token it gives for
+    /// the request's user (docs/WIRE.md, "Per-user tokens"). Tokens of an earlier provider are
+    /// forgotten.
+    public func setTokenProvider(_ provider: TokenProvider?) throws(ContentCardsError) {
+        try lock.withLock { () throws(ContentCardsError) in try checkOpen() }
+        tokens.set(provider)
     }
 
     /// Sets (or with nil, removes) the host's transport, used where the configuration says
@@ -188,6 +203,7 @@ public final class ContentCardsController: @unchecked Sendable {
             Scheduler.shared.cancel(on: timerQueues)
             images?.close()
             hostTransport.set(nil)
+            tokens.set(nil)
             subscribers.removeAll()
         }
     }

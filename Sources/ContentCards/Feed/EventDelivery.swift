@@ -78,8 +78,13 @@ final class EventDelivery: @unchecked Sendable {
             do throws(ContentCardsError) {
                 batch = try controller.lock.withLock { () throws(ContentCardsError) in
                     guard let store = controller.store else { throw ContentCardsController.closedError }
-                    do throws(StoreError) { return try store.pendingEvents(limit: controller.configuration.eventBatchSize, maxBytes: controller.configuration.eventBatchBytes) }
+                    let pending: [PendingEvent]
+                    do throws(StoreError) { pending = try store.pendingEvents(limit: controller.configuration.eventBatchSize, maxBytes: controller.configuration.eventBatchBytes) }
                     catch { throw ContentCardsError(.storage, error.message) }
+                    // With per-user tokens a batch goes with one user's token: the events of
+                    // the first user only (the next batch takes the next user's).
+                    guard controller.tokens.isSet, let user = pending.first?.event.userID else { return pending }
+                    return Array(pending.prefix { $0.event.userID == user })
                 }
             } catch {
                 failure = error

@@ -22,6 +22,10 @@ public struct ContentCardsError: Error, Equatable, CustomStringConvertible, Send
         /// A file source that cannot be read (missing, unreadable, not a regular file): a
         /// local problem, not the network.
         case sourceFile = -18
+        /// No usable per-user token: the token provider failed, did not answer in time or gave
+        /// a token that cannot go in a header, or the server refused the token (401) again
+        /// after the one retry with a new one.
+        case auth = -19
         case `internal` = -99
 
         /// The status name of the C header: "CC_E_NOT_FOUND".
@@ -48,6 +52,7 @@ public struct ContentCardsError: Error, Equatable, CustomStringConvertible, Send
             case .noMemory: return "no_memory"
             case .closed: return "closed"
             case .sourceFile: return "source_file"
+            case .auth: return "auth"
             case .internal: return "internal"
             }
         }

@@ -48,6 +48,25 @@ public struct Diagnostics: Sendable, Equatable {
     /// Thread starts the system refused in this process (all controllers): the background
     /// work they were for waited and was retried, never dropped (docs/BEHAVIOUR.md, "Threads").
     public var threadStartsRefused: Int = 0
+    /// The token provider's work (docs/WIRE.md, "Per-user tokens").
+    public var tokens = Tokens()
+
+    public struct Tokens: Equatable, Sendable {
+        /// A provider is set.
+        public var provider = false
+        /// Calls of the provider.
+        public var asked = 0
+        /// Requests that used a token asked for earlier.
+        public var reused = 0
+        /// Requests not sent for want of a token: the provider failed, timed out or gave a bad one.
+        public var failures = 0
+        public var timeouts = 0
+        /// Provider calls abandoned at their deadline and still running.
+        public var abandoned = 0
+        /// Requests sent again after a 401, with a token asked for anew.
+        public var retriedAfter401 = 0
+        public init() {}
+    }
 }
 
 /// The parts of the diagnostics the controller records as it goes.

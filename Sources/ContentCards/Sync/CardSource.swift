@@ -55,6 +55,8 @@ struct RemoteSource: CardSource {
     /// bounded by maxBytes of decoded bytes); a host transport decodes on its side.
     var acceptsCompression = false
     let transport: @Sendable () -> Result<Transport, ContentCardsError>
+    /// The controller's token provider: each sync carries the user's token when one is set.
+    var tokens: TokenSlot? = nil
 
     func fetch(userID: String, deviceID: String, cursors: SyncCursors, validator: String?, timeout: Double) -> Result<Fetched, ContentCardsError> {
         let transport: Transport
@@ -69,11 +71,14 @@ struct RemoteSource: CardSource {
         let conditional = validator.map { !$0.isEmpty && cursors.lastFullSyncAt > 0 } ?? false
         if conditional, let validator { headers.append(("If-None-Match", validator)) }
         if let bad = TransportRequest.checkHeaders(headers, kind: .sync) { return .failure(bad) }
-        var request = TransportRequest(kind: .sync, url: url, headers: headers,
-                                       body: SyncJSON.request(userID: userID, deviceID: deviceID, cursors: cursors),
-                                       timeout: timeout, maxResponseBytes: maxBytes)
-        request.acceptsCompression = acceptsCompression
-        switch transport.send(request) {
+        let body = SyncJSON.request(userID: userID, deviceID: deviceID, cursors: cursors)
+        let sent = TokenSlot.send(tokens, user: userID, timeout: timeout, what: "sync") { auth, left in
+            var request = TransportRequest(kind: .sync, url: url, headers: headers + (auth.map { [$0] } ?? []),
+                                           body: body, timeout: left, maxResponseBytes: maxBytes)
+            request.acceptsCompression = acceptsCompression
+            return transport.send(request)
+        }
+        switch sent {
         case .failure(let e):
             return .failure(e)
         case .success(let response):

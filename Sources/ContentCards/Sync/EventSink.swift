@@ -36,6 +36,8 @@ struct RemoteEventSink: EventSink {
     /// transport only; a host transport gets the JSON as it is.
     var compression: EventCompression? = nil
     let transport: @Sendable () -> Result<Transport, ContentCardsError>
+    /// The controller's token provider: each batch carries its user's token when one is set.
+    var tokens: TokenSlot? = nil
 
     func deliver(_ events: [Event], timeout: Double) -> DeliveryOutcome {
         let transport: Transport
@@ -47,11 +49,17 @@ struct RemoteEventSink: EventSink {
         if !apiKey.isEmpty { headers.append(("X-Api-Key", apiKey)) }
         if let bad = TransportRequest.checkHeaders(headers, kind: .events) { return .retry(bad) }
         let json = EventJSON.batch(events)
+        // A batch is of one user when tokens are used (EventDelivery cuts it so): its token.
+        let user = events.first?.userID ?? ""
         if let compression, let gzipped = compression.compress(json) {
-            var request = TransportRequest(kind: .events, url: url, headers: headers + [("Content-Encoding", "gzip")],
-                                           body: gzipped, timeout: timeout, maxResponseBytes: 1 << 20)
-            request.acceptsCompression = false
-            switch transport.send(request) {
+            let sent = TokenSlot.send(tokens, user: user, timeout: timeout, what: "event delivery") { auth, left in
+                var request = TransportRequest(kind: .events, url: url,
+                                               headers: headers + [("Content-Encoding", "gzip")] + (auth.map { [$0] } ?? []),
+                                               body: gzipped, timeout: left, maxResponseBytes: 1 << 20)
+                request.acceptsCompression = false
+                return transport.send(request)
+            }
+            switch sent {
             case .failure(let e):
                 return .retry(e)
             case .success(let response) where response.status == 415:
@@ -62,9 +70,11 @@ struct RemoteEventSink: EventSink {
                 return Self.outcome(response)
             }
         }
-        let request = TransportRequest(kind: .events, url: url, headers: headers, body: json,
-                                       timeout: timeout, maxResponseBytes: 1 << 20)
-        switch transport.send(request) {
+        let sent = TokenSlot.send(tokens, user: user, timeout: timeout, what: "event delivery") { auth, left in
+            transport.send(TransportRequest(kind: .events, url: url, headers: headers + (auth.map { [$0] } ?? []),
+                                            body: json, timeout: left, maxResponseBytes: 1 << 20))
+        }
+        switch sent {
         case .failure(let e):
             return .retry(e)
         case .success(let response):

@@ -8,10 +8,11 @@ final class ReferenceServer {
     let url: String
     private let output = Pipe()
 
-    init(feed: String = Fixtures.sampleFeedPath, apiKey: String? = nil) throws {
+    init(feed: String = Fixtures.sampleFeedPath, apiKey: String? = nil, secret: String? = nil) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         var arguments = ["python3", Fixtures.root + "/examples/server/cc_server.py", "--feed", feed, "--port", "0", "--quiet"]
         if let apiKey { arguments += ["--api-key", apiKey] }
+        if let secret { arguments += ["--secret", secret] }
         process.arguments = arguments
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice

@@ -1,0 +1,90 @@
+import CContentCardsABI
+import ContentCards
+/// The answer a token provider callback fills in. C sees only an opaque pointer to it, checked
+/// against the set of answers being given before any use, so a stray pointer is refused (the
+/// same scheme as `TransportResponseBox`).
+final class TokenResponseBox {
+    var token: AuthToken?
+    var failure: String?
+
+    private static let lock: Lock = {
+        let lock = Lock()
+        ForkSafety.holdAcrossFork(lock)
+        return lock
+    }()
+    nonisolated(unsafe) private static var active: [UInt: TokenResponseBox] = [:]
+
+    var handle: OpaquePointer? { OpaquePointer(Unmanaged.passUnretained(self).toOpaque()) }
+
+    func activate() { Self.lock.withLock { Self.active[UInt(bitPattern: handle)] = self } }
+    func deactivate() { _ = Self.lock.withLock { Self.active.removeValue(forKey: UInt(bitPattern: handle)) } }
+
+    static func find(_ p: OpaquePointer?) throws(ContentCardsError) -> TokenResponseBox {
+        guard let p else { throw ContentCardsError(.invalidArgument, "response is NULL") }
+        guard let box = lock.withLock({ active[UInt(bitPattern: p)] }) else {
+            throw ContentCardsError(.invalidArgument, "response is not a token response being answered (use it only inside the token provider)")
+        }
+        return box
+    }
+}
+
+/// The host's token provider callback as a `TokenProvider`.
+private func cTokenProvider(fn: cc_token_fn, data: UserData) -> TokenProvider {
+    { user in
+        let box = TokenResponseBox()
+        box.activate()
+        defer { box.deactivate() }
+        let status = user.withCString { fn(data.pointer, $0, box.handle) }
+        if status != CC_OK {
+            return .failure(ContentCardsError(.auth, box.failure ?? "the token provider returned \(status)"))
+        }
+        guard let token = box.token else {
+            return .failure(ContentCardsError(.auth, "the token provider returned CC_OK without cc_token_response_set"))
+        }
+        return .success(token)
+    }
+}
+
+@_cdecl("cc_token_response_set")
+public func cc_token_response_set(_ response: OpaquePointer?, _ token: UnsafePointer<CChar>?, _ expiresAt: Double) -> Int32 {
+    entry { () throws(ContentCardsError) in
+        let box = try TokenResponseBox.find(response)
+        guard let token else { throw ContentCardsError(.invalidArgument, "token is NULL") }
+        // Checked byte by byte before any decoding: a token is printable ASCII, never shown.
+        let length = strnlen(token, TokenSlot.maxBytes + 1)
+        let bytes = UnsafeRawBufferPointer(start: token, count: length)
+        if length > TokenSlot.maxBytes {
+            throw ContentCardsError(.invalidArgument, "token is over the limit of \(TokenSlot.maxBytes) bytes")
+        }
+        if let why = TokenSlot.invalidity(bytes: bytes) { throw ContentCardsError(.invalidArgument, "token cannot be sent: \(why)") }
+        box.token = AuthToken(String(decoding: bytes, as: UTF8.self), expiresAt: expiresAt)
+    }
+}
+
+@_cdecl("cc_token_response_fail")
+public func cc_token_response_fail(_ response: OpaquePointer?, _ message: UnsafePointer<CChar>?) -> Int32 {
+    entry { () throws(ContentCardsError) in
+        let box = try TokenResponseBox.find(response)
+        box.failure = try CStrings.required(message, "message")
+    }
+}
+
+@_cdecl("cc_controller_set_token_provider")
+public func cc_controller_set_token_provider(_ controller: OpaquePointer?, _ fn: cc_token_fn?, _ userdata: UnsafeMutableRawPointer?,
+                                             _ freeUserdata: (@convention(c) (UnsafeMutableRawPointer?) -> Void)?) -> Int32 {
+    let data = UserData(userdata, free: freeUserdata)
+    return entry { () throws(ContentCardsError) in
+        do throws(ContentCardsError) {
+            let c = try Handles.controller(controller)
+            if let fn {
+                try c.setTokenProvider(cTokenProvider(fn: fn, data: data))
+            } else {
+                data.release()
+                try c.setTokenProvider(nil)
+            }
+        } catch {
+            data.release()
+            throw error
+        }
+    }
+}

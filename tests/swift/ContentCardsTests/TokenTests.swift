@@ -1,0 +1,97 @@
+import Foundation
+import Testing
+@testable import ContentCards
+
+/// Per-user tokens (docs/WIRE.md, "Per-user tokens") against the reference server started with
+/// a secret: the provider is asked for each request's own user, again after a 401 (then the
+/// request is sent once more), and a provider that fails or hangs is an `.auth` error bounded
+/// by the request's timeout, with the events kept.
+@Suite(.serialized) struct TokenTests {
+    final class Asked: @unchecked Sendable {
+        private let lock = NSLock()
+        private var users: [String] = []
+        func add(_ user: String) { lock.lock(); users.append(user); lock.unlock() }
+        var all: [String] { lock.lock(); defer { lock.unlock() }; return users }
+    }
+
+    func controller(_ server: ReferenceServer, user: String, timeout: Double = 5) throws -> ContentCardsController {
+        try ContentCardsController(json: #"""
+            {"userId":"\#(user)","refreshTokens":0,"timeoutSeconds":\#(timeout),
+             "source":{"url":"\#(server.url)"},"events":{"url":"\#(server.url)"},"eventFlushIntervalSeconds":0}
+            """#)
+    }
+
+    /// A provider minting tokens through the server's admin API, for `as` when given (another
+    /// user's token), else for the user asked about.
+    func minting(_ server: ReferenceServer, asked: Asked, as other: String? = nil, ttl: Int = 3600) -> TokenProvider {
+        { user in
+            asked.add(user)
+            guard let answer = try? server.admin("POST", "/_admin/token", #"{"user_id":"\#(other ?? user)","ttl":\#(ttl)}"#),
+                  case .string(let token)? = answer["token"], case .number(let exp)? = answer["exp"] else {
+                return .failure(ContentCardsError(.auth, "the server minted no token"))
+            }
+            return .success(AuthToken(token, expiresAt: Double(exp)))
+        }
+    }
+
+    @Test func eachRequestCarriesItsUsersToken() throws {
+        let server = try ReferenceServer(secret: "swift-secret")
+        let c = try controller(server, user: "alice")
+        let asked = Asked()
+        try c.setTokenProvider(minting(server, asked: asked))
+        _ = try c.refresh()
+        _ = try c.logImpression(cardID: "tile-1")
+        try c.changeUser("bob")
+        _ = try c.refresh()
+        _ = try c.logImpression(cardID: "tile-1")
+        let flushed = try c.flushEvents(timeout: 5)
+        #expect(flushed.delivered == 2)
+        #expect(asked.all == ["alice", "bob"])
+        guard case .array(let rejected)? = try server.admin("GET", "/_admin/auth")["rejected"] else { Issue.record("no report"); return }
+        #expect(rejected.isEmpty)
+        #expect(c.diagnostics().tokens.reused >= 2)
+    }
+
+    @Test func anotherUsersTokenIsAskedForAgainOnceThenRefused() throws {
+        let server = try ReferenceServer(secret: "swift-secret")
+        let c = try controller(server, user: "alice")
+        let asked = Asked()
+        try c.setTokenProvider(minting(server, asked: asked, as: "mallory"))
+        #expect(throws: ContentCardsError.self) { _ = try c.refresh() }
+        do { _ = try c.refresh() } catch { #expect(error.code == .auth && error.message.contains("401")) }
+        #expect(asked.all.count == 4)
+        #expect(c.diagnostics().tokens.retriedAfter401 == 2)
+    }
+
+    @Test func aProviderThatThrowsOrHangsIsBoundedAndKeepsTheEvents() throws {
+        let server = try ReferenceServer(secret: "swift-secret")
+        let c = try controller(server, user: "alice", timeout: 1)
+        let asked = Asked()
+        try c.setTokenProvider(minting(server, asked: asked))
+        _ = try c.refresh()
+        _ = try c.logImpression(cardID: "tile-1")
+        try c.setTokenProvider { _ in .failure(ContentCardsError(.auth, "vault sealed")) }
+        do { _ = try c.flushEvents(timeout: 1); Issue.record("flushed") } catch {
+            #expect(error.code == .auth && error.message.contains("vault sealed"))
+        }
+        try c.setTokenProvider { _ in sleep(3); return .success(AuthToken("late")) }
+        let start = Date()
+        do { _ = try c.flushEvents(timeout: 1); Issue.record("flushed") } catch {
+            #expect(error.code == .auth || error.code == .timeout)
+        }
+        #expect(Date().timeIntervalSince(start) < 2.5)
+        #expect(try c.pendingEvents() == 1)
+        try c.setTokenProvider(minting(server, asked: asked))
+        #expect(try c.flushEvents(timeout: 5).delivered == 1)
+        #expect(try server.events().count == 1)
+    }
+
+    @Test func tokensThatCannotGoInAHeaderAreRefused() {
+        #expect(TokenSlot.invalidity("ok.token-1_~") == nil)
+        #expect(TokenSlot.invalidity("") != nil)
+        #expect(TokenSlot.invalidity("a b") != nil)
+        #expect(TokenSlot.invalidity("a\r\nX: 1")?.contains("0xD at offset 1") == true)
+        #expect(TokenSlot.invalidity("é") != nil)
+        #expect(TokenSlot.invalidity(String(repeating: "a", count: 8193)) != nil)
+    }
+}
