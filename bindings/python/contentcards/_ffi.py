@@ -7,8 +7,9 @@ types for every function of the header; every function that returns a status get
 ``cc_last_error_message()`` at once, on the calling thread. The wrappers below take the
 ``char **`` outputs and always free them with ``cc_string_free`` (try/finally).
 
-Callbacks: the library gets three module-level trampolines (:data:`UPDATE_TRAMPOLINE`,
-:data:`TRANSPORT_TRAMPOLINE`, :data:`FREE_TRAMPOLINE`) that live as long as the module, so no
+Callbacks: the library gets module-level trampolines (:data:`UPDATE_TRAMPOLINE`,
+:data:`TRANSPORT_TRAMPOLINE`, :data:`TOKEN_TRAMPOLINE`, :data:`FREE_TRAMPOLINE`...) that live as
+long as the module, so no
 ctypes thunk is ever freed while C may still call it (not even from inside its own call, as
 when a subscriber unsubscribes itself). The ``userdata`` handed to the library is a key into
 :data:`callbacks`, a registry of the Python callables; the library's ``free_userdata`` (the free
@@ -46,8 +47,9 @@ def error_for(code: int, message: str, retry_after: float | None = None) -> Cont
     return make(code, message, retry_after)
 
 __all__ = [
-    "CALLBACK_KEY_NONE", "FREE_TRAMPOLINE", "SIGNATURES", "TRANSPORT_TRAMPOLINE",
-    "UPDATE_TRAMPOLINE", "TransportRequestStruct", "callbacks", "cstr", "lib", "library_path",
+    "CALLBACK_KEY_NONE", "FREE_TRAMPOLINE", "NEWER", "SIGNATURES", "TOKEN_TRAMPOLINE",
+    "TRANSPORT_TRAMPOLINE", "UPDATE_TRAMPOLINE", "TransportRequestStruct", "callbacks", "cstr",
+    "has", "lib", "library_path", "require",
 ]
 
 # -- types ---------------------------------------------------------------------------------------
@@ -77,6 +79,8 @@ REFRESH_DONE_FN = CFUNCTYPE(None, c_void_p, c_int, c_char_p)
 LOG_FN = CFUNCTYPE(None, c_void_p, c_int, c_char_p)
 #: int (*cc_transport_fn)(void *userdata, const cc_transport_request *, cc_transport_response *)
 TRANSPORT_FN = CFUNCTYPE(c_int, c_void_p, POINTER(TransportRequestStruct), c_void_p)
+#: int (*cc_token_fn)(void *userdata, const char *user_id, cc_token_response *response)
+TOKEN_FN = CFUNCTYPE(c_int, c_void_p, c_char_p, c_void_p)
 
 handle_t = c_void_p          # cc_controller *, cc_snapshot *: opaque handles
 out_string_t = POINTER(c_void_p)  # char **: library-allocated, freed with cc_string_free
@@ -145,6 +149,16 @@ SIGNATURES: dict[str, tuple[Any, list[Any], str]] = {
     "cc_transport_response_fail": (c_int, [c_void_p, c_char_p], STATUS),
     "cc_transport_response_set_etag": (c_int, [c_void_p, c_char_p], STATUS),
     "cc_controller_set_transport": (c_int, [handle_t, TRANSPORT_FN, c_void_p, FREE_FN], STATUS),
+    # per-user tokens
+    "cc_token_response_set": (c_int, [c_void_p, c_char_p, c_double], STATUS),
+    "cc_token_response_fail": (c_int, [c_void_p, c_char_p], STATUS),
+    "cc_controller_set_token_provider": (c_int, [handle_t, TOKEN_FN, c_void_p, FREE_FN], STATUS),
+    # hints
+    "cc_controller_hint": (c_int, [handle_t, c_char_p], STATUS),
+    # forgetting and exporting a user
+    "cc_controller_forget_user": (c_int, [out_string_t, handle_t, c_char_p, c_int, c_double],
+                                  STATUS),
+    "cc_controller_export_user": (c_int, [out_string_t, handle_t, c_char_p], STATUS),
     # snapshots
     "cc_controller_snapshot": (c_int, [POINTER(handle_t), handle_t, c_char_p], STATUS),
     "cc_snapshot_count": (c_int, [POINTER(c_size_t), handle_t], STATUS),
@@ -159,6 +173,14 @@ SIGNATURES: dict[str, tuple[Any, list[Any], str]] = {
         c_int, [POINTER(c_char_p), POINTER(c_char_p), handle_t, c_size_t, c_size_t], STATUS),
     "cc_snapshot_close": (c_int, [handle_t], STATUS),
 }
+
+#: Functions of the header that a library of the same ABI built before them lacks. Such a
+#: library still loads; the method that needs one raises UnavailableError naming it (``has``
+#: says whether the loaded library has a function). Every other function must be there.
+NEWER = frozenset({
+    "cc_token_response_set", "cc_token_response_fail", "cc_controller_set_token_provider",
+    "cc_controller_hint", "cc_controller_forget_user", "cc_controller_export_user",
+})
 
 lib, library_path = _library.load()
 
@@ -177,7 +199,8 @@ def _declare() -> None:
         try:
             function = getattr(lib, name)
         except AttributeError:
-            missing.append(name)
+            if name not in NEWER:
+                missing.append(name)
             continue
         function.restype = restype
         function.argtypes = argtypes
@@ -194,6 +217,20 @@ def _last_error_message() -> str:
 
 
 _declare()
+
+
+def has(name: str) -> bool:
+    """Whether the loaded library has the function ``name`` (see :data:`NEWER`)."""
+    return hasattr(lib, name)
+
+
+def require(name: str) -> Any:
+    """The library's function ``name``; UnavailableError when the loaded library predates it."""
+    try:
+        return getattr(lib, name)
+    except AttributeError:
+        raise error_for(-13, f"{library_path} has no {name}: it is older than this package "
+                             f"(version {version()}); install the library built with it") from None
 
 # -- strings ---------------------------------------------------------------------------------------
 
@@ -493,6 +530,17 @@ def _transport_trampoline(userdata: int | None, request: Any, response: int | No
         return -1
 
 
+def _token_trampoline(userdata: int | None, user_id: bytes | None, response: int | None,
+                      _get: Callable[[int | None], Any] = callbacks.get) -> int:
+    try:
+        entry = _get(userdata)
+        if entry is None:
+            return -1
+        return int(entry(user_id, response))
+    except BaseException:  # noqa: BLE001 - nothing may propagate into C
+        return -1
+
+
 def _free_trampoline(userdata: int | None,
                      _release: Callable[[int | None], bool] = callbacks.release) -> None:
     try:
@@ -515,11 +563,13 @@ UPDATE_TRAMPOLINE = UPDATE_FN(_update_trampoline)
 REFRESH_DONE_TRAMPOLINE = REFRESH_DONE_FN(_refresh_done_trampoline)
 NULL_REFRESH_DONE_FN = REFRESH_DONE_FN()
 TRANSPORT_TRAMPOLINE = TRANSPORT_FN(_transport_trampoline)
+TOKEN_TRAMPOLINE = TOKEN_FN(_token_trampoline)
 FREE_TRAMPOLINE = FREE_FN(_free_trampoline)
 
 # NULL function pointers (a CFUNCTYPE argument does not take None).
 NULL_UPDATE_FN = UPDATE_FN()
 NULL_TRANSPORT_FN = TRANSPORT_FN()
+NULL_TOKEN_FN = TOKEN_FN()
 NULL_FREE_FN = FREE_FN()
 
 
@@ -555,6 +605,41 @@ def transport_response_set_etag(response: int | None, etag: bytes) -> None:
 
 def transport_response_fail(response: int | None, message: bytes) -> None:
     lib.cc_transport_response_fail(response, message)
+
+
+def controller_set_token_provider(handle: int, key: int | None) -> None:
+    """Sets the registry entry ``key`` as the token provider (None removes it); the library
+    releases the key when the provider is replaced, at close, or at once when this fails."""
+    function = require("cc_controller_set_token_provider")
+    if key is None:
+        function(handle, NULL_TOKEN_FN, None, NULL_FREE_FN)
+    else:
+        function(handle, TOKEN_TRAMPOLINE, key, FREE_TRAMPOLINE)
+
+
+def token_response_set(response: int | None, token: bytes, expires_at: float) -> None:
+    lib.cc_token_response_set(response, token, expires_at)
+
+
+def token_response_fail(response: int | None, message: bytes) -> None:
+    lib.cc_token_response_fail(response, message)
+
+
+# -- hints, forgetting and exporting a user -------------------------------------------------------
+
+
+def controller_hint(handle: int, user_id: bytes | None) -> None:
+    require("cc_controller_hint")(handle, user_id)
+
+
+def controller_forget_user(handle: int, user_id: bytes | None, pending: int,
+                           timeout_seconds: float) -> str:
+    return _call_string_out(require("cc_controller_forget_user"), handle, user_id, pending,
+                            timeout_seconds)
+
+
+def controller_export_user(handle: int, user_id: bytes | None) -> str:
+    return _call_string_out(require("cc_controller_export_user"), handle, user_id)
 
 
 # -- snapshots ------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ Each also derives from the built-in exception it means, so code that knows nothi
 contentcards catches it: a bad argument, configuration, payload or a closed controller is a
 :class:`ValueError`; an unknown card a :class:`LookupError`; a timeout a :class:`TimeoutError`;
 network, server, transport and storage failures an :class:`OSError`; running out of memory a
-:class:`MemoryError` (docs/API.md, "Errors").
+:class:`MemoryError`; no usable per-user token a :class:`PermissionError` (docs/API.md, "Errors").
 
 Every exception raised by the library is a :class:`ContentCardsError` with the status ``code``
 (a negative int), its ``name`` (``"CC_E_NOT_FOUND"``, as ``cc_status_name`` gives it) and the
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "STATUS_NAMES",
+    "AuthError",
     "CardNotFoundError",
     "ClosedError",
     "ConfigError",
@@ -66,6 +67,7 @@ STATUS_NAMES: dict[int, str] = {
     -16: "CC_E_NO_MEMORY",
     -17: "CC_E_CLOSED",
     -18: "CC_E_SOURCE_FILE",
+    -19: "CC_E_AUTH",
     -99: "CC_E_INTERNAL",
 }
 
@@ -251,6 +253,17 @@ class SourceFileError(ContentCardsError, OSError):
     default_code = -18
 
 
+class AuthError(ContentCardsError, PermissionError):
+    """No usable per-user token: the token provider (``ContentCards.set_token_provider``)
+    raised, returned something that is not a token, or did not answer by the request's
+    deadline; or the server refused the token (HTTP 401) again after the one retry with a new
+    one. The request was not sent or not accepted: the cached cards stay and events stay
+    pending. When the provider raised, the message has the exception's type and text (and it
+    is the ``__cause__``, when it ran for the call that failed)."""
+
+    default_code = -19
+
+
 class InternalError(ContentCardsError):
     """A bug in the library; please report it."""
 
@@ -263,7 +276,7 @@ _CLASSES: dict[int, type[ContentCardsError]] = {
                 CardNotFoundError, RefusedError, RateLimitedError, NetworkError,
                 RequestTimeoutError, ServerError, StorageError, NoSourceError, UnavailableError,
                 WrongUserError, TransportError, NoMemoryError, ClosedError, SourceFileError,
-                InternalError)
+                AuthError, InternalError)
 }
 
 

@@ -271,7 +271,7 @@ def test_exception_classes() -> None:
         -10: cc.ServerError, -11: cc.StorageError, -12: cc.NoSourceError,
         -13: cc.UnavailableError, -14: cc.WrongUserError, -15: cc.TransportError,
         -16: cc.NoMemoryError, -17: cc.ClosedError, -18: cc.SourceFileError,
-        -99: cc.InternalError,
+        -19: cc.AuthError, -99: cc.InternalError,
     }
     assert set(expected) == set(cc.errors.STATUS_NAMES) - {0}
     for code, cls in expected.items():

@@ -230,7 +230,7 @@ def test_the_outbox_lists_each_events_failed_attempts() -> None:
     (cc.RequestTimeoutError, TimeoutError), (cc.NetworkError, OSError),
     (cc.ServerError, OSError), (cc.StorageError, OSError), (cc.TransportError, OSError),
     (cc.ClosedError, ValueError), (cc.NoMemoryError, MemoryError),
-    (cc.SourceFileError, OSError),
+    (cc.SourceFileError, OSError), (cc.AuthError, PermissionError),
 ])
 def test_exceptions_are_the_builtins_they_mean(cls: type[cc.ContentCardsError],
                                                base: type[BaseException]) -> None:

@@ -136,7 +136,30 @@ def probes(h: int) -> list[tuple[str, Callable[[], Any]]]:
          lambda: lib.cc_config_append_string(h, b"knownClassTypes", b"t")),
         ("cc_config_json", lambda: lib.cc_config_json(ctypes.byref(OUT()), h)),
         ("cc_config_close", lambda: lib.cc_config_close(h)),
+    ] + newer_probes(h)
+
+
+def newer_probes(h: int) -> list[tuple[str, Callable[[], Any]]]:
+    """Probes of the functions of _ffi.NEWER that the loaded library has."""
+    calls: list[tuple[str, Callable[[], Any]]] = [
+        ("cc_token_response_set", lambda: lib.cc_token_response_set(None, b"t", 0)),
+        ("cc_token_response_fail", lambda: lib.cc_token_response_fail(None, b"x")),
+        ("cc_controller_set_token_provider",
+         lambda: lib.cc_controller_set_token_provider(h, _ffi.NULL_TOKEN_FN, None,
+                                                      _ffi.NULL_FREE_FN)),
+        ("cc_controller_hint", lambda: lib.cc_controller_hint(h, BAD)),
+        ("cc_controller_hint", lambda: lib.cc_controller_hint(h, b"someone-else")),
+        ("cc_controller_forget_user",
+         lambda: lib.cc_controller_forget_user(None, h, BAD, 1, 1.0)),
+        ("cc_controller_forget_user",
+         lambda: lib.cc_controller_forget_user(None, h, b"nobody", 7, 1.0)),
+        ("cc_controller_forget_user",
+         lambda: lib.cc_controller_forget_user(None, h, b"nobody", 0, float("nan"))),
+        ("cc_controller_export_user", lambda: lib.cc_controller_export_user(None, h, None)),
+        ("cc_controller_export_user",
+         lambda: lib.cc_controller_export_user(ctypes.byref(OUT()), h, BAD)),
     ]
+    return [(name, call) for name, call in calls if _ffi.has(name)]
 
 
 def config_probes(c: int) -> list[tuple[str, Callable[[], Any]]]:
@@ -225,7 +248,8 @@ def test_statuses_of_live_and_misused_calls_are_listed() -> None:
     check("cc_config_close", status(lambda: lib.cc_config_close(config)), problems)
     for name, call in probes(h):   # a closed controller
         if name not in ("cc_controller_open", "cc_transport_response_set",
-                        "cc_transport_response_fail"):
+                        "cc_transport_response_fail", "cc_token_response_set",
+                        "cc_token_response_fail"):
             check(name, status(call), problems)
     for name, call in probes(0x7FFF_0000_00C1):   # never issued
         check(name, status(call), problems)
@@ -242,7 +266,8 @@ def test_statuses_on_a_controller_inherited_across_fork() -> None:
             problems: list[str] = []
             for name, call in probes(h):
                 if name not in ("cc_controller_open", "cc_transport_response_set",
-                                "cc_transport_response_fail"):
+                                "cc_transport_response_fail", "cc_token_response_set",
+                                "cc_token_response_fail"):
                     check(name, status(call), problems)
             os.write(write, "\n".join(problems).encode() or b"ok")
         finally:
