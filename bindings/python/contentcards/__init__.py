@@ -33,7 +33,7 @@ _LAZY: dict[str, str] = {
     **dict.fromkeys(("CONFIG_KEYS", "ContentCards"), "controller"),
     **dict.fromkeys(("ContentCardable", "ContentCardData", "Registry"), "convert"),
     **dict.fromkeys((
-        "CardNotFoundError", "ClosedError", "ConfigError", "ContentCardsError", "InternalError",
+        "AuthError", "CardNotFoundError", "ClosedError", "ConfigError", "ContentCardsError", "InternalError",
         "InvalidArgumentError", "InvalidHandleError", "NetworkError", "NoMemoryError",
         "NoSourceError", "ParseError", "RateLimitedError", "RefusedError", "RequestTimeoutError",
         "ServerError", "SourceFileError", "StorageError", "TransportError", "UnavailableError",
@@ -42,6 +42,7 @@ _LAZY: dict[str, str] = {
                      "LogResult", "PendingEvent", "PendingEvents", "SyncSummary", "Update",
                      "UpdateReason"), "results"),
     **dict.fromkeys(("Subscription", "UpdateStream"), "subscriptions"),
+    "AuthToken": "tokens",
     **dict.fromkeys(("TransportRequest", "TransportResponse"), "transport"),
 }
 
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
     from .controller import CONFIG_KEYS as CONFIG_KEYS, ContentCards as ContentCards
     from .convert import (ContentCardable as ContentCardable, ContentCardData as ContentCardData,
         Registry as Registry)
-    from .errors import (CardNotFoundError as CardNotFoundError, ClosedError as ClosedError,
+    from .errors import (AuthError as AuthError, CardNotFoundError as CardNotFoundError, ClosedError as ClosedError,
         ConfigError as ConfigError, ContentCardsError as ContentCardsError,
         InternalError as InternalError, InvalidArgumentError as InvalidArgumentError,
         InvalidHandleError as InvalidHandleError, NetworkError as NetworkError,
@@ -68,6 +69,7 @@ if TYPE_CHECKING:
         LogResult as LogResult, PendingEvent as PendingEvent, PendingEvents as PendingEvents,
         SyncSummary as SyncSummary, Update as Update, UpdateReason as UpdateReason)
     from .subscriptions import Subscription as Subscription, UpdateStream as UpdateStream
+    from .tokens import AuthToken as AuthToken
     from .transport import (TransportRequest as TransportRequest,
         TransportResponse as TransportResponse)
 

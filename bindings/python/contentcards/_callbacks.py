@@ -5,7 +5,7 @@ transport, and the report of an exception that cannot propagate.
 The trampolines themselves, and the registry of keys, are in ``_ffi`` (loaded by ``import
 contentcards``); these entries are made by the controller when it hands a callable to the
 library. An entry never lets an exception reach C: a subscriber's is kept on its controller and
-reported through ``sys.unraisablehook``, a transport's becomes a transport failure.
+reported through ``sys.unraisablehook``, a transport's becomes a transport failure, a token provider's a token failure (AuthError).
 
 This module is private: its names may change without notice.
 """
@@ -17,6 +17,7 @@ import sys
 from . import _ffi
 from .errors import ClosedError
 from .results import Update
+from .tokens import encode_answer
 from .transport import TransportRequest, TransportResponse
 
 # typing is not imported at run time (it would slow `import contentcards`); mypy reads this as True.
@@ -27,9 +28,10 @@ if TYPE_CHECKING:
 
     from .controller import ContentCards
     from .subscriptions import Subscriber
+    from .tokens import TokenProvider
     from .transport import TransportFunction
 
-__all__ = ["report_unraisable", "transport_entry", "update_entry"]
+__all__ = ["report_unraisable", "token_entry", "transport_entry", "update_entry"]
 
 
 class _UnraisableArgs:
@@ -112,6 +114,39 @@ def transport_entry(fn: TransportFunction,
             if owner is not None:
                 owner._transport_error = exc
             text = f"{type(exc).__name__}: {exc}".replace("\0", " ")
+            try:
+                response_fail(response, text.encode("utf-8", "replace"))
+            except BaseException:  # noqa: BLE001
+                pass
+            return -1
+
+    return entry
+
+
+def token_entry(fn: TokenProvider,
+                controller: weakref.ref[ContentCards]) -> Callable[[bytes | None, int | None], int]:
+    """The callable the token trampoline calls: asks ``fn`` for the user's token and answers
+    the library. An exception (its type and text), or an answer that is not a token (what is
+    wrong with it; never the token), is the failure's message, which the library puts in the
+    AuthError; the exception is kept on the controller with that text, to become the
+    AuthError's ``__cause__``."""
+    response_set = _ffi.token_response_set
+    response_fail = _ffi.token_response_fail
+
+    def entry(user_id: bytes | None, response: int | None) -> int:
+        answered = False
+        try:
+            answer = fn((user_id or b"").decode("utf-8", "replace"))
+            answered = True
+            token, expires_at = encode_answer(answer)
+            response_set(response, token, expires_at)
+            return 0
+        except BaseException as exc:  # noqa: BLE001 - a token failure for the library
+            # Raised by fn: its type and text; after it answered: what is wrong with the answer.
+            text = (str(exc) if answered else f"{type(exc).__name__}: {exc}").replace("\0", " ")
+            owner = controller()
+            if owner is not None:
+                owner._token_error = (text, exc)
             try:
                 response_fail(response, text.encode("utf-8", "replace"))
             except BaseException:  # noqa: BLE001

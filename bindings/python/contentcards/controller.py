@@ -25,6 +25,7 @@ from ._arguments import dumps as _dumps
 from ._arguments import filter_json as _filter_json
 from ._arguments import timeout as _timeout
 from ._at_exit import open_controllers as _open_controllers
+from ._callbacks import token_entry as _token_entry
 from ._callbacks import transport_entry as _transport_entry
 from ._callbacks import update_entry as _update_entry
 from ._config import CONFIG_KEYS
@@ -35,7 +36,7 @@ from ._waiting import on_daemon_thread as _on_daemon_thread
 from ._waiting import settle_refresh as _settle_refresh
 from .cards import Card, _lazy_cards
 from .convert import ContentCardable, Registry
-from .errors import (ClosedError, ContentCardsError, InvalidHandleError, ParseError,
+from .errors import (AuthError, ClosedError, ContentCardsError, InvalidHandleError, ParseError,
                      TransportError, error_for)
 from .results import (Counts, Diagnostics, FlushResult, ImageStats, LogResult, PendingEvents,
                       SyncSummary, Update, UpdateReason)
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
     # The configuration's types, still readable here by type checkers ("X as X": re-exported).
     from ._config import (CallbackEndpoint as CallbackEndpoint, Endpoint as Endpoint,
         FileEndpoint as FileEndpoint, ImagesConfig as ImagesConfig, UrlEndpoint as UrlEndpoint)
+    from .tokens import TokenProvider
     from .transport import TransportFunction
 
     P = ParamSpec("P")
@@ -129,6 +131,9 @@ class ContentCards:
         self._errors_lock = threading.Lock()
         #: The exception of the host transport's last failure (see _with_transport_cause).
         self._transport_error: BaseException | None = None
+        #: The token provider's last failure: (its message, the exception); see
+        #: _with_transport_cause.
+        self._token_error: tuple[str, BaseException] | None = None
         #: The update streams to end at close (see updates()).
         self._streams: weakref.WeakSet[UpdateStream] = weakref.WeakSet()
         #: Exceptions raised by subscribers of this controller, oldest first (latest 100).
@@ -231,7 +236,10 @@ class ContentCards:
 
     def _with_transport_cause(self, function: Callable[Concatenate[int, P], T], *args: P.args,
                               **kwargs: P.kwargs) -> T:
-        self._transport_error = None
+        """Runs a call that may send requests (interruptible): a TransportError's
+        ``__cause__`` is the host transport's exception, an AuthError's the token provider's
+        (when the error's message names it: the provider may have failed for another call)."""
+        self._transport_error = self._token_error = None
         try:
             return _interruptible(lambda: self._call(function, *args, **kwargs))
         except TransportError as exc:
@@ -239,8 +247,13 @@ class ContentCards:
             if cause is not None and exc.__cause__ is None:
                 exc.__cause__ = cause
             raise
+        except AuthError as exc:
+            failure = self._token_error
+            if failure is not None and exc.__cause__ is None and failure[0] in exc.message:
+                exc.__cause__ = failure[1]
+            raise
         finally:
-            self._transport_error = None
+            self._transport_error = self._token_error = None
 
     def refresh(self, timeout: float | None = None) -> SyncSummary:
         """Refreshes from the configured source, waiting at most ``timeout`` seconds (None: the
@@ -518,3 +531,21 @@ class ContentCards:
             raise TypeError(f"transport must be callable, not {type(fn).__name__}")
         key = self._callback_key(_transport_entry(fn, weakref.ref(self)))
         self._call(_ffi.controller_set_transport, key)
+
+    def set_token_provider(self, fn: TokenProvider | None) -> None:
+        """Sets the per-user token provider: ``fn(user_id)`` returns the user's token (a str,
+        a ``(token, expires_at)`` tuple or an :class:`~contentcards.AuthToken`), sent as
+        ``Authorization: Bearer`` on that user's requests; it is asked again before the expiry
+        and once after a 401. An exception or an answer that is not a token fails the request
+        with :class:`~contentcards.AuthError` (events stay pending). None removes it (requests
+        go without a token). Replaces an earlier provider, whose tokens are forgotten. See
+        :mod:`contentcards.tokens`."""
+        if fn is None:
+            self._call(_ffi.controller_set_token_provider, None)
+            return
+        if not callable(fn):
+            raise TypeError(f"token provider must be callable, not {type(fn).__name__}")
+        _ffi.require("cc_controller_set_token_provider")  # before the key is handed out
+        key = self._callback_key(_token_entry(fn, weakref.ref(self)))
+        # On failure the library releases the key itself (free_userdata runs right away).
+        self._call(_ffi.controller_set_token_provider, key)
