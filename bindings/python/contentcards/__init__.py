@@ -38,9 +38,9 @@ _LAZY: dict[str, str] = {
         "NoSourceError", "ParseError", "RateLimitedError", "RefusedError", "RequestTimeoutError",
         "ServerError", "SourceFileError", "StorageError", "TransportError", "UnavailableError",
         "WrongUserError"), "errors"),
-    **dict.fromkeys(("Counts", "Diagnostics", "FlushResult", "ImageStats", "LeftOut",
-                     "LogResult", "PendingEvent", "PendingEvents", "SyncSummary", "Update",
-                     "UpdateReason"), "results"),
+    **dict.fromkeys(("Counts", "Diagnostics", "FlushResult", "ForgetReceipt", "ImageStats",
+                     "LeftOut", "LogResult", "PendingEvent", "PendingEvents", "SyncSummary",
+                     "Update", "UpdateReason", "UserExport"), "results"),
     **dict.fromkeys(("Subscription", "UpdateStream"), "subscriptions"),
     "AuthToken": "tokens",
     **dict.fromkeys(("TransportRequest", "TransportResponse"), "transport"),
@@ -65,9 +65,10 @@ if TYPE_CHECKING:
         TransportError as TransportError, UnavailableError as UnavailableError,
         WrongUserError as WrongUserError)
     from .results import (Counts as Counts, Diagnostics as Diagnostics,
-        FlushResult as FlushResult, ImageStats as ImageStats, LeftOut as LeftOut,
-        LogResult as LogResult, PendingEvent as PendingEvent, PendingEvents as PendingEvents,
-        SyncSummary as SyncSummary, Update as Update, UpdateReason as UpdateReason)
+        FlushResult as FlushResult, ForgetReceipt as ForgetReceipt, ImageStats as ImageStats,
+        LeftOut as LeftOut, LogResult as LogResult, PendingEvent as PendingEvent,
+        PendingEvents as PendingEvents, SyncSummary as SyncSummary, Update as Update,
+        UpdateReason as UpdateReason, UserExport as UserExport)
     from .subscriptions import Subscription as Subscription, UpdateStream as UpdateStream
     from .tokens import AuthToken as AuthToken
     from .transport import (TransportRequest as TransportRequest,

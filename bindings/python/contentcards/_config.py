@@ -31,9 +31,11 @@ if TYPE_CHECKING:
         url: str
 
     class UrlEndpoint(_UrlEndpointBase, total=False):
-        """``{"url": BASE, "apiKey": KEY}``: a server."""
+        """``{"url": BASE, "apiKey": KEY}``: a server; for the source, ``"hints": True`` also
+        receives hints from BASE/content_cards/stream (a refresh when the cards change)."""
 
         apiKey: str
+        hints: bool
 
     class CallbackEndpoint(TypedDict):
         """``{"callback": True}``: the host transport (:meth:`ContentCards.set_transport`)."""

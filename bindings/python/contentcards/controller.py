@@ -38,8 +38,8 @@ from .cards import Card, _lazy_cards
 from .convert import ContentCardable, Registry
 from .errors import (AuthError, ClosedError, ContentCardsError, InvalidHandleError, ParseError,
                      TransportError, error_for)
-from .results import (Counts, Diagnostics, FlushResult, ImageStats, LogResult, PendingEvents,
-                      SyncSummary, Update, UpdateReason)
+from .results import (Counts, Diagnostics, FlushResult, ForgetReceipt, ImageStats, LogResult,
+                      PendingEvents, SyncSummary, Update, UpdateReason, UserExport)
 from .subscriptions import Subscriber, Subscription, UpdateStream
 
 # typing is not imported at run time (it would slow `import contentcards`); mypy reads this as True.
@@ -435,6 +435,35 @@ class ContentCards:
         """The current user id."""
         return self._call(_ffi.controller_user)
 
+    def forget_user(self, user_id: str | None = None, pending: str = "flush",
+                    timeout: float | None = None) -> ForgetReceipt:
+        """Removes everything stored for ``user_id`` (None: the current user): cards,
+        dismissals, read state, sync state and ETag, pending events, and the image files no
+        other user's card uses, leaving no recoverable bytes in the store or its WAL (logout,
+        an erasure request). ``pending="flush"`` delivers the user's pending events first,
+        waiting at most ``timeout`` seconds (None: the configuration's timeoutSeconds); when
+        they cannot be delivered nothing is removed and the delivery's error is raised.
+        ``pending="discard"`` removes them undelivered. Forgetting the current user leaves the
+        controller open for that user with nothing stored (subscribers get an update).
+        Returns what was removed."""
+        import json
+        modes = {"flush": 0, "discard": 1}
+        if not isinstance(pending, str) or pending not in modes:
+            raise ValueError(f'pending must be "flush" or "discard", not {pending!r}')
+        user = None if user_id is None else _ffi.cstr(user_id, "user id")
+        text = self._with_transport_cause(_ffi.controller_forget_user, user, modes[pending],
+                                          _timeout(timeout))
+        return ForgetReceipt.from_json(json.loads(text))
+
+    def export_user(self, user_id: str | None = None) -> UserExport:
+        """Everything stored for ``user_id`` (None: the current user), for an access request:
+        every stored card with its local state, the dismissals, the sync state, the pending
+        events and the cached images (a user with nothing stored gives empty lists).
+        ``to_json()`` gives the document, the same in every runtime."""
+        import json
+        user = None if user_id is None else _ffi.cstr(user_id, "user id")
+        return UserExport.from_json(json.loads(self._call(_ffi.controller_export_user, user)))
+
     def flush_events(self, timeout: float | None = None) -> FlushResult:
         """Delivers every pending event now, waiting at most ``timeout`` seconds (None: the
         configuration's timeoutSeconds). Raises on failure (the events stay pending)."""
@@ -549,3 +578,13 @@ class ContentCards:
         key = self._callback_key(_token_entry(fn, weakref.ref(self)))
         # On failure the library releases the key itself (free_userdata runs right away).
         self._call(_ffi.controller_set_token_provider, key)
+
+    def hint(self, user_id: str | None = None) -> None:
+        """Hands in a hint that ``user_id``'s cards (None: the current user's) may have
+        changed: a push notification, the application's own socket. The controller answers it
+        with a conditional refresh in the background, coalesced (however many hints, at most
+        one refresh running and one queued); a hint for another user is ignored. Returns at
+        once; the outcome reaches the subscribers. With ``source={"url": ..., "hints": True}``
+        the controller receives hints from the server itself."""
+        user = None if user_id is None else _ffi.cstr(user_id, "user id")
+        self._call(_ffi.controller_hint, user)

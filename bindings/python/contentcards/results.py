@@ -18,7 +18,7 @@ import enum
 # json is imported by the functions that use it, on first use: importing it was a sixth of
 # `import contentcards`, which should cost next to nothing (docs/PERFORMANCE.md).
 from ._value import Value
-from .cards import json_number
+from .cards import Card, json_number
 from .errors import ContentCardsError, ParseError, error_for
 
 # typing is not imported at run time (it would slow `import contentcards`); mypy reads this as True.
@@ -26,8 +26,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Counts", "Diagnostics", "FlushResult", "ImageStats", "LeftOut", "LogResult", "PendingEvent",
-           "PendingEvents", "SyncSummary", "Update", "UpdateReason"]
+__all__ = ["Counts", "Diagnostics", "FlushResult", "ForgetReceipt", "ImageStats", "LeftOut",
+           "LogResult", "PendingEvent", "PendingEvents", "SyncSummary", "Update", "UpdateReason",
+           "UserExport"]
 
 _set = object.__setattr__
 
@@ -279,6 +280,8 @@ class UpdateReason(str, enum.Enum):
     CURRENT = "current"
     #: A visible card expired: the counts are those after it.
     EXPIRED = "expired"
+    #: The current user was forgotten (:meth:`ContentCards.forget_user`): nothing of it is stored.
+    USER_FORGOTTEN = "user_forgotten"
 
     def __str__(self) -> str:
         return str(self.value)
@@ -537,4 +540,112 @@ class Diagnostics(Value):
         }
         out = {key: fields.pop(key) if key in fields else value for key, value in self.raw.items()}
         out.update(fields)  # a field the JSON it was read from did not have
+        return out
+
+
+class ForgetReceipt(Value):
+    """What ``forget_user`` removed (``cc_controller_forget_user``'s receipt): the ``user_id``;
+    its ``cards``, ``dismissals``, events delivered first (``events_delivered``, pending
+    "flush") or removed undelivered (``events_discarded``, pending "discard"); whether it had a
+    sync state (``sync_state``: cursors, ETag); the image files removed (``images``); and
+    ``wal_truncated``, False when another connection to the store (another process) kept the
+    WAL from being truncated (its bytes are overwritten at that connection's next checkpoint)."""
+
+    __slots__ = ("user_id", "cards", "dismissals", "events_delivered", "events_discarded",
+                 "sync_state", "images", "wal_truncated")
+    user_id: str
+    cards: int
+    dismissals: int
+    events_delivered: int
+    events_discarded: int
+    sync_state: bool
+    images: int
+    wal_truncated: bool
+
+    def __init__(self, user_id: str, cards: int, dismissals: int, events_delivered: int,
+                 events_discarded: int, sync_state: bool, images: int,
+                 wal_truncated: bool) -> None:
+        _set(self, "user_id", user_id)
+        _set(self, "cards", cards)
+        _set(self, "dismissals", dismissals)
+        _set(self, "events_delivered", events_delivered)
+        _set(self, "events_discarded", events_discarded)
+        _set(self, "sync_state", sync_state)
+        _set(self, "images", images)
+        _set(self, "wal_truncated", wal_truncated)
+
+    @classmethod
+    def from_json(cls, data: Any) -> ForgetReceipt:
+        try:
+            return cls(str(data["user_id"]), int(data["cards"]), int(data["dismissals"]),
+                       int(data["events_delivered"]), int(data["events_discarded"]),
+                       bool(data["sync_state"]), int(data["images"]),
+                       bool(data["wal_truncated"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ParseError(f"unexpected forget receipt from the library: {exc!r}") from exc
+
+    def to_json(self) -> dict[str, Any]:
+        return {"user_id": self.user_id, "cards": self.cards, "dismissals": self.dismissals,
+                "events_delivered": self.events_delivered,
+                "events_discarded": self.events_discarded, "sync_state": self.sync_state,
+                "images": self.images, "wal_truncated": self.wal_truncated}
+
+
+class UserExport(Value):
+    """Everything stored for a user (``export_user``; ``cc_controller_export_user``'s document,
+    docs/schema/export.schema.json): ``format`` (1), ``user_id``, ``exported_at`` (unix
+    seconds), ``cards`` (every stored card with its local state, visible or not, as
+    :class:`~contentcards.Card` values), ``dismissed`` (card ids), ``sync`` (a dict: its
+    cursors ``last_full_sync_at`` and ``last_card_updated_at``, ``etag``, ``synced_at``),
+    ``pending_events`` (dicts, each the event as it is sent) and ``images`` (dicts with ``url``
+    and ``bytes``). ``raw`` is the document (not compared); ``to_json()`` gives it back, a key
+    a newer library adds included."""
+
+    __slots__ = ("format", "user_id", "exported_at", "cards", "dismissed", "sync",
+                 "pending_events", "images", "raw")
+    _not_compared = frozenset({"raw"})
+    _not_hashed = frozenset({"cards", "sync", "pending_events", "images"})
+    format: int
+    user_id: str
+    exported_at: float
+    cards: tuple[Card, ...]
+    dismissed: tuple[str, ...]
+    sync: dict[str, Any]
+    pending_events: tuple[dict[str, Any], ...]
+    images: tuple[dict[str, Any], ...]
+    raw: dict[str, Any]
+
+    @classmethod
+    def from_json(cls, data: Any) -> UserExport:
+        new = object.__new__(cls)
+        try:
+            values: dict[str, Any] = {
+                "format": int(data["format"]),
+                "user_id": str(data["user_id"]),
+                "exported_at": float(data["exported_at"]),
+                "cards": tuple(Card._from_library(card) for card in data["cards"]),
+                "dismissed": tuple(str(card_id) for card_id in data["dismissed"]),
+                "sync": dict(data["sync"]),
+                "pending_events": tuple(dict(event) for event in data["pending_events"]),
+                "images": tuple(dict(image) for image in data["images"]),
+                "raw": data,
+            }
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ParseError(f"unexpected user export from the library: {exc!r}") from exc
+        for name in cls.__slots__:
+            _set(new, name, values[name])
+        return new
+
+    def to_json(self) -> dict[str, Any]:
+        """The document of ``cc_controller_export_user``, in the order of ``raw``."""
+        fields: dict[str, Any] = {
+            "format": self.format, "user_id": self.user_id,
+            "exported_at": json_number(self.exported_at),
+            "cards": [card.to_json() for card in self.cards],
+            "dismissed": list(self.dismissed), "sync": dict(self.sync),
+            "pending_events": [dict(event) for event in self.pending_events],
+            "images": [dict(image) for image in self.images],
+        }
+        out = {key: fields.pop(key) if key in fields else value for key, value in self.raw.items()}
+        out.update(fields)
         return out
