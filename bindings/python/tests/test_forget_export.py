@@ -18,12 +18,14 @@ import pytest
 
 import contentcards as cc
 from contentcards import _ffi
+from conftest import REPO
 from reference_server import ReferenceServer
 
 pytestmark = pytest.mark.skipif(
     not (_ffi.has("cc_controller_forget_user") and _ffi.has("cc_controller_export_user")),
     reason="the library has no cc_controller_forget_user / cc_controller_export_user yet")
 
+EXPORT_SCHEMA = os.path.join(REPO, "docs", "schema", "export.schema.json")
 GONE = "forget-me"
 KEPT = "keeper"
 MARK = b"FORGET-ME"
@@ -127,6 +129,22 @@ def test_export_user_gives_every_part(server: ReferenceServer, tmp_path: Any) ->
         assert (nobody.cards, nobody.dismissed, nobody.pending_events, nobody.images) == \
             ((), (), (), ())
         assert nobody.user_id == "nobody"
+
+
+def test_the_export_follows_its_schema(server: ReferenceServer, tmp_path: Any) -> None:
+    """docs/schema/export.schema.json: the same document in every runtime."""
+    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is installed by `make python`")
+    if not os.path.exists(EXPORT_SCHEMA):
+        pytest.skip("docs/schema/export.schema.json is not written yet")
+    import json
+    with open(EXPORT_SCHEMA, encoding="utf-8") as f:
+        validator = jsonschema.Draft202012Validator(json.load(f))
+    with open_stored(server, str(tmp_path / "store")) as c:
+        stock(c)
+        for user in (None, KEPT, "nobody"):
+            document = json.loads(_ffi.controller_export_user(
+                c._handle, None if user is None else user.encode()))
+            assert list(validator.iter_errors(document)) == [], user
 
 
 def test_forget_user_discarding_leaves_no_byte_of_the_user(server: ReferenceServer,

@@ -295,6 +295,24 @@ def test_after_change_user_the_provider_is_asked_for_the_new_user(
     assert sorted(subs) == ["alice", "bob"]
 
 
+@pytest.mark.skipif(not _ffi.has("cc_controller_hint"),
+                    reason="the library has no cc_controller_hint (the hint stream) yet")
+def test_the_hint_stream_carries_the_users_token(server: ReferenceServer) -> None:
+    with open_secured(server, source={"url": server.url, "hints": True}) as c:
+        provider = Minting(server)
+        c.set_token_provider(provider)
+        c.refresh()
+        deadline = time.monotonic() + 10
+        while server.streams()["by_user"].get("alice", 0) < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.streams()["by_user"].get("alice", 0) >= 1
+        streams = [r for r in server.requests() if r["path"] == "/content_cards/stream"]
+        assert streams and streams[-1]["token_sub"] == "alice"
+        assert set(provider.asked) == {"alice"}
+    # The stream may have been opened before the provider was set: refused for "missing" then.
+    assert {r["reason"] for r in rejections(server)} <= {"missing"}
+
+
 def test_removing_and_replacing_the_provider_releases_it(server: ReferenceServer) -> None:
     held = len(_ffi.callbacks)
     strays = _ffi.callbacks.stray_releases
