@@ -183,6 +183,10 @@ CC_API int cc_abi_version(void);
 #define CC_E_SOURCE_FILE (-18)      /* a file source ("source": {"file": PATH}) that cannot be
                                        read: missing, unreadable, or not a regular file (a FIFO,
                                        a directory, a device): a local problem, not the network  */
+#define CC_E_AUTH (-19)             /* no usable per-user token: the token provider failed, did
+                                       not answer in time or gave a token that cannot be sent, or
+                                       the server refused the token (401) again after the one
+                                       retry with a new one; events stay pending                  */
 #define CC_E_INTERNAL (-99)         /* a bug in the library; please report it                    */
 
 /* The message of the last failing cc_ call on this thread, or "" when it succeeded. Owned by the
@@ -743,6 +747,101 @@ CC_API CC_WARN_UNUSED_RESULT int cc_transport_response_set_etag(cc_transport_res
  * Errors: CC_E_INVALID_HANDLE, CC_E_STORAGE (inherited across fork()), CC_E_CLOSED. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_set_transport(cc_controller *controller, cc_transport_fn fn, void *userdata,
                                        void (*free_userdata)(void *userdata));
+
+/* ---------------------------------------------------------------------------------------------
+ * Per-user tokens: Authorization: Bearer, from the application's provider
+ * ------------------------------------------------------------------------------------------- */
+
+/* Where a token provider puts its answer (opaque; valid only during the callback). */
+typedef struct cc_token_response cc_token_response;
+
+/* Sets the token (copied): 1 to 8192 bytes of printable ASCII (0x21-0x7E), sent as
+ * "Authorization: Bearer TOKEN" on the user's requests; expires_at_unix_seconds is when it stops
+ * working, when the provider knows it (<= 0 or NaN: unknown, then it is used until a server
+ * answers 401). A token is asked for again 30 s before its expiry (or half its lifetime, when
+ * shorter). Errors: CC_E_INVALID_ARGUMENT (response NULL or not the one being answered, token
+ * NULL, empty, too long or holding another byte: the message says which byte at which offset,
+ * never the token). */
+CC_API CC_WARN_UNUSED_RESULT int cc_token_response_set(cc_token_response *response, const char *token,
+                                                       double expires_at_unix_seconds);
+
+/* Records why there is no token (copied; shown in the error of the request). Errors:
+ * CC_E_INVALID_ARGUMENT. */
+CC_API CC_WARN_UNUSED_RESULT int cc_token_response_fail(cc_token_response *response, const char *message);
+
+/* The provider, asked for user_id's token: return CC_OK after cc_token_response_set; anything
+ * else is a failure (the request is not sent: CC_E_AUTH, events stay pending). It is asked only
+ * for the user a request is for (a sync of the current user, a batch of one user's events, the
+ * hint stream), never with a token of one user sent for another; again before the expiry; and
+ * once after a 401, when the request is sent again once with the new token.
+ * Runs on a library thread of its own, never with a lock of the library held; one ask at a time
+ * per user (requests that need the same user's token meanwhile wait for the same answer). One
+ * that has not returned by the request's deadline is abandoned: CC_E_AUTH, its late answer
+ * discarded; while 4 are abandoned and still running, requests fail at once with CC_E_AUTH. */
+typedef int (*cc_token_fn)(void *userdata, const char *user_id, cc_token_response *response);
+
+/* Sets the token provider (fn NULL removes it: requests go without Authorization). Replaces an
+ * earlier one, whose tokens are forgotten. free_userdata runs exactly once: when replaced, at
+ * close, or right away when this call fails. Any thread.
+ * Errors: CC_E_INVALID_HANDLE, CC_E_STORAGE (inherited across fork()), CC_E_CLOSED. */
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_set_token_provider(cc_controller *controller, cc_token_fn fn, void *userdata,
+                                                                  void (*free_userdata)(void *userdata));
+
+/* ---------------------------------------------------------------------------------------------
+ * Hints: new cards without polling (docs/SYNC.md, "Hints")
+ * ------------------------------------------------------------------------------------------- */
+
+/* Hands in a hint that user_id's cards may have changed (a push notification, the
+ * application's own socket); NULL: the current user. A hint carries no card data: the
+ * controller answers it with its own conditional refresh in the background (a 304 when nothing
+ * changed), coalesced: at most one refresh in flight and one queued, however many hints come.
+ * A hint for another user than the current one is ignored (CC_OK; counted in the diagnostics'
+ * "hints"). The configuration's "source": {"url": BASE, "hints": true} makes the controller
+ * receive hints itself from BASE/content_cards/stream (docs/WIRE.md, "Hint stream").
+ * Any thread, callbacks included; returns at once.
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (user_id not UTF-8), CC_E_NO_SOURCE,
+ * CC_E_STORAGE (inherited across fork()), CC_E_CLOSED. */
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_hint(cc_controller *controller, const char *user_id);
+
+/* ---------------------------------------------------------------------------------------------
+ * Forgetting and exporting a user: logout, erasure and access requests
+ * ------------------------------------------------------------------------------------------- */
+
+#define CC_PENDING_FLUSH 0          /* cc_controller_forget_user: deliver the user's events first */
+#define CC_PENDING_DISCARD 1        /* cc_controller_forget_user: remove them undelivered          */
+
+/* Removes everything stored for user_id (NULL: the current user): cards, dismissals, read
+ * state, sync state and ETag, pending events (pending CC_PENDING_FLUSH: delivered first, within
+ * timeout_seconds (<= 0: the configuration's timeoutSeconds); CC_PENDING_DISCARD: removed
+ * undelivered), and the image files of its cards that no other user's card uses. No
+ * recoverable bytes are left in the store file or its WAL: the deletion runs with SQLite's
+ * secure_delete, the store is rewritten (VACUUM) and the WAL checkpointed and truncated.
+ * Forgetting the current user leaves the controller open for the same user with nothing
+ * stored (subscribers get an update; a refresh in flight is discarded).
+ * If out_receipt_json is not NULL it receives what was removed:
+ * {"user_id":U,"cards":N,"dismissals":N,"events_delivered":N,"events_discarded":N,
+ *  "sync_state":B,"images":N,"wal_truncated":B}. wal_truncated is false when another connection
+ * to the store (another process) kept the WAL from being truncated: its bytes are overwritten
+ * at that connection's next checkpoint. Free it with cc_string_free.
+ * With CC_PENDING_FLUSH, when the events cannot be delivered (no sink, a network error, the
+ * timeout), nothing is removed and the error is the delivery's.
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (pending not one of the two, NaN timeout,
+ * user_id not UTF-8), CC_E_NO_SOURCE (CC_PENDING_FLUSH with events pending and no event sink),
+ * the delivery's errors (CC_E_NETWORK, CC_E_TIMEOUT, CC_E_SERVER, CC_E_AUTH...), CC_E_STORAGE,
+ * CC_E_CLOSED, CC_E_NO_MEMORY. */
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_forget_user(char **out_receipt_json, cc_controller *controller,
+                                                           const char *user_id, int pending, double timeout_seconds);
+
+/* Everything stored for user_id (NULL: the current user) as one JSON document, the same in
+ * every runtime (docs/schema/export.schema.json):
+ * {"format":1,"user_id":U,"exported_at":T,"cards":[card JSON as cc_controller_card, with the
+ *  local state, every card stored, visible or not],"dismissed":[ids],"sync":{"last_full_sync_at":N,
+ *  "last_card_updated_at":N,"etag":S|null,"synced_at":T},"pending_events":[event JSON as sent],
+ *  "images":[{"url":S,"bytes":N}]}. A user with nothing stored gives empty lists.
+ * Free *out_json with cc_string_free; on failure it is set to NULL.
+ * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (out_json NULL, user_id not UTF-8),
+ * CC_E_STORAGE, CC_E_CLOSED, CC_E_NO_MEMORY. */
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_export_user(char **out_json, cc_controller *controller, const char *user_id);
 
 /* ---------------------------------------------------------------------------------------------
  * Feed snapshots: every card field without a JSON parser

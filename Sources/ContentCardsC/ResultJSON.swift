@@ -108,6 +108,22 @@ package enum ResultJSON {
         return w.string
     }
 
+    /// What `cc_controller_forget_user` removed (snake_case, as the export document it goes with).
+    package static func forgetReceipt(_ r: ForgetReceipt) -> String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("user_id"); w.string(r.userID)
+        w.key("cards"); w.int(r.cards)
+        w.key("dismissals"); w.int(r.dismissals)
+        w.key("events_delivered"); w.int(r.eventsDelivered)
+        w.key("events_discarded"); w.int(r.eventsDiscarded)
+        w.key("sync_state"); w.bool(r.syncState)
+        w.key("images"); w.int(r.images)
+        w.key("wal_truncated"); w.bool(r.walTruncated)
+        w.endObject()
+        return w.string
+    }
+
     package static func diagnostics(_ d: Diagnostics) -> String {
         var w = JSONWriter(reservingCapacity: 1024)
         w.beginObject()
@@ -167,6 +183,21 @@ package enum ResultJSON {
         w.key("timeouts"); w.int(d.tokens.timeouts)
         w.key("abandoned"); w.int(d.tokens.abandoned)
         w.key("retriedAfter401"); w.int(d.tokens.retriedAfter401)
+        w.endObject()
+        w.key("hints")
+        w.beginObject()
+        w.key("received"); w.int(d.hints.received)
+        w.key("ignored"); w.int(d.hints.ignored)
+        w.key("coalesced"); w.int(d.hints.coalesced)
+        w.key("refreshes"); w.int(d.hints.refreshes)
+        w.key("failed"); w.int(d.hints.failed)
+        w.key("periodicSkipped"); w.int(d.hints.periodicSkipped)
+        w.key("stream"); w.bool(d.hints.stream)
+        w.key("connected"); w.bool(d.hints.connected)
+        w.key("connects"); w.int(d.hints.connects)
+        w.key("streamHints"); w.int(d.hints.streamHints)
+        w.key("lastEventId"); w.string(d.hints.lastEventID)
+        w.key("lastError"); w.string(d.hints.lastError)
         w.endObject()
         w.endObject()
         return w.string

@@ -20,6 +20,21 @@ extension ContentCardsController {
             d.lastSuccessfulRefreshAt = refresher.lastSyncedAt > 0 ? refresher.lastSyncedAt : nil
             d.threadStartsRefused = ThreadStarts.refused.count
             d.tokens = tokens.diagnostics
+            let h = refresher.hints
+            d.hints.received = h.received
+            d.hints.ignored = h.ignored
+            d.hints.coalesced = h.coalesced
+            d.hints.refreshes = h.refreshes
+            d.hints.failed = h.failed
+            d.hints.periodicSkipped = h.periodicSkipped
+            if let stream = refresher.hintStream?.snapshot {
+                d.hints.stream = true
+                d.hints.connected = stream.connected
+                d.hints.connects = stream.connects
+                d.hints.streamHints = stream.hints
+                d.hints.lastEventID = stream.lastEventID
+                d.hints.lastError = stream.lastError
+            }
             return d
         }
     }

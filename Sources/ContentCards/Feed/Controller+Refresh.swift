@@ -15,12 +15,19 @@ extension Result where Success == SyncAnswer {
 }
 
 extension ContentCardsController {
+    static func forgottenDuringRefresh(_ user: String) -> ContentCardsError {
+        ContentCardsError(.wrongUser, "user \"\(user)\" was forgotten during the refresh: response discarded")
+    }
+
     private struct RefreshStart {
         let ticket: RefreshTicket
         let source: CardSource
         let userID: String
         let cursors: SyncCursors
         let validator: String?
+        /// The controller's `forgotten` at the start: the user's data was erased since when it
+        /// differs at the merge, and the answer is discarded.
+        let forgotten: Int
     }
 
     private enum Begin {
@@ -116,7 +123,7 @@ extension ContentCardsController {
             if let store { ticket.readCrossing = (try? store.pendingReadStateCards(user: userID)) ?? [] }
             refresher.inFlight = ticket
             return .success(.started(RefreshStart(ticket: ticket, source: source, userID: userID, cursors: feed.stored.cursors,
-                                                  validator: feed.stored.sync.validator)))
+                                                  validator: feed.stored.sync.validator, forgotten: forgotten)))
         }
         switch outcome {
         case .success(let begin): return begin
@@ -211,6 +218,8 @@ extension ContentCardsController {
                     result = .failure(Self.closedError)
                 } else if userID != start.userID {
                     result = .failure(ContentCardsError(.wrongUser, "the user changed to \"\(userID)\" during the refresh for \"\(start.userID)\": response discarded"))
+                } else if forgotten != start.forgotten {
+                    result = .failure(Self.forgottenDuringRefresh(start.userID))
                 } else {
                     var summary = SyncSummary()
                     summary.notModified = true
@@ -231,6 +240,8 @@ extension ContentCardsController {
                     result = .failure(ContentCardsError(.wrongUser, "the sync response is for user \"\(other)\", not \"\(start.userID)\": discarded"))
                 } else if userID != start.userID {
                     result = .failure(ContentCardsError(.wrongUser, "the user changed to \"\(userID)\" during the refresh for \"\(start.userID)\": response discarded"))
+                } else if forgotten != start.forgotten {
+                    result = .failure(Self.forgottenDuringRefresh(start.userID))
                 } else {
                     result = mergeLocked(&payload, sync: SyncState(validator: validator, syncedAt: finishedAt),
                                          readCrossing: start.ticket.readCrossing)

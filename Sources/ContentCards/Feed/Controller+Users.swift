@@ -33,6 +33,7 @@ extension ContentCardsController {
             return currentCounts()
         }
         if let counts {
+            lock.withLock { refresher.hintStream }?.restart()
             subscribers.notify(FeedUpdate(reason: .userChanged, error: nil, cardID: nil, counts: counts, sync: nil))
             refresher.refreshOnOpenIfStale(for: self)
         }

@@ -33,6 +33,8 @@ public final class ContentCardsController: @unchecked Sendable {
     let storeIsInMemory: Bool
     /// An in-memory store's users other than the current one (its SQLite keeps only events).
     var otherUsers: [String: StoredUser] = [:]
+    /// Times the current user was forgotten: a refresh started before discards its answer.
+    var forgotten = 0
     /// The store's data_version when `stored` was loaded: another process's commit changes it.
     var storeVersion: Int64 = 0
     /// Refreshing: the source, the rate limit, the Retry-After circuit, the refresh in flight,
@@ -97,6 +99,7 @@ public final class ContentCardsController: @unchecked Sendable {
         feed.lock.withLock { feed.armExpiryTimer() }
         delivery.scheduleDeliveryIfPending(for: self)
         refresher.startAutoRefresh(for: self)
+        startHintStream()
     }
 
     /// Opens a controller from configuration JSON (README.md, "Configuration").
@@ -201,6 +204,7 @@ public final class ContentCardsController: @unchecked Sendable {
             // Its timers leave the process-wide list now, not at their deadlines (a period
             // can be a year): the scheduler holds nothing of closed controllers.
             Scheduler.shared.cancel(on: timerQueues)
+            lock.withLock { refresher.hintStream }?.stop()
             images?.close()
             hostTransport.set(nil)
             tokens.set(nil)

@@ -21,11 +21,13 @@ struct AutoRefreshState {
 }
 
 extension Refresher {
+    private func failuresNow(_ controller: ContentCardsController) -> Int { controller.lock.withLock { auto.failures } }
+
     /// At open: the refresh-on-open check, else the first periodic tick.
     func startAutoRefresh(for controller: ContentCardsController) {
         guard source != nil else { return }
         if !refreshOnOpenIfStale(for: controller), controller.configuration.refreshPeriodSeconds > 0 {
-            scheduleAutoRefresh(after: periodicDelay(controller.configuration), for: controller)
+            scheduleAutoRefresh(after: periodicDelay(controller.configuration), periodic: true, for: controller)
         }
     }
 
@@ -49,7 +51,7 @@ extension Refresher {
 
     /// Schedules the tick after `delay` seconds, unless one is due by then already: so the
     /// refresh of a user change (delay 0) is never held back by a periodic tick due later.
-    private func scheduleAutoRefresh(after delay: Double, for controller: ContentCardsController) {
+    private func scheduleAutoRefresh(after delay: Double, periodic: Bool = false, for controller: ContentCardsController) {
         let generation: UInt64? = controller.lock.withLock {
             let due = monotonicSeconds() + delay
             guard controller.store != nil else { return nil }
@@ -62,18 +64,27 @@ extension Refresher {
         // A weak reference: a tick due next year must not keep a dropped controller alive.
         Scheduler.shared.schedule(after: delay, on: queue) { [weak controller] in
             guard let controller else { return }
-            controller.refresher.autoRefreshTick(generation, for: controller)
+            controller.refresher.autoRefreshTick(generation, periodic: periodic, for: controller)
         }
     }
 
     /// Runs on the refresh queue: one refresh, then the next tick (period, or backoff).
-    private func autoRefreshTick(_ generation: UInt64, for controller: ContentCardsController) {
+    private func autoRefreshTick(_ generation: UInt64, periodic: Bool, for controller: ContentCardsController) {
         let open: Bool = controller.lock.withLock {
             guard auto.generation == generation else { return false }   // replaced
             auto.scheduledAt = nil
             return controller.store != nil
         }
         guard open else { return }
+        // The hint stream was up for the whole period: every change was hinted and answered,
+        // so the periodic refresh has nothing to find. It takes over as soon as the stream is down.
+        let period = controller.configuration.refreshPeriodSeconds
+        if periodic, let since = controller.lock.withLock({ hintStream })?.snapshot.connectedSince,
+           monotonicSeconds() - since >= period * (1 - controller.configuration.refreshPeriodJitter) {
+            controller.lock.withLock { hints.periodicSkipped += 1 }
+            scheduleAutoRefresh(after: periodicDelay(controller.configuration), periodic: true, for: controller)
+            return
+        }
         let next: Double?
         do {
             try controller.refresh()
@@ -90,6 +101,6 @@ extension Refresher {
             let backoff = Backoff(base: controller.configuration.retryBaseSeconds, cap: controller.configuration.retryMaxSeconds)
             next = backoff.delay(attempt: failures, retryAfter: error.retryAfter, random: Double.random(in: 0...1))
         }
-        if let next { scheduleAutoRefresh(after: next, for: controller) }
+        if let next { scheduleAutoRefresh(after: next, periodic: failuresNow(controller) == 0, for: controller) }
     }
 }

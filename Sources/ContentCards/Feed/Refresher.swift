@@ -22,6 +22,10 @@ final class Refresher: @unchecked Sendable {
     var inFlight: RefreshTicket?
     /// The automatic refresh policies' state (Refresher+Auto.swift).
     var auto = AutoRefreshState()
+    /// Hints: their coalescing and counts (Refresher+Hints.swift).
+    var hints = HintState()
+    /// The hint stream, when the configuration asks for one (started at open, stopped at close).
+    var hintStream: HintStream?
     /// Runs background refreshes and the automatic refresh's ticks.
     let queue = WorkQueue()
     /// Fetch threads still running, including those abandoned at their deadline (a source
@@ -78,6 +82,8 @@ final class Refresher: @unchecked Sendable {
 final class RefreshTicket {
     /// The user the refresh is for: only a refresh of the current user is joined.
     let userID: String
+    /// When it started (monotonic): a hint that came later is not answered by joining it.
+    let startedAt = monotonicSeconds()
     init(userID: String) { self.userID = userID }
     /// Cards whose read state this device changed while the sync was out: a read or unread
     /// event pending when it started, or one logged since (delivered meanwhile or not). The

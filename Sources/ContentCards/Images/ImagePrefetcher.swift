@@ -59,6 +59,14 @@ final class ImagePrefetcher: @unchecked Sendable {
         try ImageCache(root: root, userID: userID, limits: limits)
     }
 
+    /// Another user's cache when its directory exists (nothing is created): for reading it
+    /// (an export) or emptying it (a forgotten user).
+    func existingCache(for userID: String) -> ImageCache? {
+        let base = root.hasSuffix("/") ? root + "images" : root + "/images"
+        guard access(base + "/" + ImageCache.hash(userID), F_OK) == 0 else { return nil }
+        return try? ImageCache(root: root, userID: userID, limits: limits)
+    }
+
     func use(_ next: ImageCache) {
         lock.withLock { cache = next }
     }

@@ -50,6 +50,21 @@ public struct Configuration: Equatable, Sendable {
     public var retryBaseSeconds: Double = 1
     public var retryMaxSeconds: Double = 300
 
+    /// The hint stream (`"source": {"url": BASE, "hints": true}`, docs/WIRE.md, "Hint stream");
+    /// nil: no stream (hints may still be handed in with `hint`).
+    public var hints: Hints? = nil
+
+    /// How the hint stream is kept.
+    public struct Hints: Equatable, Sendable {
+        /// A stream that brings not a byte (not even a keepalive) for this long is reconnected.
+        /// The reference server sends a keepalive every 15 s.
+        public var idleSeconds: Double = 45
+        /// Reconnections wait at most this long (exponential backoff with full jitter from the
+        /// server's `retry`).
+        public var retryMaxSeconds: Double = 30
+        public init() {}
+    }
+
     /// The image cache (docs/BEHAVIOUR.md, "Images"); nil: no images are fetched.
     public var images: Images? = nil
 

@@ -51,6 +51,32 @@ public struct Diagnostics: Sendable, Equatable {
     /// The token provider's work (docs/WIRE.md, "Per-user tokens").
     public var tokens = Tokens()
 
+    /// Hints and the hint stream (docs/SYNC.md, "Hints").
+    public var hints = Hints()
+
+    public struct Hints: Equatable, Sendable {
+        public var received = 0
+        /// For another user than the current one.
+        public var ignored = 0
+        /// Joined a hint refresh already waiting.
+        public var coalesced = 0
+        /// Refreshes made for hints, and those that failed.
+        public var refreshes = 0
+        public var failed = 0
+        /// Periodic refreshes not made: the stream was up for the whole period.
+        public var periodicSkipped = 0
+        /// The configuration asks for a hint stream.
+        public var stream = false
+        public var connected = false
+        /// Connections made (the first and every reconnection).
+        public var connects = 0
+        /// Hints that came over the stream.
+        public var streamHints = 0
+        public var lastEventID: String? = nil
+        public var lastError: String? = nil
+        public init() {}
+    }
+
     public struct Tokens: Equatable, Sendable {
         /// A provider is set.
         public var provider = false

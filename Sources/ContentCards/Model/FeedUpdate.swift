@@ -17,6 +17,8 @@ public struct FeedUpdate: Sendable, Equatable {
         /// A visible card expired: the counts went down without any call (a badge drawn from
         /// updates stays true).
         case expired
+        /// The current user was forgotten (`forgetUser`): nothing of it is stored any more.
+        case userForgotten = "user_forgotten"
     }
 
     public var reason: Reason

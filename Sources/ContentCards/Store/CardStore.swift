@@ -60,7 +60,7 @@ final class CardStore {
     /// An in-memory store has no other connection to hear from.
     let isInMemory: Bool
 
-    private var statements: [String: SQLiteStatement] = [:]
+    var statements: [String: SQLiteStatement] = [:]
     /// Found whole at open (checked, or stamped as checked): what lets close stamp it.
     private var isVerified = false
     /// Whether this open ran `PRAGMA quick_check` (not for a new store, nor a stamped one).
@@ -345,7 +345,7 @@ final class CardStore {
         try db.compiles("SELECT checksum FROM cards LIMIT 0")
     }
 
-    private func statement(_ sql: String) throws(StoreError) -> SQLiteStatement {
+    func statement(_ sql: String) throws(StoreError) -> SQLiteStatement {
         if let s = statements[sql] { return s.reset() }
         let s = try db.prepare(sql)
         statements[sql] = s

@@ -36,7 +36,9 @@ package enum ConfigurationJSON {
                 let path = try string(value, key)
                 guard !path.isEmpty else { throw ConfigurationError("\"storagePath\" must not be empty (leave it out to keep the store in memory)") }
                 c.storagePath = path
-            case "source": c.source = try endpoint(value, "source")
+            case "source":
+                c.source = try endpoint(value, "source")
+                c.hints = try hints(value)
             case "events": c.events = try endpoint(value, "events")
             case "refreshTokens": c.refreshTokens = try int(value, key, min: 0, max: 1_000_000)
             case "refreshIntervalSeconds": c.refreshIntervalSeconds = try seconds(value, key, allowZero: false)
@@ -85,11 +87,29 @@ package enum ConfigurationJSON {
         return images
     }
 
+    /// `source.hints`: true (the defaults), false or null (none), or `{"idleSeconds": S,
+    /// "retryMaxSeconds": S}`; only with `source.url` (the stream is the server's).
+    private static func hints(_ source: JSONValue) throws(ConfigurationError) -> Configuration.Hints? {
+        guard let v = source["hints"], v != .null, v != .bool(false) else { return nil }
+        guard source["url"] != nil else {
+            throw ConfigurationError("\"source.hints\" goes only with \"source.url\": the hint stream is the server's (hand hints in with hint otherwise)")
+        }
+        var hints = Configuration.Hints()
+        if v == .bool(true) { return hints }
+        _ = try object(v, "source.hints", allowed: ["idleSeconds", "retryMaxSeconds"])
+        if let n = v["idleSeconds"], n != .null { hints.idleSeconds = try seconds(n, "source.hints.idleSeconds", allowZero: false) }
+        if let n = v["retryMaxSeconds"], n != .null { hints.retryMaxSeconds = try seconds(n, "source.hints.retryMaxSeconds", allowZero: false) }
+        return hints
+    }
+
     /// `{"file": PATH}`, `{"url": BASE, "apiKey": KEY}` or `{"callback": true}`, for `source`
-    /// and `events` alike.
+    /// and `events` alike (`source` may also have `hints`).
     private static func endpoint(_ v: JSONValue, _ name: String) throws(ConfigurationError) -> Configuration.Endpoint {
-        let members = try object(v, name, allowed: ["file", "url", "apiKey", "callback"])
+        let members = try object(v, name, allowed: name == "source" ? ["file", "url", "apiKey", "callback", "hints"] : ["file", "url", "apiKey", "callback"])
         let kinds = members.filter { ["file", "url", "callback"].contains($0) }
+        if v["hints"] != nil && v["url"] == nil && v["hints"] != .null && v["hints"] != .bool(false) {
+            throw ConfigurationError("\"\(name).hints\" goes only with \"\(name).url\": the hint stream is the server's (hand hints in with hint otherwise)")
+        }
         guard kinds.count == 1 else {
             throw ConfigurationError("\"\(name)\" needs exactly one of \"file\", \"url\" or \"callback\"")
         }

@@ -1,0 +1,54 @@
+// cc_stream.h: one long-lived GET through the system's libcurl, its body handed over as it
+// arrives (the hint stream, Server-Sent Events), stoppable at once from another thread.
+//
+// Internal to libcontentcards.so, like cc_http.h; the Swift HintStream is its only caller.
+#ifndef CC_STREAM_H
+#define CC_STREAM_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+#include "cc_http.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Shared between the thread running cc_http_stream and the one stopping it. The socket is
+/// recorded as curl opens it and forgotten (under the lock) before curl closes it, so a stop
+/// shuts down the connection in use, never a descriptor reused by something else.
+typedef struct cc_stream_control {
+    pthread_mutex_t lock;
+    int fd;          // the connection's socket, -1 when none
+    int stopped;     // set by cc_stream_stop: the transfer ends at once, a new one does not start
+} cc_stream_control;
+
+CC_HTTP_INTERNAL void cc_stream_control_init(cc_stream_control *control);
+CC_HTTP_INTERNAL void cc_stream_control_destroy(cc_stream_control *control);
+
+/// Ends the transfer in progress now (its socket shut down) and any later one on `control`
+/// before it starts. Any thread.
+CC_HTTP_INTERNAL void cc_stream_stop(cc_stream_control *control);
+
+/// Ends the transfer in progress now (its socket shut down), leaving later ones free to start:
+/// the reader reconnects (a user change). Any thread.
+CC_HTTP_INTERNAL void cc_stream_interrupt(cc_stream_control *control);
+
+/// Called with each piece of the body as it arrives; return 0 to go on, anything else to end
+/// the transfer (CC_HTTP_NETWORK, `error` says "stopped by the reader").
+typedef int (*cc_stream_data_fn)(void *context, const char *data, size_t len);
+
+/// GETs `url` with `headers` and hands the body to `on_data` as it comes, until the server ends
+/// it, the connection breaks, `idle_ms` pass without a byte (a server that accepted and went
+/// silent: CC_HTTP_TIMEOUT), `on_data` asks to stop, or cc_stream_stop. `connect_ms` bounds the
+/// connection. `out->status` is the response's status (the body is handed over whatever it
+/// is; out->body stays NULL); `out->retry_after` its Retry-After. Returns a CC_HTTP_* outcome:
+/// CC_HTTP_OK when the server ended the body.
+CC_HTTP_INTERNAL int cc_http_stream(const char *url, const char *const *headers, size_t header_count,
+                                    long connect_ms, long idle_ms, cc_stream_data_fn on_data, void *context,
+                                    cc_stream_control *control, cc_http_response *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

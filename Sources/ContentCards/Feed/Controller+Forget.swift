@@ -1,0 +1,193 @@
+/// Forgetting and exporting a user (docs/BEHAVIOUR.md, "Forgetting and exporting a user"): a
+/// logout that leaves nothing behind, an erasure request, an access request.
+///
+/// What is a user's: the cards (visible or not, with their local state), the dismissals, the
+/// cursors and the sync state with its ETag, the events in the outbox logged for the user, the
+/// image files of the user's cache, and the token the provider gave for the user. Erasure
+/// leaves no recoverable bytes in the store's files (`CardStore.erase`).
+
+/// What to do with a forgotten user's events still in the outbox.
+public enum PendingEventsChoice: String, Sendable, CaseIterable {
+    /// Deliver them first; when they cannot be delivered, nothing is removed.
+    case flush
+    /// Remove them undelivered.
+    case discard
+}
+
+/// What `forgetUser` removed.
+public struct ForgetReceipt: Sendable, Equatable {
+    public var userID: String
+    public var cards = 0
+    public var dismissals = 0
+    public var eventsDelivered = 0
+    public var eventsDiscarded = 0
+    /// Cursors, sync state or ETag were stored and are gone.
+    public var syncState = false
+    public var images = 0
+    /// The store's WAL was emptied and cut to nothing. False when another connection (another
+    /// process) kept it: the bytes are overwritten at that connection's next checkpoint.
+    public var walTruncated = false
+    public init(userID: String) { self.userID = userID }
+}
+
+extension ContentCardsController {
+    /// Everything stored for `user` (nil: the current user) as one JSON document, the same
+    /// bytes in C, Python and Swift (docs/schema/export.schema.json).
+    public func exportUser(_ user: String? = nil) throws(ContentCardsError) -> String {
+        let (user, stored, events): (String, StoredUser, [Event]) = try lock.withLock { () throws(ContentCardsError) in
+            guard let store else { throw Self.closedError }
+            let user = user ?? userID
+            do throws(StoreError) {
+                return (user, try storedState(of: user, in: store), try store.events(of: user))
+            } catch { throw ContentCardsError(.storage, "cannot read user \(Self.quoted(user)): \(error.message)") }
+        }
+        let cache = images.flatMap { user == userIDNow ? $0.current : $0.existingCache(for: user) }
+        return Self.exportJSON(user: user, stored: stored, events: events, images: cache, now: clock.now())
+    }
+
+    /// Removes everything stored for `user` (nil: the current user); see the type's comment.
+    /// With `.flush`, the user's pending events are delivered first (within `timeout`, default
+    /// the configuration's) and nothing is removed when they cannot be. Forgetting the current
+    /// user leaves the controller open for it with nothing stored: subscribers are told
+    /// (`.userForgotten`) and a refresh in flight is discarded.
+    @discardableResult
+    public func forgetUser(_ user: String? = nil, pending: PendingEventsChoice = .flush,
+                           timeout: Double? = nil) throws(ContentCardsError) -> ForgetReceipt {
+        let user = try lock.withLock { () throws(ContentCardsError) -> String in
+            try checkOpen()
+            return user ?? userID
+        }
+        var delivered = 0
+        if pending == .flush {
+            let before = try pendingEvents(of: user)
+            if before > 0 {
+                guard delivery.sink != nil else {
+                    throw ContentCardsError(.noSource, "user \(Self.quoted(user)) has \(before) events pending and no event sink is configured to deliver them: nothing was removed (forget with pending \"discard\" to remove them undelivered)")
+                }
+                do throws(ContentCardsError) { try flushEvents(timeout: timeout) } catch {
+                    throw ContentCardsError(error.code, "user \(Self.quoted(user)) was not forgotten: its pending events could not be delivered first (\(error.message)); nothing was removed", retryAfter: error.retryAfter)
+                }
+                delivered = max(0, before - (try pendingEvents(of: user)))
+            }
+        }
+        var receipt = ForgetReceipt(userID: user)
+        receipt.eventsDelivered = delivered
+        let (imageURLs, wasCurrent, counts): (Set<String>, Bool, FeedCounts?) = try lock.withLock { () throws(ContentCardsError) in
+            guard let store else { throw Self.closedError }
+            let wasCurrent = user == userID
+            do throws(StoreError) {
+                let stored = try storedState(of: user, in: store)
+                let erased = try store.erase(user: user)
+                // An in-memory store keeps only the events: the rest is counted from memory.
+                receipt.cards = store.isInMemory ? stored.cards.count : erased.cards
+                receipt.dismissals = store.isInMemory ? stored.dismissed.count : erased.dismissals
+                receipt.syncState = store.isInMemory ? (stored.cursors != SyncCursors() || stored.sync != SyncState()) : erased.syncState
+                receipt.eventsDiscarded = erased.events
+                receipt.walTruncated = erased.walTruncated || store.isInMemory
+                otherUsers[user] = nil
+                tokens.forget(user)
+                let urls = Set(stored.cards.values.compactMap(\.image))
+                guard wasCurrent else { return (urls, false, nil) }
+                feed.publish(replacing: StoredUser())
+                if let version = try? store.dataVersion() { storeVersion = version }
+                refresher.lastSyncedAt = 0
+                // A refresh in flight was for the cards just erased: its answer is discarded
+                // (`forgotten` differs at its merge) and later refreshes start anew.
+                forgotten &+= 1
+                refresher.inFlight = nil
+                record.leftOut = []
+                return (urls, true, currentCounts())
+            } catch { throw ContentCardsError(.storage, "cannot forget user \(Self.quoted(user)): \(error.message) (the store is as it was, or partly erased: call again)") }
+        }
+        receipt.images = forgetImages(of: user, current: wasCurrent, urls: imageURLs)
+        if let counts {
+            subscribers.notify(FeedUpdate(reason: .userForgotten, error: nil, cardID: nil, counts: counts, sync: nil))
+        }
+        ContentCardsLog.emit(.info, "forgot user \(Self.quoted(user)): \(receipt.cards) cards, \(receipt.eventsDelivered) events delivered, \(receipt.eventsDiscarded) discarded, \(receipt.images) images")
+        return receipt
+    }
+
+    /// The user's events in the outbox.
+    private func pendingEvents(of user: String) throws(ContentCardsError) -> Int {
+        try lock.withLock { () throws(ContentCardsError) in
+            guard let store else { throw Self.closedError }
+            do throws(StoreError) { return try store.events(of: user).count } catch { throw ContentCardsError(.storage, error.message) }
+        }
+    }
+
+    /// The user's stored state: the published one for the current user, else the store's (or,
+    /// for an in-memory store, the copy kept in memory). Called with the lock held.
+    private func storedState(of user: String, in store: CardStore) throws(StoreError) -> StoredUser {
+        if user == userID { return feed.stored }
+        if store.isInMemory { return otherUsers[user] ?? StoredUser() }
+        return try store.load(user: user, decoder: decoder)
+    }
+
+    private var userIDNow: String { lock.withLock { userID } }
+
+    /// Removes the user's image files: the current user's cache is emptied (and stays, in
+    /// use), another user's is emptied and its directory removed.
+    private func forgetImages(of user: String, current: Bool, urls: Set<String>) -> Int {
+        guard let images else { return 0 }
+        if current {
+            let removed = images.current.keepOnly([])
+            prefetchImages()      // the empty feed's prefetch: one running stops after its image
+            return removed
+        }
+        guard let cache = images.existingCache(for: user) else { return 0 }
+        let removed = cache.keepOnly([])
+        rmdir(cache.directory)
+        return removed
+    }
+
+    /// The export document (docs/schema/export.schema.json).
+    static func exportJSON(user: String, stored: StoredUser, events: [Event], images: ImageCache?, now: Double) -> String {
+        var w = JSONWriter(reservingCapacity: 4096)
+        w.beginObject()
+        w.key("format"); w.int(1)
+        w.key("user_id"); w.string(user)
+        w.key("exported_at"); w.double(now)
+        w.key("cards")
+        w.beginArray()
+        // In the feed's order of ids, so that two exports of the same state are the same bytes.
+        for card in stored.cards.values.sorted(by: { $0.id < $1.id }) {
+            let json = Array(CardJSON.encode(card).utf8)
+            w.beginRawValue()
+            json.withUnsafeBufferPointer { w.appendRaw($0) }
+        }
+        w.endArray()
+        w.key("dismissed")
+        w.beginArray()
+        for id in stored.dismissed.map(\.id).sorted() { w.string(id) }
+        w.endArray()
+        w.key("sync")
+        w.beginObject()
+        w.key("last_full_sync_at"); w.int(stored.cursors.lastFullSyncAt)
+        w.key("last_card_updated_at"); w.int(stored.cursors.lastCardUpdatedAt)
+        w.key("etag"); w.string(stored.sync.validator)
+        w.key("synced_at"); w.double(stored.sync.syncedAt)
+        w.endObject()
+        w.key("pending_events")
+        w.beginArray()
+        for event in events {
+            let json = Array(EventJSON.encode(event).utf8)
+            w.beginRawValue()
+            json.withUnsafeBufferPointer { w.appendRaw($0) }
+        }
+        w.endArray()
+        w.key("images")
+        w.beginArray()
+        if let images {
+            for url in Set(stored.cards.values.compactMap(\.image)).sorted() {
+                guard let bytes = images.size(of: url) else { continue }
+                w.beginObject()
+                w.key("url"); w.string(url)
+                w.key("bytes"); w.int(bytes)
+                w.endObject()
+            }
+        }
+        w.endArray()
+        w.endObject()
+        return w.string
+    }
+}

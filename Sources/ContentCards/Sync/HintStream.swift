@@ -1,0 +1,239 @@
+import CCurl
+/// The hint stream (docs/WIRE.md, "Hint stream"): one connection per controller to
+/// `BASE/content_cards/stream?user_id=U`, kept by a library thread of its own. A hint carries
+/// no card data: each one only asks the controller for its conditional refresh (`onHint`),
+/// which coalesces them.
+///
+/// - Reconnects with `Last-Event-ID`, after a wait uniform in [0, min(retryMax, retry ×
+///   2^(failures−1))] (full jitter, from the server's `retry`), so a fleet that lost its server
+///   does not come back at one instant; a connection that brought hints resets the backoff.
+/// - A server that sends nothing, not even a keepalive, for `idleSeconds` is dropped; a line
+///   that never ends is cut at 4 KiB and the connection dropped; a flood of hints is the
+///   controller's to coalesce.
+/// - `stop` (close) ends the connection at once: its socket is shut down, not waited on.
+/// - `restart` (a user change) ends it and connects again for the new user, without a wait.
+/// While the stream is down, the periodic refresh (if configured) keeps the feed fresh.
+final class HintStream: @unchecked Sendable {
+    struct Status: Equatable, Sendable {
+        var connected = false
+        var connects = 0
+        var hints = 0
+        var lastEventID: String?
+        var lastError: String?
+        /// Since when the stream is connected (monotonic seconds), nil when it is not.
+        var connectedSince: Double?
+    }
+
+    let base: String
+    let apiKey: String
+    let settings: Configuration.Hints
+    let tokens: TokenSlot
+    /// The user to connect for; nil ends the stream (the controller went away).
+    private let currentUser: @Sendable () -> String?
+    private let onHint: @Sendable (_ user: String) -> Void
+
+    private let lock = Lock()
+    private let wake = Condition()
+    private var stopped = false
+    private var restarting = false
+    private var status = Status()
+    private let control: UnsafeMutablePointer<cc_stream_control>
+
+    init(base: String, apiKey: String, settings: Configuration.Hints, tokens: TokenSlot,
+         currentUser: @escaping @Sendable () -> String?, onHint: @escaping @Sendable (String) -> Void) {
+        self.base = base; self.apiKey = apiKey; self.settings = settings; self.tokens = tokens
+        self.currentUser = currentUser; self.onHint = onHint
+        control = .allocate(capacity: 1)
+        cc_stream_control_init(control)
+    }
+
+    deinit {
+        cc_stream_control_destroy(control)
+        control.deallocate()
+    }
+
+    var snapshot: Status { lock.withLock { status } }
+
+    /// Starts the stream's thread; false when no thread could be started.
+    func start() -> Bool { spawnThread { [self] in run() } }
+
+    func stop() {
+        lock.withLock {
+            stopped = true
+            wake.broadcast()
+        }
+        cc_stream_stop(control)
+    }
+
+    /// Connects again at once (the user changed).
+    func restart() {
+        lock.withLock {
+            restarting = true
+            wake.broadcast()
+        }
+        cc_stream_interrupt(control)
+    }
+
+    private func run() {
+        var failures = 0
+        var retry = 1.0
+        var lastEventID: String?
+        while true {
+            let go: Bool = lock.withLock {
+                restarting = false
+                return !stopped
+            }
+            guard go, let user = currentUser() else { break }
+            let outcome = connect(user: user, lastEventID: lastEventID)
+            lastEventID = outcome.lastEventID ?? lastEventID
+            if let ms = outcome.retryMilliseconds { retry = min(max(Double(ms) / 1000, 0.05), settings.retryMaxSeconds) }
+            var delay: Double
+            if outcome.hints > 0 || outcome.lasted >= 30 {
+                failures = 0
+                delay = retry * Double.random(in: 0.5...1)
+            } else {
+                failures += 1
+                let cap = min(settings.retryMaxSeconds, retry * Double(1 << min(failures - 1, 16)))
+                delay = Double.random(in: 0...max(cap, 0.05))
+            }
+            if let after = outcome.retryAfter { delay = max(delay, min(after, 3600)) }
+            lock.withLock {
+                let until = monotonicSeconds() + delay
+                while !stopped && !restarting && monotonicSeconds() < until { wake.wait(lock, until: until) }
+            }
+        }
+        lock.withLock {
+            status.connected = false
+            status.connectedSince = nil
+        }
+    }
+
+    private struct Outcome {
+        var hints = 0
+        var lasted = 0.0
+        var lastEventID: String?
+        var retryMilliseconds: Int?
+        var retryAfter: Double?
+    }
+
+    /// One connection, until it ends.
+    private func connect(user: String, lastEventID: String?) -> Outcome {
+        var headers = ["Accept: text/event-stream", "Cache-Control: no-store"]
+        if !apiKey.isEmpty { headers.append("X-Api-Key: \(apiKey)") }
+        if let lastEventID, Redact.controlCharacter(inHeaderValue: lastEventID) == nil, lastEventID.utf8.count <= 256 {
+            headers.append("Last-Event-ID: \(lastEventID)")
+        }
+        let timeout = min(max(settings.idleSeconds, 1), 30)
+        var sentToken: String?
+        if let asked = tokens.token(for: user, deadline: monotonicSeconds() + timeout) {
+            switch asked {
+            case .failure(let e):
+                note(error: e.message)
+                return Outcome()
+            case .success(let token):
+                sentToken = token.value
+                headers.append("Authorization: Bearer \(token.value)")
+            }
+        }
+        let reader = StreamReader(onHint: { [self] in
+            lock.withLock { status.hints += 1 }
+            onHint(user)
+        })
+        let url = base + "/content_cards/stream?user_id=" + Self.percentEncoded(user)
+        let started = monotonicSeconds()
+        var response = cc_http_response()
+        let connected: @Sendable () -> Void = { [self] in
+            lock.withLock {
+                status.connected = true
+                status.connects += 1
+                status.connectedSince = monotonicSeconds()
+            }
+        }
+        reader.onOpen = connected
+        let box = Unmanaged.passRetained(reader)
+        let rc = withCStringArray(headers) { pointers in
+            cc_http_stream(url, pointers.baseAddress, pointers.count, Int(timeout * 1000), Int(settings.idleSeconds * 1000),
+                           { context, data, length in
+                               guard let context, let data else { return 0 }
+                               let reader = Unmanaged<StreamReader>.fromOpaque(context).takeUnretainedValue()
+                               return reader.feed(UnsafeRawBufferPointer(start: data, count: length)) ? 0 : 1
+                           }, box.toOpaque(), control, &response)
+        }
+        box.release()
+        defer { cc_http_response_free(&response) }
+        var outcome = Outcome(hints: reader.hints, lasted: monotonicSeconds() - started,
+                              lastEventID: reader.parser.lastEventID, retryMilliseconds: reader.parser.retryMilliseconds)
+        let retryAfter = withUnsafeBytes(of: response.retry_after) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        outcome.retryAfter = RetryAfter.parse(retryAfter, now: SystemClock().now())
+        let message = withUnsafeBytes(of: response.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        if response.status == 401, let sentToken { tokens.discard(sentToken, of: user) }
+        if reader.tooLong {
+            note(error: "the hint stream sent a line over \(ServerSentEvents.maxLineBytes) bytes: dropped")
+        } else if response.status != 0 && response.status != 200 {
+            note(error: "the hint stream answered HTTP \(response.status)")
+        } else if rc != Int32(CC_HTTP_OK) {
+            note(error: "the hint stream ended: \(Redact.scrub(message, url: url))")
+        } else {
+            note(error: "the hint stream ended (the server closed it)")
+        }
+        return outcome
+    }
+
+    private func note(error: String) {
+        lock.withLock {
+            status.connected = false
+            status.connectedSince = nil
+            status.lastError = error
+        }
+    }
+
+    /// The user id as a query value: unreserved characters as they are, the rest %XX.
+    static func percentEncoded(_ s: String) -> String {
+        var out = ""
+        for byte in s.utf8 {
+            switch byte {
+            case 0x30...0x39, 0x41...0x5A, 0x61...0x7A, 0x2D, 0x2E, 0x5F, 0x7E: out.unicodeScalars.append(UnicodeScalar(byte))
+            default: out += "%" + String(byte >> 4, radix: 16, uppercase: true) + String(byte & 15, radix: 16, uppercase: true)
+            }
+        }
+        return out
+    }
+}
+
+/// The stream's body as it arrives (called on the stream's thread only).
+private final class StreamReader {
+    var parser = ServerSentEvents()
+    var hints = 0
+    var tooLong = false
+    var opened = false
+    var onOpen: (@Sendable () -> Void)?
+    let onHint: () -> Void
+
+    init(onHint: @escaping () -> Void) { self.onHint = onHint }
+
+    /// False ends the connection.
+    func feed(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        if !opened {
+            opened = true
+            onOpen?()
+        }
+        do {
+            try parser.feed(bytes) { event in
+                guard event.type == "hint" else { return }
+                hints += 1
+                onHint()
+            }
+        } catch {
+            tooLong = true
+            return false
+        }
+        return true
+    }
+}
+
+/// Calls `body` with C strings that live for the call.
+private func withCStringArray<R>(_ strings: [String], _ body: (UnsafeBufferPointer<UnsafePointer<CChar>?>) -> R) -> R {
+    let pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
+    defer { for p in pointers { free(p) } }
+    return pointers.map { UnsafePointer($0) }.withUnsafeBufferPointer { body($0) }
+}

@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+@testable import ContentCards
+
+/// Forgetting and exporting a user (docs/BEHAVIOUR.md, "Forgetting and exporting a user"): the
+/// export holds every part of the user's state, and after `forgetUser` no byte of the user's
+/// ids or titles is left in any file under the storage path, while other users' data stays.
+@Suite struct ForgetTests {
+    static let secret = "SWIFT-FORGET-TITLE-91c2"
+
+    func open(_ dir: String, user: String) throws -> ContentCardsController {
+        try ContentCardsController(json: #"{"userId":"\#(user)","storagePath":"\#(dir)","refreshTokens":0}"#)
+    }
+
+    /// Occurrences of `needle` in the regular files under `dir`.
+    func occurrences(of needle: String, under dir: String) -> Int {
+        guard let walker = FileManager.default.enumerator(atPath: dir) else { return 0 }
+        var found = 0
+        let pattern = Data(needle.utf8)
+        for case let name as String in walker {
+            guard let data = FileManager.default.contents(atPath: dir + "/" + name) else { continue }
+            var start = data.startIndex
+            while let r = data.range(of: pattern, in: start..<data.endIndex) { found += 1; start = r.upperBound }
+        }
+        return found
+    }
+
+    @Test func exportHoldsEveryPartAndForgetLeavesNoBytes() throws {
+        let dir = Fixtures.temporaryDirectory("forget")
+        defer { Fixtures.removeTree(dir) }
+        let c = try open(dir, user: "erin")
+        _ = try c.apply(Fixtures.payload([
+            Fixtures.wire("erin-card-1", extra: #""tt":"\#(Self.secret)""#),
+            Fixtures.wire("erin-card-2", extra: #""db":true"#),
+        ], full: true, user: "erin", lastFull: 1_763_700_000, lastUpdated: 1_763_700_000))
+        _ = try c.logImpression(cardID: "erin-card-1")
+        _ = try c.logDismissal(cardID: "erin-card-2")
+        try c.changeUser("frank")
+        _ = try c.apply(Fixtures.payload([Fixtures.wire("frank-card")], full: true, user: "frank"))
+        try c.changeUser("erin")
+
+        let doc = try JSONReader.parse(Array(try c.exportUser().utf8))
+        #expect(doc["format"] == .number("1"))
+        #expect(doc["user_id"] == .string("erin"))
+        guard case .array(let cards)? = doc["cards"], case .array(let events)? = doc["pending_events"] else {
+            Issue.record("no cards or events"); return
+        }
+        #expect(cards.count == 2)
+        #expect(events.count == 2)
+        #expect(doc["dismissed"] == .array([.string("erin-card-2")]))
+        #expect(doc["sync"]?["last_full_sync_at"] == .number("1763700000"))
+        // The same state exported twice: the same bytes but for the time.
+        #expect(try c.exportUser("frank").contains("frank-card"))
+
+        #expect(occurrences(of: Self.secret, under: dir) > 0)
+        let receipt = try c.forgetUser(pending: .discard)
+        #expect(receipt.cards == 2 && receipt.dismissals == 1 && receipt.eventsDiscarded == 2)
+        #expect(receipt.syncState && receipt.walTruncated)
+        #expect(try c.cards().isEmpty)
+        #expect(occurrences(of: Self.secret, under: dir) == 0)
+        #expect(occurrences(of: "erin-card-1", under: dir) == 0)
+        #expect(occurrences(of: "frank-card", under: dir) > 0)
+        c.close()
+        let again = try open(dir, user: "frank")
+        #expect(try again.cards().map(\.id) == ["frank-card"])
+        again.close()
+    }
+
+    @Test func flushWithoutASinkRemovesNothing() throws {
+        let c = try ContentCardsController(json: #"{"userId":"u","refreshTokens":0}"#)
+        _ = try c.apply(Fixtures.payload([Fixtures.wire("c1")], full: true, user: "u"))
+        _ = try c.logImpression(cardID: "c1")
+        do { try c.forgetUser(); Issue.record("forgot") } catch {
+            #expect(error.code == .noSource && error.message.contains("nothing was removed"))
+        }
+        #expect(try c.cards().count == 1)
+        #expect(try c.pendingEvents() == 1)
+        try c.forgetUser(pending: .discard)
+        #expect(try c.cards().isEmpty)
+        #expect(try c.pendingEvents() == 0)
+    }
+}
