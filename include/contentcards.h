@@ -775,9 +775,9 @@ CC_API CC_WARN_UNUSED_RESULT int cc_token_response_fail(cc_token_response *respo
  * hint stream), never with a token of one user sent for another; again before the expiry; and
  * once after a 401, when the request is sent again once with the new token.
  * Runs on a library thread of its own, never with a lock of the library held; one ask at a time
- * per user (requests that need the same user's token meanwhile wait for the same answer). One
- * that has not returned by the request's deadline is abandoned: CC_E_AUTH, its late answer
- * discarded; while 4 are abandoned and still running, requests fail at once with CC_E_AUTH. */
+ * per user (requests that need the same user's token meanwhile wait for the same answer). It
+ * gets at most 80% of the request's timeout: one that has not returned by then is abandoned
+ * (CC_E_AUTH, its late answer discarded); while 4 are abandoned and still running, requests fail at once with CC_E_AUTH. */
 typedef int (*cc_token_fn)(void *userdata, const char *user_id, cc_token_response *response);
 
 /* Sets the token provider (fn NULL removes it: requests go without Authorization). Replaces an
@@ -813,7 +813,7 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_hint(cc_controller *controller, c
 /* Removes everything stored for user_id (NULL: the current user): cards, dismissals, read
  * state, sync state and ETag, pending events (pending CC_PENDING_FLUSH: delivered first, within
  * timeout_seconds (<= 0: the configuration's timeoutSeconds); CC_PENDING_DISCARD: removed
- * undelivered), and the image files of its cards that no other user's card uses. No
+ * undelivered), and its image cache (each user's images are cached apart). No
  * recoverable bytes are left in the store file or its WAL: the deletion runs with SQLite's
  * secure_delete, the store is rewritten (VACUUM) and the WAL checkpointed and truncated.
  * Forgetting the current user leaves the controller open for the same user with nothing

@@ -181,7 +181,7 @@ final class EventDelivery: @unchecked Sendable {
                 if !controller.changed.wait(controller.lock, until: deadline) && monotonicSeconds() >= deadline && slot.outcome == nil {
                     slot.abandoned = true
                     stuck += 1
-                    return .retry(ContentCardsError(.timeout, "the event sink did not return within \(timeout) s: the delivery was abandoned and the events stay pending"))
+                    return .retry(ContentCardsError(.timeout, "the event sink did not return within \(Double(Int((timeout * 1000).rounded())) / 1000) s: the delivery was abandoned and the events stay pending"))
                 }
             }
         }

@@ -131,8 +131,8 @@ final class HintStream: @unchecked Sendable {
                 note(error: e.message)
                 return Outcome()
             case .success(let token):
-                sentToken = token.value
-                headers.append("Authorization: Bearer \(token.value)")
+                sentToken = token.token
+                headers.append("Authorization: Bearer \(token.token)")
             }
         }
         let reader = StreamReader(onHint: { [self] in

@@ -14,10 +14,10 @@
 
 /// A token and, when the provider knows it, when it stops working (unix seconds).
 public struct AuthToken: Sendable, Equatable {
-    public var value: String
+    public var token: String
     public var expiresAt: Double?
-    public init(_ value: String, expiresAt: Double? = nil) {
-        self.value = value
+    public init(_ token: String, expiresAt: Double? = nil) {
+        self.token = token
         self.expiresAt = expiresAt.flatMap { $0.isFinite && $0 > 0 ? $0 : nil }
     }
 }
@@ -43,7 +43,7 @@ package final class TokenSlot: @unchecked Sendable {
     }
 
     private struct Cached {
-        let token: AuthToken
+        let auth: AuthToken
         let obtainedAt: Double
     }
 
@@ -80,7 +80,7 @@ package final class TokenSlot: @unchecked Sendable {
 
     /// Drops `token` of `user` from the cache (a server refused it): the next request asks anew.
     func discard(_ token: String, of user: String) {
-        lock.withLock { if cache[user]?.token.value == token { cache[user] = nil } }
+        lock.withLock { if cache[user]?.auth.token == token { cache[user] = nil } }
     }
 
     /// Forgets a user's token (the user was forgotten).
@@ -98,7 +98,7 @@ package final class TokenSlot: @unchecked Sendable {
     /// Waits for the provider at most until `deadline` (monotonic seconds).
     func header(for user: String, deadline: Double, rejected: String? = nil) -> Result<(name: String, value: String), ContentCardsError>? {
         guard let result = token(for: user, deadline: deadline, rejected: rejected) else { return nil }
-        return result.map { ("Authorization", "Bearer " + $0.value) }
+        return result.map { ("Authorization", "Bearer " + $0.token) }
     }
 
     func token(for user: String, deadline: Double, rejected: String? = nil) -> Result<AuthToken, ContentCardsError>? {
@@ -107,14 +107,14 @@ package final class TokenSlot: @unchecked Sendable {
         guard let provider else { return nil }
         let now = SystemClock().now()
         if let cached = cache[user] {
-            if cached.token.value == rejected {
+            if cached.auth.token == rejected {
                 cache[user] = nil
-            } else if let expiresAt = cached.token.expiresAt,
-                      now >= expiresAt - Self.refreshMargin(cached.token, obtainedAt: cached.obtainedAt) {
+            } else if let expiresAt = cached.auth.expiresAt,
+                      now >= expiresAt - Self.refreshMargin(cached.auth, obtainedAt: cached.obtainedAt) {
                 cache[user] = nil
             } else {
                 counts.reused += 1
-                return .success(cached.token)
+                return .success(cached.auth)
             }
         }
         let ask: Ask
@@ -166,7 +166,7 @@ package final class TokenSlot: @unchecked Sendable {
                    let oldest = cache.min(by: { $0.value.obtainedAt < $1.value.obtainedAt })?.key {
                     cache[oldest] = nil
                 }
-                cache[user] = Cached(token: token, obtainedAt: SystemClock().now())
+                cache[user] = Cached(auth: token, obtainedAt: SystemClock().now())
             }
             answered.broadcast()
         }
@@ -179,7 +179,7 @@ package final class TokenSlot: @unchecked Sendable {
         case .failure(let e):
             return .failure(ContentCardsError(.auth, "the token provider failed: \(e.message)"))
         case .success(let token):
-            if let why = invalidity(token.value) {
+            if let why = invalidity(token.token) {
                 return .failure(ContentCardsError(.auth, "the token provider gave a token that cannot be sent: \(why)"))
             }
             return .success(token)
@@ -211,7 +211,10 @@ extension TokenSlot {
         guard let slot else { return send(nil, timeout) }
         var rejected: String? = nil
         for attempt in 0..<2 {
-            guard let asked = slot.token(for: user, deadline: deadline, rejected: rejected) else {
+            // The provider gets at most 80% of the time left: one that hangs is reported as
+            // what it is (`.auth`) before the request's own deadline makes it a timeout.
+            let now = monotonicSeconds()
+            guard let asked = slot.token(for: user, deadline: now + max(deadline - now, 0) * 0.8, rejected: rejected) else {
                 return send(nil, max(deadline - monotonicSeconds(), 0.001))   // the provider was removed
             }
             let token: AuthToken
@@ -223,14 +226,14 @@ extension TokenSlot {
             if left <= 0 {
                 return .failure(ContentCardsError(.timeout, "\(what) not sent: the token provider took the whole timeout (\(timeout) s)"))
             }
-            let result = send(("Authorization", "Bearer " + token.value), left)
+            let result = send(("Authorization", "Bearer " + token.token), left)
             guard case .success(let response) = result, response.status == 401 else { return result }
             if attempt == 0 {
                 slot.noteRetry()
-                rejected = token.value
+                rejected = token.token
                 continue
             }
-            slot.discard(token.value, of: user)
+            slot.discard(token.token, of: user)
             let detail = Redact.serverText(response.body, limit: 200)
             return .failure(ContentCardsError(.auth, "\(what) refused: the server did not accept the user's token (HTTP 401), also after a new one was asked for\(detail.isEmpty ? "" : ": " + detail)"))
         }
