@@ -31,6 +31,12 @@ import Testing
         "cc_controller_mark_read",
         "cc_controller_mark_all_read",
         "cc_controller_wait_images",
+        "cc_token_response_set",
+        "cc_token_response_fail",
+        "cc_controller_set_token_provider",
+        "cc_controller_hint",
+        "cc_controller_forget_user",
+        "cc_controller_export_user",
         "cc_controller_diagnostics",
         "cc_controller_feed",
         "cc_controller_flush_events",
@@ -87,6 +93,12 @@ import Testing
         do { var h = CContentCardsABI.cc_controller_close; h = ContentCardsC.cc_controller_close; var i = ContentCardsC.cc_controller_close; i = CContentCardsABI.cc_controller_close; _ = (h, i) }
         do { var h = CContentCardsABI.cc_controller_mark_read; h = ContentCardsC.cc_controller_mark_read; var i = ContentCardsC.cc_controller_mark_read; i = CContentCardsABI.cc_controller_mark_read; _ = (h, i) }
         do { var h = CContentCardsABI.cc_controller_wait_images; h = ContentCardsC.cc_controller_wait_images; var i = ContentCardsC.cc_controller_wait_images; i = CContentCardsABI.cc_controller_wait_images; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_token_response_set; h = ContentCardsC.cc_token_response_set; var i = ContentCardsC.cc_token_response_set; i = CContentCardsABI.cc_token_response_set; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_token_response_fail; h = ContentCardsC.cc_token_response_fail; var i = ContentCardsC.cc_token_response_fail; i = CContentCardsABI.cc_token_response_fail; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_controller_set_token_provider; h = ContentCardsC.cc_controller_set_token_provider; var i = ContentCardsC.cc_controller_set_token_provider; i = CContentCardsABI.cc_controller_set_token_provider; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_controller_hint; h = ContentCardsC.cc_controller_hint; var i = ContentCardsC.cc_controller_hint; i = CContentCardsABI.cc_controller_hint; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_controller_forget_user; h = ContentCardsC.cc_controller_forget_user; var i = ContentCardsC.cc_controller_forget_user; i = CContentCardsABI.cc_controller_forget_user; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_controller_export_user; h = ContentCardsC.cc_controller_export_user; var i = ContentCardsC.cc_controller_export_user; i = CContentCardsABI.cc_controller_export_user; _ = (h, i) }
         do { var h = CContentCardsABI.cc_controller_mark_all_read; h = ContentCardsC.cc_controller_mark_all_read; var i = ContentCardsC.cc_controller_mark_all_read; i = CContentCardsABI.cc_controller_mark_all_read; _ = (h, i) }
         // cc_controller_counts is C over ccint_controller_counts, which adds the unread output.
         do { let f: @convention(c) (UnsafeMutablePointer<Int64>?, UnsafeMutablePointer<Int64>?, OpaquePointer?, UnsafePointer<CChar>?) -> Int32 = CContentCardsABI.cc_controller_counts; _ = f }
