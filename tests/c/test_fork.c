@@ -100,6 +100,49 @@ static int child_work(void) {
     return failed;
 }
 
+/* The id of the newest pending event of `c` (the last "id" in the outbox's JSON). */
+static void newest_event_id(cc_controller *c, char *out, size_t size) {
+    char *json = NULL;
+    out[0] = 0;
+    if (cc_controller_pending_events_json(&json, c, 0) != CC_OK) return;
+    const char *last = NULL;
+    for (const char *at = strstr(json, "\"id\":\""); at; at = strstr(at + 1, "\"id\":\"")) last = at;
+    if (last) snprintf(out, size, "%.36s", last + 6);
+    cc_string_free(json);
+}
+
+/* Event ids come from a pool of random bytes: a child must not hand out the bytes its parent
+ * will (the server drops an event whose id it has seen: the second would be lost). */
+static void test_event_ids_differ_across_fork(void) {
+    cc_controller *c = cc_test_open_sample();
+    CHECK_OK(cc_controller_refresh(NULL, c, 5));
+    CHECK_OK(cc_controller_log_impression(c, "tile-1"));      /* the pool is filled */
+    int fds[2];
+    CHECK(pipe(fds) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        cc_controller *mine = cc_test_open_sample();
+        char id[64] = "";
+        if (cc_controller_refresh(NULL, mine, 5) == CC_OK && cc_controller_log_impression(mine, "tile-1") == CC_OK)
+            newest_event_id(mine, id, sizeof id);
+        ssize_t w = write(fds[1], id, strlen(id) + 1);
+        _exit(w > 0 ? 0 : 1);
+    }
+    CHECK_OK(cc_controller_log_impression(c, "tile-1"));
+    char parent_id[64], child_id[64] = "";
+    newest_event_id(c, parent_id, sizeof parent_id);
+    ssize_t n = read(fds[0], child_id, sizeof child_id - 1);
+    if (n > 0) child_id[n] = 0;
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK(strlen(parent_id) == 36 && strlen(child_id) == 36);
+    CHECK(strcmp(parent_id, child_id) != 0);
+    close(fds[0]);
+    close(fds[1]);
+    CHECK_OK(cc_controller_close(c));
+}
+
 static double now_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -150,5 +193,6 @@ int main(void) {
     CHECK_OK(cc_controller_close(shared));
     CHECK_OK(cc_controller_close(memory));
     CHECK(cc_test_remove_dir(dir));
+    test_event_ids_differ_across_fork();
     return cc_test_finish("test_fork");
 }

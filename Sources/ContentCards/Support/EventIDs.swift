@@ -8,18 +8,48 @@ public protocol EventIDGenerator: Sendable {
 public struct RandomEventIDs: EventIDGenerator {
     public init() {}
     public func next() -> String {
-        var g = SystemRandomNumberGenerator()
-        var bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &g) }
+        var bytes = RandomPool.take16()
         bytes[6] = (bytes[6] & 0x0F) | 0x40
         bytes[8] = (bytes[8] & 0x3F) | 0x80
-        let hex = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(36)
-        for (i, b) in bytes.enumerated() {
-            if i == 4 || i == 6 || i == 8 || i == 10 { out.append(0x2D) }
-            out.append(hex[Int(b >> 4)]); out.append(hex[Int(b & 0x0F)])
+        let hex: StaticString = "0123456789abcdef"
+        return String(unsafeUninitializedCapacity: 36) { out in
+            var o = 0
+            hex.withUTF8Buffer { digits in
+                for i in 0..<16 {
+                    if i == 4 || i == 6 || i == 8 || i == 10 { out[o] = 0x2D; o += 1 }
+                    out[o] = digits[Int(bytes[i] >> 4)]
+                    out[o + 1] = digits[Int(bytes[i] & 0x0F)]
+                    o += 2
+                }
+            }
+            return o
         }
-        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+/// Random bytes for event ids, taken 16 at a time from a pool the system's generator fills
+/// 4 KiB at a time: one system call for 256 ids instead of 16 for each (a fifth of a logged
+/// impression's time went to getrandom). The ids only need to be unique, not secret; a child
+/// of fork() empties the pool, so parent and child never hand out the same bytes.
+enum RandomPool {
+    private static let lock: Lock = {
+        let lock = Lock()
+        ForkSafety.holdAcrossFork(lock) { used = capacity }
+        return lock
+    }()
+    private static let capacity = 4096
+    nonisolated(unsafe) private static let pool = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 16)
+    nonisolated(unsafe) private static var used = capacity
+
+    static func take16() -> [UInt8] {
+        lock.withLock {
+            if used + 16 > capacity {
+                Platform.fillRandom(pool)
+                used = 0
+            }
+            defer { used += 16 }
+            return Array(pool[used..<used + 16])
+        }
     }
 }
 

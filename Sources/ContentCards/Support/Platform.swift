@@ -53,6 +53,28 @@ enum Platform {
         #endif
     }
 
+    // MARK: Randomness
+
+    /// Fills `buffer` with bytes from the system's secure generator: getentropy(3) (glibc 2.25,
+    /// the getrandom system call) 256 bytes a call on Linux, where `SystemRandomNumberGenerator`
+    /// makes a call for every 8 bytes (16 system calls an event id); elsewhere, and if
+    /// getentropy fails, that generator.
+    static func fillRandom(_ buffer: UnsafeMutableRawBufferPointer) {
+        var filled = 0
+        #if os(Linux) && !CC_PORTABLE
+        while filled < buffer.count, let base = buffer.baseAddress {
+            let n = min(256, buffer.count - filled)
+            guard getentropy(base + filled, n) == 0 else { break }
+            filled += n
+        }
+        #endif
+        var g = SystemRandomNumberGenerator()
+        while filled < buffer.count {
+            buffer[filled] = UInt8(truncatingIfNeeded: g.next())
+            filled += 1
+        }
+    }
+
     // MARK: Threads
 
     /// Starts a detached thread that runs `runThreadBody(context)` (Scheduler.swift): 0, or

@@ -79,3 +79,13 @@ import Testing
         #expect(ran.count == 2000)
     }
 }
+
+/// Event ids from the pool of random bytes: version 4 UUIDs, all different.
+@Suite struct EventIDTests {
+    @Test func idsAreVersion4UUIDsAndUnique() {
+        let ids = (0..<20_000).map { _ in RandomEventIDs().next() }
+        #expect(Set(ids).count == ids.count)
+        let pattern = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
+        #expect(ids.allSatisfy { $0.wholeMatch(of: pattern) != nil })
+    }
+}
