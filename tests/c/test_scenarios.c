@@ -126,6 +126,30 @@ static void put_diagnostics(buffer *b, const char *json) {
     puts_(b, "}");
 }
 
+/* The export document (export_user) with its varying values written "*" (README.md, "The
+ * transcript"): the top-level "exported_at", and "id" and "time" of each pending event (inside
+ * the top-level "pending_events" only: the cards have ids too); "eventId" and "time" as
+ * everywhere. */
+static void put_export(buffer *b, const char *json) {
+    static const char *const event_keys[] = {"eventId", "time", "id", NULL};
+    size_t at_len = 0, events_len = 0;
+    const char *at = top_value(json, "exported_at", &at_len);
+    const char *events = top_value(json, "pending_events", &events_len);
+    if (!at || !events || at > events) { put_masked(b, json, masked_keys); return; }
+    buffer part = {0};
+    put(&part, json, (size_t)(at - json));
+    put_masked(b, part.data, masked_keys);
+    puts_(b, strncmp(at, "null", 4) == 0 ? "null" : "\"*\"");
+    part.len = 0;
+    put(&part, at + at_len, (size_t)(events - (at + at_len)));
+    put_masked(b, part.data, masked_keys);
+    part.len = 0;
+    put(&part, events, events_len);
+    put_masked(b, part.data, event_keys);
+    put_masked(b, events + events_len, masked_keys);
+    free(part.data);
+}
+
 /* Writes `s` with every occurrence of the temporary directory `tmp` written "@TMP". */
 static void put_untmp(buffer *b, const char *s, const char *tmp) {
     size_t n = strlen(tmp);
@@ -229,6 +253,26 @@ static void run_step(buffer *t, cc_controller **c, const char *op, const char *a
             cc_string_free(out);
             return;
         }
+    } else if (strcmp(op, "export_user") == 0) {
+        rc = cc_controller_export_user(&out, *c, *arg ? arg : NULL);
+        if (rc == CC_OK) {
+            buffer d = {0};
+            put_export(&d, out);
+            result_ok(t, d.data, masked_keys);
+            free(d.data);
+            cc_string_free(out);
+            return;
+        }
+    } else if (strcmp(op, "forget_user") == 0) {
+        /* USER|- flush|discard ("-": the current user); the configuration's timeout. */
+        char user[128] = {0};
+        const char *space = strchr(arg, ' ');
+        size_t n = space ? (size_t)(space - arg) : strlen(arg);
+        if (n >= sizeof user) n = sizeof user - 1;
+        memcpy(user, arg, n);
+        const char *pending = space ? space + 1 : "";
+        int mode = strcmp(pending, "discard") == 0 ? CC_PENDING_DISCARD : CC_PENDING_FLUSH;
+        rc = cc_controller_forget_user(&out, *c, strcmp(user, "-") == 0 ? NULL : user, mode, 0);
     } else if (strcmp(op, "close") == 0) {
         rc = cc_controller_close(*c);
         if (rc == CC_OK) closed = 1;

@@ -26,6 +26,58 @@ def _mask(text: str, keys: tuple[str, ...]) -> str:
     return text
 
 
+def _top_value(text: str, key: str) -> tuple[int, int] | None:
+    """Where the value of ``key`` at the top level of the JSON object ``text`` starts and
+    ends, or None (keys inside nested objects and arrays are not top-level ones)."""
+    def string_end(start: int) -> int:  # the index after the string starting at `start`
+        j = start + 1
+        while j < len(text) and text[j] != '"':
+            j += 2 if text[j] == "\\" else 1
+        return min(j + 1, len(text))
+
+    depth, i = 0, 0
+    while i < len(text):
+        ch = text[i]
+        if ch == '"':
+            end = string_end(i)
+            if depth == 1 and text[end:end + 1] == ":" and text[i + 1:end - 1] == key:
+                j, d = end + 1, 0
+                while j < len(text):
+                    if text[j] == '"':
+                        j = string_end(j)
+                        continue
+                    if text[j] in "{[":
+                        d += 1
+                    elif text[j] in "}]":
+                        if d == 0:
+                            break
+                        d -= 1
+                    elif text[j] == "," and d == 0:
+                        break
+                    j += 1
+                return end + 1, j
+            i = end
+            continue
+        if ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+        i += 1
+    return None
+
+
+def _mask_export(text: str) -> str:
+    """The export document (export_user) with the top-level "exported_at", and "id" and
+    "time" of each pending event (inside the top-level "pending_events" only: the cards have
+    ids too) written "*" (tests/scenarios/README.md)."""
+    at, events = _top_value(text, "exported_at"), _top_value(text, "pending_events")
+    if at is None or events is None or at[1] > events[0]:
+        return text
+    return (text[:at[0]] + ("null" if text[at[0]:at[1]] == "null" else '"*"')
+            + text[at[1]:events[0]] + _mask(text[events[0]:events[1]], ("id", "time"))
+            + text[events[1]:])
+
+
 def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
@@ -79,6 +131,12 @@ def _run_step(state: dict[str, Any], op: str, arg: str, tmp: str) -> str | None:
                        "counts": d.counts.to_json(), "pendingEvents": d.pending_events,
                        "lastSuccessfulRefreshAt":
                            None if d.last_successful_refresh_at is None else "*"})
+    if op == "export_user":
+        return _mask_export(_dumps(c.export_user(arg or None).to_json()))
+    if op == "forget_user":
+        # USER|- flush|discard ("-": the current user); the configuration's timeout.
+        user, _, pending = arg.partition(" ")
+        return _dumps(c.forget_user(None if user == "-" else user, pending=pending).to_json())
     if op == "close":
         c.close()
         state["closed"] = True
