@@ -26,8 +26,13 @@ ifneq ($(wildcard /opt/swift/usr/bin/swift),)
 export PATH := $(PATH):/opt/swift/usr/bin
 endif
 
+# The SONAME, libcontentcards.so.<CC_ABI_VERSION of the header>: the number CMake's SOVERSION
+# reads from the same line.
+CC_ABI_VERSION := $(shell sed -n 's/^\#define CC_ABI_VERSION \([0-9][0-9]*\)$$/\1/p' $(ROOT)/include/contentcards.h)
+SONAME := libcontentcards.so.$(CC_ABI_VERSION)
+
 SWIFTPM_LIB_FLAGS := -c release --product contentcards -Xswiftc -static-stdlib \
-	-Xlinker -soname=libcontentcards.so.1 \
+	-Xlinker -soname=$(SONAME) \
 	-Xlinker --version-script=$(ROOT)/Sources/ContentCardsC/exports.map
 # The glibc floor of CMake's build (no symbol version newer than GLIBC_2.28; test-lib checks it):
 # Sources/CContentCardsFast/glibc_floor.c compiled in, libpthread.so.0 and libdl.so.2 needed.
@@ -52,7 +57,7 @@ lib: deps
 	@# SwiftPM does not track the export list: relink when it changed.
 	@if [ Sources/ContentCardsC/exports.map -nt .build/release/libcontentcards.so ]; then rm -f .build/release/libcontentcards.so; fi
 	swift build $(SWIFTPM_LIB_FLAGS)
-	@readelf -d .build/release/libcontentcards.so | grep -q 'SONAME.*libcontentcards.so.1'
+	@readelf -d .build/release/libcontentcards.so | grep -q 'SONAME.*$(SONAME)'
 
 cmake: deps
 	@[ -f $(BUILD)/build.ninja ] || cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release
