@@ -21,9 +21,13 @@ PY := $(VENV)/bin/python
 PYTHON ?= python3
 PREFIX ?= /usr/local
 
+# The names CMake uses too, written once: the export list (CC_EXPORTS_MAP) and where the Swift
+# toolchain of these machines is (CC_SWIFT_FALLBACK_BIN).
+include $(ROOT)/cmake/build.mk
+
 # The Swift toolchain of these machines, when it is not on PATH already.
-ifneq ($(wildcard /opt/swift/usr/bin/swift),)
-export PATH := $(PATH):/opt/swift/usr/bin
+ifneq ($(wildcard $(CC_SWIFT_FALLBACK_BIN)/swift),)
+export PATH := $(PATH):$(CC_SWIFT_FALLBACK_BIN)
 endif
 
 # The SONAME, libcontentcards.so.<CC_ABI_VERSION of the header>: the number CMake's SOVERSION
@@ -33,7 +37,7 @@ SONAME := libcontentcards.so.$(CC_ABI_VERSION)
 
 SWIFTPM_LIB_FLAGS := -c release --product contentcards -Xswiftc -static-stdlib \
 	-Xlinker -soname=$(SONAME) \
-	-Xlinker --version-script=$(ROOT)/Sources/ContentCardsC/exports.map
+	-Xlinker --version-script=$(ROOT)/$(CC_EXPORTS_MAP)
 # The glibc floor of CMake's build (no symbol version newer than GLIBC_2.28; test-lib checks it):
 # Sources/CContentCardsFast/glibc_floor.c compiled in, libpthread.so.0 and libdl.so.2 needed.
 ifeq ($(shell uname -m),x86_64)
@@ -55,7 +59,7 @@ deps:
 # line (see Package.swift for why).
 lib: deps
 	@# SwiftPM does not track the export list: relink when it changed.
-	@if [ Sources/ContentCardsC/exports.map -nt .build/release/libcontentcards.so ]; then rm -f .build/release/libcontentcards.so; fi
+	@if [ $(CC_EXPORTS_MAP) -nt .build/release/libcontentcards.so ]; then rm -f .build/release/libcontentcards.so; fi
 	swift build $(SWIFTPM_LIB_FLAGS)
 	@readelf -d .build/release/libcontentcards.so | grep -q 'SONAME.*$(SONAME)'
 

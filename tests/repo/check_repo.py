@@ -35,7 +35,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HEADER = "include/contentcards.h"
 TEXT_SUFFIXES = (".md", ".h", ".c", ".py", ".swift", ".txt", ".sh", ".toml", ".in", ".cmake",
-                 ".supp", ".map", ".modulemap", "Makefile", "run", ".json", ".cfg", ".yml")
+                 ".supp", ".map", ".modulemap", "Makefile", ".mk", "run", ".json", ".cfg", ".yml")
 # Where the version may be written literally: the header, and the changelog's history.
 VERSION_ALLOWED = {HEADER, "CHANGELOG.md"}
 # Top-level folders whose paths are checked when a file names them.
