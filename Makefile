@@ -134,33 +134,16 @@ test-portable: deps
 tsan: deps
 	swift test --sanitize=thread --scratch-path .build-tsan --filter 'ReadersTests|FeedIndexTests|ConcurrencyTests|SubscriptionTests|ControllerStateTests|HTTPTests|LoggingTests|LogHandlerTests|DurabilityTests|HangTests|ImageCacheTests|AutoRefreshTests|TransferTests|OneAPITests|ExpiryUpdateTests|BackgroundWorkTests|ReadStateTests'
 
-# The C tests under valgrind: no invalid access, no "definitely lost" memory. Then the C
-# examples as a user runs them (README, "Checking a program with valgrind"): with the shipped
-# suppressions, no "possibly lost" memory either.
+# Under valgrind: the C examples as a user runs them (README, "Checking a program with
+# valgrind": with the shipped suppressions, no "possibly lost" memory either), the C tests (no
+# invalid access, no "definitely lost" memory), then the tool. Which examples and tests, and how
+# each runs, is written once, in ctest: their labels memcheck-user and memcheck, which
+# tests/c/memcheck.py asks it for.
 memcheck: cmake
-	@for t in feed message_center coupon logging; do \
-	  valgrind -q --error-exitcode=1 --leak-check=full \
-	    --suppressions=$(ROOT)/share/contentcards/contentcards.supp $(BUILD)/bin/$$t \
-	    $$([ $$t = logging ] && echo $(BUILD)/examples/c/events.jsonl) > /dev/null || exit 1; \
-	  echo "valgrind: example $$t clean with contentcards.supp"; \
-	done
-	@for t in test_api test_misuse test_callbacks test_threads test_badge test_log test_open_at_exit test_one_api test_config; do \
-	  valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite \
-	    --show-leak-kinds=definite $(BUILD)/bin/$$t > /dev/null || exit 1; \
-	  echo "valgrind: $$t clean"; \
-	done
+	@$(PYTHON) tests/c/memcheck.py $(BUILD)
 	@valgrind -q --error-exitcode=1 --leak-check=full --suppressions=$(ROOT)/share/contentcards/contentcards.supp \
 	  $(BUILD)/bin/contentcards --json validate $(ROOT)/examples/data/sample_feed.json > /dev/null
 	@echo "valgrind: the contentcards tool clean with contentcards.supp"
-	@$(PYTHON) tests/c/with_server.py valgrind -q --error-exitcode=1 --leak-check=full \
-	  --errors-for-leak-kinds=definite --show-leak-kinds=definite $(BUILD)/bin/test_http > /dev/null
-	@echo "valgrind: test_http clean"
-	@$(PYTHON) tests/c/with_server.py valgrind -q --error-exitcode=1 --leak-check=full \
-	  --errors-for-leak-kinds=definite --show-leak-kinds=definite $(BUILD)/bin/test_read_state > /dev/null
-	@echo "valgrind: test_read_state clean"
-	@$(PYTHON) tests/c/with_server.py --feed tests/c/empty_feed.json valgrind -q --error-exitcode=1 --leak-check=full \
-	  --errors-for-leak-kinds=definite --show-leak-kinds=definite $(BUILD)/bin/test_images > /dev/null
-	@echo "valgrind: test_images clean"
 
 # libFuzzer over the C ABI (Sources/contentcards-fuzz; docs/RELIABILITY.md, section 1). The
 # harness is built optimized (-c release, with -enable-testing for its @testable import and
