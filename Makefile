@@ -39,7 +39,7 @@ SWIFTPM_LIB_FLAGS := -c release --product contentcards -Xswiftc -static-stdlib \
 	-Xlinker -soname=$(SONAME) \
 	-Xlinker --version-script=$(ROOT)/$(CC_EXPORTS_MAP)
 # The glibc floor of CMake's build (no symbol version newer than GLIBC_2.28; test-lib checks it):
-# Sources/CContentCardsFast/glibc_floor.c compiled in, libpthread.so.0 and libdl.so.2 needed.
+# Sources/CGlibcFloor/glibc_floor.c compiled in, libpthread.so.0 and libdl.so.2 needed.
 ifeq ($(shell uname -m),x86_64)
 SWIFTPM_LIB_FLAGS += -Xcc -DCC_GLIBC_FLOOR -Xlinker --push-state -Xlinker --no-as-needed \
 	-Xlinker -l:libpthread.so.0 -Xlinker -l:libdl.so.2 -Xlinker --pop-state

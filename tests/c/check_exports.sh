@@ -54,7 +54,7 @@ if [ "$want_static_sqlite" = static-sqlite ] && ! strings -a "$lib" | grep -q sq
 fi
 # The oldest glibc the library and the programs run on is the README's promise (2.28: RHEL 8,
 # Debian 11, Ubuntu 20.04), whatever glibc built them: no symbol of a newer version may come in.
-# Sources/CContentCardsFast/glibc_floor.c keeps the library's functions that got a newer
+# Sources/CGlibcFloor/glibc_floor.c keeps the library's functions that got a newer
 # version at their old one (and glibc_compat.c replaces arc4random, 2.36), tools/glibc_start.c
 # the programs' start; a function this names goes into glibc_floor.c's list.
 floor=28
