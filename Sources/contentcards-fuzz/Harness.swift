@@ -23,7 +23,7 @@
 // controller of calls (a file store: images need one) too; the sample feed is read once; the
 // scratch directory is made once, in /dev/shm when there is one. Only config opens a controller
 // per input (opening is what it fuzzes); calls keeps its in-memory controller for the next input
-// when it can be brought back to a new one's state (Calls.swift, CallsController).
+// when it can be brought back to a new one's state (CallsControllers.swift, CallsController).
 import CContentCardsABI
 import ContentCardsC
 @testable import ContentCards
