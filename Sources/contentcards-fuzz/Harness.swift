@@ -57,6 +57,21 @@ func finding(_ message: String) -> Never {
     abort()
 }
 
+/// The bytes of the file at `path` (a replayed input, the sample feed), or nil when it cannot
+/// be opened.
+func readFile(_ path: String) -> [UInt8]? {
+    guard let f = fopen(path, "rb") else { return nil }
+    defer { fclose(f) }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let n = fread(&buffer, 1, buffer.count, f)
+        if n <= 0 { break }
+        bytes += buffer[0..<n]
+    }
+    return bytes
+}
+
 func runOne(_ data: UnsafeRawBufferPointer) {
     switch target {
     case .payload: runPayload(data)
@@ -140,18 +155,10 @@ struct Replay {
         // Read every file first: the harness works in a scratch directory once it runs.
         var inputs: [[UInt8]] = []
         for path in CommandLine.arguments.dropFirst() {
-            guard let f = fopen(path, "rb") else {
+            guard let bytes = readFile(path) else {
                 fputs("cannot open \(path)\n", stderr)
                 exit(2)
             }
-            var bytes: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 65536)
-            while true {
-                let n = fread(&buffer, 1, buffer.count, f)
-                if n <= 0 { break }
-                bytes += buffer[0..<n]
-            }
-            fclose(f)
             inputs.append(bytes)
         }
         _ = scratch
