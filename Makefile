@@ -73,7 +73,7 @@ python: cmake
 	@[ -x $(PY) ] || $(PYTHON) -m venv --system-site-packages $(VENV)
 	@$(PY) -c 'import pytest, hypothesis, build, mypy, setuptools, jsonschema; assert int(setuptools.__version__.split(".")[0]) >= 77' 2>/dev/null \
 	  || $(PY) -m pip install --quiet pytest hypothesis build mypy 'setuptools>=77' jsonschema
-	CONTENTCARDS_LIB_BUILD=$(BUILD)/lib/libcontentcards.so.1 $(PY) -m pip install --quiet --no-deps --force-reinstall ./bindings/python
+	CONTENTCARDS_LIB_BUILD=$(BUILD)/lib/$(SONAME) $(PY) -m pip install --quiet --no-deps --force-reinstall ./bindings/python
 
 demo: python
 	@$(PY) examples/python/demo.py
