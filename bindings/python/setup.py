@@ -116,30 +116,31 @@ def repo_roots() -> list[str]:
     return list(dict.fromkeys(roots))
 
 
-def build_name(root: str, name: str) -> str | None:
-    """The value of `name` in <root>/cmake/build.mk, or None."""
-    try:
-        with open(os.path.join(root, BUILD_NAMES), encoding="utf-8") as f:
-            for line in f:
-                key, equals, value = line.partition(" = ")
-                if equals and key == name:
-                    return value.strip()
-    except OSError:
-        pass
+def build_name(name: str) -> str | None:
+    """The value of `name` in cmake/build.mk of the first of repo_roots() that has one, or None."""
+    for root in repo_roots():
+        try:
+            with open(os.path.join(root, BUILD_NAMES), encoding="utf-8") as f:
+                for line in f:
+                    key, equals, value = line.partition(" = ")
+                    if equals and key == name:
+                        return value.strip()
+        except OSError:
+            continue
     return None
 
 
-def build_tools(root: str | None = None) -> tuple[dict[str, str], list[str]]:
-    """The environment to build <root> in (by default the first of repo_roots()): PATH with the
-    Swift fallback of its cmake/build.mk; and the tools missing."""
+#: Where the Swift toolchain is installed when it is not on PATH (as the Makefile does): the
+#: sources' CC_SWIFT_FALLBACK_BIN.
+SWIFT_FALLBACK = build_name("CC_SWIFT_FALLBACK_BIN")
+
+
+def build_tools() -> tuple[dict[str, str], list[str]]:
+    """The environment to build in (PATH with the Swift fallback) and the tools missing."""
     env = dict(os.environ)
     path = env.get("PATH", os.defpath)
-    if root is None:
-        roots = repo_roots()
-        root = roots[0] if roots else None
-    fallback = build_name(root, "CC_SWIFT_FALLBACK_BIN") if root else None
-    if shutil.which("swiftc", path=path) is None and fallback and os.path.isdir(fallback):
-        path = os.pathsep.join([path, fallback])
+    if shutil.which("swiftc", path=path) is None and SWIFT_FALLBACK and os.path.isdir(SWIFT_FALLBACK):
+        path = os.pathsep.join([path, SWIFT_FALLBACK])
     env["PATH"] = path
     missing = [tool for tool in ("cmake", "ninja", "swiftc") if shutil.which(tool, path=path) is None]
     return env, missing
@@ -150,7 +151,7 @@ def cmake_build(root: str) -> str:
     returns the library's path."""
     build = os.path.join(root, "build")
     target = os.path.join(build, "lib", TARGET_NAME)
-    env, missing = build_tools(root)
+    env, missing = build_tools()
     if missing:
         raise LibraryNotFound(
             f"building libcontentcards needs cmake, ninja and a Swift 6 toolchain; not found on "
