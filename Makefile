@@ -21,16 +21,25 @@ PY := $(VENV)/bin/python
 PYTHON ?= python3
 PREFIX ?= /usr/local
 
+# The names CMake uses too, written once: the export list (CC_EXPORTS_MAP) and where the Swift
+# toolchain of these machines is (CC_SWIFT_FALLBACK_BIN).
+include $(ROOT)/cmake/build.mk
+
 # The Swift toolchain of these machines, when it is not on PATH already.
-ifneq ($(wildcard /opt/swift/usr/bin/swift),)
-export PATH := $(PATH):/opt/swift/usr/bin
+ifneq ($(wildcard $(CC_SWIFT_FALLBACK_BIN)/swift),)
+export PATH := $(PATH):$(CC_SWIFT_FALLBACK_BIN)
 endif
 
+# The SONAME, libcontentcards.so.<CC_ABI_VERSION of the header>: the number CMake's SOVERSION
+# reads from the same line.
+CC_ABI_VERSION := $(shell sed -n 's/^\#define CC_ABI_VERSION \([0-9][0-9]*\)$$/\1/p' $(ROOT)/include/contentcards.h)
+SONAME := libcontentcards.so.$(CC_ABI_VERSION)
+
 SWIFTPM_LIB_FLAGS := -c release --product contentcards -Xswiftc -static-stdlib \
-	-Xlinker -soname=libcontentcards.so.1 \
-	-Xlinker --version-script=$(ROOT)/Sources/ContentCardsC/exports.map
+	-Xlinker -soname=$(SONAME) \
+	-Xlinker --version-script=$(ROOT)/$(CC_EXPORTS_MAP)
 # The glibc floor of CMake's build (no symbol version newer than GLIBC_2.28; test-lib checks it):
-# Sources/CContentCardsFast/glibc_floor.c compiled in, libpthread.so.0 and libdl.so.2 needed.
+# Sources/CGlibcFloor/glibc_floor.c compiled in, libpthread.so.0 and libdl.so.2 needed.
 ifeq ($(shell uname -m),x86_64)
 SWIFTPM_LIB_FLAGS += -Xcc -DCC_GLIBC_FLOOR -Xlinker --push-state -Xlinker --no-as-needed \
 	-Xlinker -l:libpthread.so.0 -Xlinker -l:libdl.so.2 -Xlinker --pop-state
@@ -50,9 +59,9 @@ deps:
 # line (see Package.swift for why).
 lib: deps
 	@# SwiftPM does not track the export list: relink when it changed.
-	@if [ Sources/ContentCardsC/exports.map -nt .build/release/libcontentcards.so ]; then rm -f .build/release/libcontentcards.so; fi
+	@if [ $(CC_EXPORTS_MAP) -nt .build/release/libcontentcards.so ]; then rm -f .build/release/libcontentcards.so; fi
 	swift build $(SWIFTPM_LIB_FLAGS)
-	@readelf -d .build/release/libcontentcards.so | grep -q 'SONAME.*libcontentcards.so.1'
+	@readelf -d .build/release/libcontentcards.so | grep -q 'SONAME.*$(SONAME)'
 
 cmake: deps
 	@[ -f $(BUILD)/build.ninja ] || cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release
@@ -64,7 +73,7 @@ python: cmake
 	@[ -x $(PY) ] || $(PYTHON) -m venv --system-site-packages $(VENV)
 	@$(PY) -c 'import pytest, hypothesis, build, mypy, setuptools, jsonschema; assert int(setuptools.__version__.split(".")[0]) >= 77' 2>/dev/null \
 	  || $(PY) -m pip install --quiet pytest hypothesis build mypy 'setuptools>=77' jsonschema
-	CONTENTCARDS_LIB_BUILD=$(BUILD)/lib/libcontentcards.so.1 $(PY) -m pip install --quiet --no-deps --force-reinstall ./bindings/python
+	CONTENTCARDS_LIB_BUILD=$(BUILD)/lib/$(SONAME) $(PY) -m pip install --quiet --no-deps --force-reinstall ./bindings/python
 
 demo: python
 	@$(PY) examples/python/demo.py
@@ -125,33 +134,16 @@ test-portable: deps
 tsan: deps
 	swift test --sanitize=thread --scratch-path .build-tsan --filter 'ReadersTests|FeedIndexTests|ConcurrencyTests|SubscriptionTests|ControllerStateTests|HTTPTests|LoggingTests|LogHandlerTests|DurabilityTests|HangTests|ImageCacheTests|AutoRefreshTests|TransferTests|OneAPITests|ExpiryUpdateTests|BackgroundWorkTests|ReadStateTests'
 
-# The C tests under valgrind: no invalid access, no "definitely lost" memory. Then the C
-# examples as a user runs them (README, "Checking a program with valgrind"): with the shipped
-# suppressions, no "possibly lost" memory either.
+# Under valgrind: the C examples as a user runs them (README, "Checking a program with
+# valgrind": with the shipped suppressions, no "possibly lost" memory either), the C tests (no
+# invalid access, no "definitely lost" memory), then the tool. Which examples and tests, and how
+# each runs, is written once, in ctest: their labels memcheck-user and memcheck, which
+# tests/c/memcheck.py asks it for.
 memcheck: cmake
-	@for t in feed message_center coupon logging; do \
-	  valgrind -q --error-exitcode=1 --leak-check=full \
-	    --suppressions=$(ROOT)/share/contentcards/contentcards.supp $(BUILD)/bin/$$t \
-	    $$([ $$t = logging ] && echo $(BUILD)/examples/c/events.jsonl) > /dev/null || exit 1; \
-	  echo "valgrind: example $$t clean with contentcards.supp"; \
-	done
-	@for t in test_api test_misuse test_callbacks test_threads test_badge test_log test_open_at_exit test_one_api test_config; do \
-	  valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite \
-	    --show-leak-kinds=definite $(BUILD)/bin/$$t > /dev/null || exit 1; \
-	  echo "valgrind: $$t clean"; \
-	done
+	@$(PYTHON) tests/c/memcheck.py $(BUILD)
 	@valgrind -q --error-exitcode=1 --leak-check=full --suppressions=$(ROOT)/share/contentcards/contentcards.supp \
 	  $(BUILD)/bin/contentcards --json validate $(ROOT)/examples/data/sample_feed.json > /dev/null
 	@echo "valgrind: the contentcards tool clean with contentcards.supp"
-	@$(PYTHON) tests/c/with_server.py valgrind -q --error-exitcode=1 --leak-check=full \
-	  --errors-for-leak-kinds=definite --show-leak-kinds=definite $(BUILD)/bin/test_http > /dev/null
-	@echo "valgrind: test_http clean"
-	@$(PYTHON) tests/c/with_server.py valgrind -q --error-exitcode=1 --leak-check=full \
-	  --errors-for-leak-kinds=definite --show-leak-kinds=definite $(BUILD)/bin/test_read_state > /dev/null
-	@echo "valgrind: test_read_state clean"
-	@$(PYTHON) tests/c/with_server.py --feed tests/c/empty_feed.json valgrind -q --error-exitcode=1 --leak-check=full \
-	  --errors-for-leak-kinds=definite --show-leak-kinds=definite $(BUILD)/bin/test_images > /dev/null
-	@echo "valgrind: test_images clean"
 
 # libFuzzer over the C ABI (Sources/contentcards-fuzz; docs/RELIABILITY.md, section 1). The
 # harness is built optimized (-c release, with -enable-testing for its @testable import and

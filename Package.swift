@@ -33,11 +33,18 @@ let package = Package(
         // exported cc_controller_counts that reads them without a lock.
         .target(name: "CContentCardsFast", path: "Sources/CContentCardsFast",
                 cSettings: [.headerSearchPath("../../include")]),
+        // Definitions that take the place of others in the library's link: the glibc floor
+        // (compiled in by `make lib`, with CC_GLIBC_FLOOR) and the Swift runtime's command-line
+        // stubs. Nothing imports them (no headers: their folder stands for the include folder);
+        // they are linked in as dependencies.
+        .target(name: "CGlibcFloor", path: "Sources/CGlibcFloor", publicHeadersPath: "."),
+        .target(name: "CSwiftRuntimeStubs", path: "Sources/CSwiftRuntimeStubs", publicHeadersPath: "."),
         // The handwritten header as a module: its types and constants are the ABI's.
         .systemLibrary(name: "CContentCardsABI", path: "Sources/CContentCardsABI"),
         .target(
             name: "ContentCardsC",
-            dependencies: ["ContentCards", "CContentCardsABI", "CContentCardsFast"],
+            dependencies: ["ContentCards", "CContentCardsABI", "CContentCardsFast", "CGlibcFloor",
+                           "CSwiftRuntimeStubs"],
             path: "Sources/ContentCardsC",
             exclude: ["exports.map"],   // the export list, given to the linker by make lib and CMake
             swiftSettings: swift5),

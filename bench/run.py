@@ -36,508 +36,121 @@ Rows:
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
-import random
 import shutil
-import statistics
-import subprocess
 import sys
-import tempfile
-import time
-from typing import Any, Callable
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bindings", "python"))
 sys.path.insert(0, os.path.join(ROOT, "examples", "server"))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
-import plots  # noqa: E402  (bench/plots.py, found through the line above)
-
-FILTER = ["home_tile", "coupon_code"]
-FILTER_JSON = json.dumps(FILTER)
-CLASS_TYPES = (["home_tile"] * 25 + ["coupon_code"] * 15 + ["message_full_page"] * 15
-               + ["message_webview"] * 10 + ["ad_banner"] * 15 + [""] * 20)
-WORDS = ("fresh roast espresso bundle grinder sale weekend holiday offer members only free "
-         "shipping new arrivals café crème brûlée limited edition gift card reward points").split()
+import plots  # noqa: E402  (bench/plots.py, bench/measure.py: found through the line above)
+from measure import Bench  # noqa: E402
 
 
-def generate(n: int, seed: int = 7) -> str:
-    """A sync response of n realistic cards (about 420 bytes each), every one valid and visible,
-    so the library's output and the baselines' must hold the same cards."""
-    rnd = random.Random(seed)
-    cards = []
-    for i in range(n):
-        kind = rnd.choices(["captioned_image", "short_news", "banner_image", "control"], [40, 30, 20, 10])[0]
-        class_type = rnd.choice(CLASS_TYPES)
-        card: dict[str, Any] = {"id": f"card-{i:06d}", "tp": kind, "ca": 1763000000 + rnd.randrange(800000),
-                                "ea": -1, "p": rnd.random() < 0.05, "db": rnd.random() < 0.7,
-                                "v": False, "cl": False, "t": False, "uw": rnd.random() < 0.2}
-        extras: dict[str, Any] = {}
-        if class_type:
-            extras["class_type"] = class_type
-        for k in range(rnd.randrange(2, 5)):
-            extras[f"key_{k}"] = " ".join(rnd.choices(WORDS, k=rnd.randrange(1, 4)))
-        if class_type == "coupon_code":
-            extras["discount_percentage"] = str(rnd.choice([10, 15, 20, 25]))
-        card["e"] = extras
-        if kind != "control":
-            card["u"] = f"https://shop.example.com/p/{i}?utm_source=cards"
-            card["dm"] = "shop.example.com"
-        if kind in ("captioned_image", "banner_image"):
-            card["i"] = f"https://cdn.example.com/img/{i}.png"
-            card["ar"] = rnd.choice([1.0, 1.5, 1.777])
-        if kind in ("captioned_image", "short_news"):
-            card["tt"] = " ".join(rnd.choices(WORDS, k=4)).capitalize()
-            card["ds"] = " ".join(rnd.choices(WORDS, k=rnd.randrange(8, 20))).capitalize() + "."
-        cards.append(card)
-    return json.dumps({"cards": cards, "full_sync": True, "last_full_sync_at": 1763800000,
-                       "last_card_updated_at": 1763800000}, ensure_ascii=False)
+def report(bench: Bench) -> None:
+    """Measures every row, printing each as it comes, then writes bench.json and the plots."""
+    print(f"contentcards bench ({'quick' if bench.quick else 'full'}), medians of {bench.repeats} runs; "
+          f"{os.cpu_count()} cores\n")
+    p = bench.pipeline(10_000, with_python=True)
+    bench.results["pipeline_10k"] = p
+    base = p["python_ms"]
+    print("1. Feed pipeline, 10,000 cards (%.2f MB in, %d kept): decode, merge, filter, encode" % (p["mb"], p["kept"]))
+    rows = [("C ABI from C", p["c_ms"]), ("Python bindings, JSON out", p.get("py_bindings_json_ms")),
+            ("Python bindings, Card objects", p.get("py_bindings_cards_ms")),
+            ("Python bindings, Card objects, every card read", p.get("py_bindings_cards_read_ms")),
+            ("pure Python json (baseline)", p["python_ms"]), ("orjson (baseline)", p["orjson_ms"])]
+    for name, ms in rows:
+        if ms is None:
+            continue
+        print(f"   {name:32s} {ms:9.2f} ms  {p['mb'] / (ms / 1000):7.1f} MB/s  {base / ms:5.2f}x pure Python")
+    print(f"   C split: apply (decode + merge) {p['c_apply_ms']} ms, feed (filter + encode) {p['c_feed_ms']} ms")
+    if p.get("c_vs_orjson") is not None:
+        print(f"   against orjson, the median of the {p['rounds']} rounds' ratios: C {p['c_vs_orjson']}x, "
+              f"Python JSON out {p.get('py_json_vs_orjson')}x, Python Card objects {p.get('py_cards_vs_orjson')}x "
+              f"({p.get('py_cards_read_vs_orjson')}x with every card read)")
+    print(f"   same output in every row: {p['same_output']}\n")
 
+    st = bench.stages()
+    if st:
+        bench.results["stages_10k"] = st
+        slowest = max(st, key=lambda k: st[k])
+        print("7. Stages (Swift core, release): " + ", ".join(f"{k[:-3]} {v:.1f} ms" for k, v in st.items())
+              + f"; slowest: {slowest[:-3]}\n")
 
-def baseline_python(payload: str) -> str:
-    data = json.loads(payload)
-    wanted = set(FILTER)
-    kept = [c for c in data["cards"] if str(c.get("e", {}).get("class_type", "")).strip().lower() in wanted]
-    return json.dumps(kept)
+    c = bench.calls()
+    bench.results["calls"] = c
+    print("2. One call")
+    print(f"   C: cc_controller_counts {c['c_count_ns_10_cards']:.1f} ns (10 cards), "
+          f"{c['c_count_ns_10k_cards']:.1f} ns (10,000 cards); cc_abi_version {c['c_abi_version_ns']:.1f} ns")
+    print(f"   Python: unviewed_count() {c['py_unviewed_count_ns']} ns; ctypes floor (libc abs) {c['ctypes_floor_ns']} ns\n")
 
+    cold = bench.cold()
+    bench.results["cold"] = cold
+    print(f"3. Cold start, {cold['cards']} stored cards")
+    print(f"   C process {cold['c_process_ms']} ms (an empty process: {cold['true_process_ms']} ms, "
+          f"{cold['c_process_ms'] / cold['true_process_ms']:.1f}x it; one that only loads the library: "
+          f"{cold['c_load_only_process_ms']} ms); "
+          f"open {cold['c_open_ms']:.2f} ms, first feed {cold['c_first_feed_ms']:.2f} ms")
+    print(f"   the same after the file changed (no stamp: every page checked): {cold['c_checked_process_ms']} ms")
+    print(f"   Python process {cold['py_process_ms']} ms (bare interpreter: {cold['py_bare_process_ms']} ms); "
+          f"import {cold['py_import_ms']} ms, open + first feed {cold['py_open_and_feed_ms']} ms\n")
 
-def baseline_orjson(payload: str) -> bytes:
-    import orjson
-    data = orjson.loads(payload)
-    wanted = set(FILTER)
-    kept = [c for c in data["cards"] if str(c.get("e", {}).get("class_type", "")).strip().lower() in wanted]
-    return orjson.dumps(kept)
+    log = bench.logging()
+    bench.results["logging"] = log
+    print(f"4. Logging, durable impressions (file store, WAL): {log['per_second']:.0f}/s; "
+          f"latency p50 {log['p50_us']} us, p99 {log['p99_us']} us, max {log['max_us']} us\n")
 
+    mem = bench.memory()
+    bench.results["memory"] = mem
+    print(f"5. Memory: {mem['mb_per_10k_cards']} MB resident per {mem['cards']} stored cards; "
+          f"{mem['kb_per_controller']} KB per controller ({mem['mb_for_1000_controllers']} MB for 1,000)\n")
 
-def ids_of(output: str | bytes) -> list[str]:
-    return sorted(c["id"] for c in json.loads(output))
+    pc = bench.percard()
+    bench.results["percard"] = pc
+    small, big = pc["10"], pc[max(pc, key=int)]
+    print(f"8. Per-card operations, file store, {big['cards']:,} stored cards beside 10 (median us; ratio)")
+    for key, name in (("impression_us", "log impression"), ("click_us", "log click"),
+                      ("dismissal_us", "log dismissal"), ("card_us", "card by id"),
+                      ("counts_us", "count, filtered"), ("sync10_us", "sync changing 10 cards")):
+        print(f"   {name:24s} {big[key]:9.1f} us   at 10 cards {small[key]:9.1f} us   "
+              f"{big[key] / max(small[key], 1e-9):5.2f}x")
+    print()
 
+    n = 100_000 if bench.quick else 1_000_000
+    rd = bench.c("readers", str(n))
+    bench.results["readers"] = rd
+    print(f"9. Reads during an apply of {n:,} cards on another thread ({rd['apply_ms'] / 1000:.1f} s): "
+          f"{rd['reads']} counts, p50 {rd['p50_us']} us, p99 {rd['p99_us']} us, max {rd['max_us']} us\n")
 
-def commit() -> str:
-    """The commit measured (short), "+" when the working tree had changes to what is measured
-    (changes to bench/ and docs/ alone are not)."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,
-                              capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
-                                ":!bench", ":!docs"], cwd=ROOT, check=True, capture_output=True,
-                               text=True).stdout.strip()
-        return head + ("+" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return ""
+    bw = bench.bandwidth()
+    bench.results["bandwidth"] = bw
+    print("10. Bandwidth: bytes on the wire (up + down, headers included), 10,000 cards")
+    for step, name in (("full_sync", "full sync"), ("unchanged", "unchanged refresh"),
+                       ("incremental", "incremental, 10 cards")):
+        b, a = bw["before"][step], bw["after"][step]
+        print(f"   {name:24s} before {b['total']:10,d} B   after {a['total']:10,d} B   "
+              f"{b['total'] / max(a['total'], 1):6.1f}x less{'  (304)' if a['not_modified'] else ''}")
+    print()
 
-
-class Bench:
-    def __init__(self, build: str, quick: bool, svg_dir: str | None = None) -> None:
-        self.build = build
-        self.svg_dir = svg_dir or (build if quick else os.path.join(ROOT, "docs"))
-        self.bench_c = os.path.join(build, "bin", "bench_c")
-        self.quick = quick
-        self.repeats = 3 if quick else 7
-        self.results: dict[str, Any] = {"meta": {
-            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": commit(),
-            "quick": quick, "cores": os.cpu_count()}}
-        self.tmp = tempfile.mkdtemp(prefix="cc-bench-")
-        os.environ.setdefault("CONTENTCARDS_LIBRARY", os.path.join(build, "lib", "libcontentcards.so.1"))
-
-    def c(self, *args: str) -> dict[str, Any]:
-        out = subprocess.run([self.bench_c, *args], check=True, capture_output=True, text=True).stdout
-        return json.loads(out.strip().splitlines()[-1])
-
-    def payload_file(self, n: int) -> tuple[str, str]:
-        path = os.path.join(self.tmp, f"payload-{n}.json")
-        if not os.path.exists(path):
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(generate(n))
-        with open(path, encoding="utf-8") as f:
-            return path, f.read()
-
-    # 10 ------------------------------------------------------------------------------------
-
-    def bandwidth(self) -> dict[str, Any]:
-        """Bytes on the wire for three syncs of a 10,000-card user, before and after."""
-        from contentcards import ContentCards
-        from reference_server import ReferenceServer
-
-        feed, _ = self.payload_file(10_000)
-        rows: dict[str, Any] = {}
-        with ReferenceServer(feed=feed) as server:
-            for mode in ("before", "after"):
-                server.reset()
-                if mode == "before":
-                    server.transfer(compress=False, etag=False)
-                user = f"bandwidth-{mode}"
-
-                def wire() -> tuple[int, int]:
-                    sync = server.wire().get("/content_cards/sync", {})
-                    return sync.get("bytes_in", 0), sync.get("bytes_out", 0)
-
-                row: dict[str, Any] = {}
-                with ContentCards(user_id=user, refresh_tokens=0, timeout_seconds=60,
-                                  source={"url": server.url}) as c:
-                    changed = [{"id": f"card-{i:06d}", "tp": "short_news", "ca": 1763900000 + i,
-                                "tt": f"Changed {i}", "ds": "A card changed on the server."}
-                               for i in range(10)]
-                    for step in ("full_sync", "unchanged", "incremental"):
-                        if step == "incremental":
-                            server.set_cards(user, changed)
-                        up0, down0 = wire()
-                        summary = c.refresh(60)
-                        up1, down1 = wire()
-                        row[step] = {"up": up1 - up0, "down": down1 - down0,
-                                     "total": up1 - up0 + down1 - down0,
-                                     "not_modified": summary.not_modified,
-                                     "cards": summary.added + summary.updated}
-                rows[mode] = row
-        return rows
-
-    # 1 and 6 -------------------------------------------------------------------------------
-
-    def pipeline(self, n: int, with_python: bool) -> dict[str, Any]:
-        """Each implementation once per round, the rounds one after the other, so that every
-        row is timed beside its baselines: a shared machine that slows down for a while slows
-        every row of that round (timing the rows one block after another made the ratios
-        swing by half between runs). Medians of the rounds; `c_vs_orjson` is the median of
-        each round's ratio."""
-        from contentcards import ContentCards
-        path, payload = self.payload_file(n)
-        mb = len(payload.encode()) / 1e6
-        # At least five rounds: a ratio of two wall-clock times, one sample of each a round, moved
-        # by a quarter between three-round runs on this shared machine (0.57x to 0.79x).
-        rounds = max(5, self.repeats) if n <= 10_000 else max(3, self.repeats // 2)
-        out_c = os.path.join(self.tmp, f"out-{n}.json")
-
-        def bindings_json() -> str:
-            with ContentCards(max_payload_bytes=1 << 30) as cc:
-                cc.apply(payload)
-                return cc.cards_json(FILTER)
-
-        def bindings_objects() -> list[Any]:
-            with ContentCards(max_payload_bytes=1 << 30) as cc:
-                cc.apply(payload)
-                return cc.cards(FILTER)
-
-        def bindings_objects_read() -> list[Any]:
-            # The cards read lazily: this row reads a field of every card, so every card is
-            # parsed (what drawing the whole feed costs).
-            with ContentCards(max_payload_bytes=1 << 30) as cc:
-                cc.apply(payload)
-                cards = cc.cards(FILTER)
-                for card in cards:
-                    card.title
-                return cards
-
-        def once(fn: Callable[[], Any]) -> tuple[float, Any]:
-            start = time.perf_counter()
-            result = fn()
-            return (time.perf_counter() - start) * 1000, result
-
-        try:
-            import orjson  # noqa: F401
-            has_orjson = True
-        except ImportError:
-            has_orjson = False
-        times: dict[str, list[float]] = {k: [] for k in ("c", "c_apply", "c_feed", "python", "orjson", "json", "cards", "cards_read")}
-        outputs: dict[str, Any] = {}
-        for _ in range(rounds):
-            # Two passes in one process, the second timed: the first pays the process's first
-            # allocations (page faults), which the Python baselines, in a warm process, do not.
-            c = self.c("pipeline", path, FILTER_JSON, "2", out_c)
-            times["c_apply"].append(c["apply_ms"][-1])
-            times["c_feed"].append(c["feed_ms"][-1])
-            times["c"].append(c["apply_ms"][-1] + c["feed_ms"][-1])
-            ms, outputs["python"] = once(lambda: baseline_python(payload))
-            times["python"].append(ms)
-            if has_orjson:
-                ms, outputs["orjson"] = once(lambda: baseline_orjson(payload))
-                times["orjson"].append(ms)
-            if with_python:
-                ms, outputs["json"] = once(bindings_json)
-                times["json"].append(ms)
-                ms, outputs["cards"] = once(bindings_objects)
-                times["cards"].append(ms)
-                ms, outputs["cards_read"] = once(bindings_objects_read)
-                times["cards_read"].append(ms)
-        with open(out_c, encoding="utf-8") as f:
-            expected = ids_of(f.read())
-
-        def median(key: str) -> float | None:
-            return round(statistics.median(times[key]), 2) if times[key] else None
-
-        row: dict[str, Any] = {"cards": n, "mb": round(mb, 2), "kept": len(expected), "rounds": rounds,
-                               "c_ms": median("c"), "c_apply_ms": median("c_apply"), "c_feed_ms": median("c_feed"),
-                               "python_ms": median("python"), "orjson_ms": median("orjson")}
-        same = ids_of(outputs["python"]) == expected
-        if has_orjson:
-            same = same and ids_of(outputs["orjson"]) == expected
-            row["c_vs_orjson"] = round(statistics.median(c / o for c, o in zip(times["c"], times["orjson"])), 3)
-        if with_python:
-            row["py_bindings_json_ms"] = median("json")
-            row["py_bindings_cards_ms"] = median("cards")
-            row["py_bindings_cards_read_ms"] = median("cards_read")
-            same = same and ids_of(outputs["json"]) == expected
-            same = same and sorted(card.id for card in outputs["cards"]) == expected
-            same = same and outputs["cards_read"] == outputs["cards"]
-            if has_orjson:
-                row["py_json_vs_orjson"] = round(statistics.median(
-                    j / o for j, o in zip(times["json"], times["orjson"])), 3)
-                row["py_cards_vs_orjson"] = round(statistics.median(
-                    j / o for j, o in zip(times["cards"], times["orjson"])), 3)
-                row["py_cards_read_vs_orjson"] = round(statistics.median(
-                    j / o for j, o in zip(times["cards_read"], times["orjson"])), 3)
-        row["same_output"] = same
-        return row
-
-    def scaling(self, sizes: list[int]) -> list[dict[str, Any]]:
-        """The C pipeline's cost per card at each size. The sizes are timed in rounds, one run
-        of each per round (timed one after another, a size measured in a quiet moment against
-        one measured in a busy one made noise look like growth); within a run, small sizes
-        make many passes (a 100-card pass is half a millisecond) and the median of all passes
-        but the first is that run's figure. The pure-Python baseline runs once per size, for
-        comparison and to check the output."""
-        per_card: dict[int, list[float]] = {n: [] for n in sizes}
-        outputs: dict[int, str] = {}
-        for _ in range(3 if self.quick else 5):
-            for n in sizes:
-                path, _ = self.payload_file(n)
-                out = os.path.join(self.tmp, f"scaling-{n}.json")
-                passes = max(3, min(41, 200_000 // n))
-                c = self.c("pipeline", path, FILTER_JSON, str(passes), out)
-                ms = statistics.median(a + f for a, f in zip(c["apply_ms"][1:], c["feed_ms"][1:]))
-                per_card[n].append(ms * 1000 / n)
-                outputs[n] = out
-        rows = []
-        for n in sizes:
-            _, payload = self.payload_file(n)
-            start = time.perf_counter()
-            python_out = baseline_python(payload)
-            python_ms = (time.perf_counter() - start) * 1000
-            with open(outputs[n], encoding="utf-8") as f:
-                same = ids_of(f.read()) == ids_of(python_out)
-            us = statistics.median(per_card[n])
-            rows.append({"cards": n, "c_us_per_card": round(us, 3), "c_ms": round(us * n / 1000, 3),
-                         "c_us_per_card_rounds": [round(x, 3) for x in per_card[n]],
-                         "python_us_per_card": round(python_ms * 1000 / n, 3), "same_output": same})
-        return rows
-
-    # 2 -------------------------------------------------------------------------------------
-
-    def calls(self) -> dict[str, Any]:
-        from contentcards import ContentCards
-        sample = os.path.join(ROOT, "examples", "data", "sample_feed.json")
-        n = 200_000 if self.quick else 1_000_000
-        small = self.c("calls", sample, str(n))
-        big_path, _ = self.payload_file(10_000)
-        big = self.c("calls", big_path, str(2_000))
-        libc = ctypes.CDLL(None)
-        libc.abs.argtypes, libc.abs.restype = [ctypes.c_int], ctypes.c_int
-        loops = 100_000 if self.quick else 300_000
-
-        def per_call(fn: Callable[[], Any]) -> float:
-            best = float("inf")
-            for _ in range(5):
-                start = time.perf_counter()
-                for _ in range(loops):
-                    fn()
-                best = min(best, (time.perf_counter() - start) * 1e9 / loops)
-            return best
-
-        with ContentCards(source={"file": sample}) as cc:
-            cc.refresh()
-            py_count = per_call(cc.unviewed_count)
-        floor = per_call(lambda: libc.abs(-3))
-        return {"c_count_ns_10_cards": small["count_ns"], "c_count_ns_10k_cards": big["count_ns"],
-                "c_abi_version_ns": small["abi_version_ns"], "py_unviewed_count_ns": round(py_count),
-                "ctypes_floor_ns": round(floor)}
-
-    # 3 -------------------------------------------------------------------------------------
-
-    def cold(self) -> dict[str, Any]:
-        from contentcards import ContentCards
-        store = os.path.join(self.tmp, "cold-store")
-        _, payload = self.payload_file(1_000)
-        with ContentCards(storage_path=store, user_id="bench") as cc:
-            cc.apply(payload)
-        # The package as a user has it: installed (here in the bench's virtual environment),
-        # with the bytecode pip compiled. The source tree on PYTHONPATH measured compiling the
-        # package on every run wherever bytecode is not written (PYTHONDONTWRITEBYTECODE).
-        python = sys.executable
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-
-        script = ("import time; t=time.perf_counter(); import contentcards; t1=time.perf_counter(); "
-                  f"cc=contentcards.ContentCards(storage_path={store!r}, user_id='bench'); n=len(cc.cards()); "
-                  "t2=time.perf_counter(); print(n, (t1-t)*1000, (t2-t1)*1000)")
-
-        # Each process is short: many rounds, and in each round every command runs once, one
-        # after the other, so that a slow moment of the machine falls on all of them alike.
-        # The processes are started by `proctime` (posix_spawn, as a shell or hyperfine starts
-        # them): from this Python process, a hundred megabytes resident by now, subprocess
-        # added about a millisecond to every process, as much as the empty one it measured.
-        # "c" opens the store as a clean close left it (stamped: no full check); "c_check" first
-        # removes the stamp, as any change to the file would, so its open checks every page.
-        commands = {"true": ["/bin/true"], "load": [self.bench_c, "load"], "c": [self.bench_c, "cold", store],
-                    "c_check": [self.bench_c, "cold-check", store],
-                    "py": [python, "-c", script], "bare": [python, "-c", "pass"]}
-        rounds = 15 if self.quick else 31
-        outdir = tempfile.mkdtemp(prefix="proctime-", dir=self.tmp)
-        argv: list[str] = [os.path.join(self.build, "bin", "proctime"), str(rounds), outdir]
-        for i, cmd in enumerate(commands.values()):
-            argv += ([";"] if i else []) + cmd
-        result = subprocess.run(argv, check=True, capture_output=True, text=True, env=env).stdout
-        medians = dict(zip(commands, json.loads(result)["median_ms"]))
-        lines: dict[str, list[str]] = {}    # each command's output, a line a round
-        for i, name in enumerate(commands):
-            with open(os.path.join(outdir, f"{i}.out"), encoding="utf-8") as f:
-                lines[name] = f.read().splitlines()
-        c_ms, true_ms, load_ms, check_ms = (medians[k] for k in ("c", "true", "load", "c_check"))
-        py_ms, bare_ms = medians["py"], medians["bare"]
-        # The figures a run prints are medians too: one run's alone swung by half.
-        inner = [json.loads(line) for line in lines["c"]]
-        runs = [line.split() for line in lines["py"]]
-        return {"cards": inner[0]["cards"], "c_process_ms": round(c_ms, 1), "true_process_ms": round(true_ms, 1),
-                "c_load_only_process_ms": round(load_ms, 1), "c_checked_process_ms": round(check_ms, 1),
-                "c_open_ms": round(statistics.median(r["open_ms"] for r in inner), 3),
-                "c_first_feed_ms": round(statistics.median(r["first_feed_ms"] for r in inner), 3),
-                "py_process_ms": round(py_ms, 1), "py_bare_process_ms": round(bare_ms, 1),
-                "py_import_ms": round(statistics.median(float(r[1]) for r in runs), 2),
-                "py_open_and_feed_ms": round(statistics.median(float(r[2]) for r in runs), 2),
-                "py_cards": int(runs[0][0])}
-
-    # 4 and 5 -------------------------------------------------------------------------------
-
-    def logging(self) -> dict[str, Any]:
-        return self.c("logging", os.path.join(self.tmp, "log-store"), "1000" if self.quick else "3000")
-
-    def memory(self) -> dict[str, Any]:
-        path, _ = self.payload_file(10_000)
-        m = self.c("memory", path)
-        k = self.c("controllers", "1000")
-        return {"cards": m["cards"], "mb_per_10k_cards": round((m["rss_after_kb"] - m["rss_before_kb"]) / 1024, 1),
-                "controllers": k["n"], "kb_per_controller": round((k["rss_after_kb"] - k["rss_before_kb"]) / k["n"], 1),
-                "mb_for_1000_controllers": round((k["rss_after_kb"] - k["rss_before_kb"]) / 1024, 1)}
-
-    # 7 -------------------------------------------------------------------------------------
-
-    def stages(self) -> dict[str, Any] | None:
-        tool = os.path.join(ROOT, ".build", "release", "contentcards-tool")
-        if not os.path.exists(tool):
-            return None
-        path, _ = self.payload_file(10_000)
-        out = subprocess.run([tool, "stages", path, ",".join(FILTER), str(self.repeats)],
-                             check=True, capture_output=True, text=True).stdout
-        return json.loads(out.strip().splitlines()[-1])
-
-    # 8 -------------------------------------------------------------------------------------
-
-    def percard(self) -> dict[str, Any]:
-        rows = {}
-        for n in (10, 10_000 if self.quick else 100_000):
-            store = tempfile.mkdtemp(prefix=f"percard-{n}-", dir=self.tmp)
-            rows[n] = self.c("percard", store, str(n))
-        return {str(k): v for k, v in rows.items()}
-
-    def run(self) -> None:
-        print(f"contentcards bench ({'quick' if self.quick else 'full'}), medians of {self.repeats} runs; "
-              f"{os.cpu_count()} cores\n")
-        p = self.pipeline(10_000, with_python=True)
-        self.results["pipeline_10k"] = p
-        base = p["python_ms"]
-        print("1. Feed pipeline, 10,000 cards (%.2f MB in, %d kept): decode, merge, filter, encode" % (p["mb"], p["kept"]))
-        rows = [("C ABI from C", p["c_ms"]), ("Python bindings, JSON out", p.get("py_bindings_json_ms")),
-                ("Python bindings, Card objects", p.get("py_bindings_cards_ms")),
-                ("Python bindings, Card objects, every card read", p.get("py_bindings_cards_read_ms")),
-                ("pure Python json (baseline)", p["python_ms"]), ("orjson (baseline)", p["orjson_ms"])]
-        for name, ms in rows:
-            if ms is None:
-                continue
-            print(f"   {name:32s} {ms:9.2f} ms  {p['mb'] / (ms / 1000):7.1f} MB/s  {base / ms:5.2f}x pure Python")
-        print(f"   C split: apply (decode + merge) {p['c_apply_ms']} ms, feed (filter + encode) {p['c_feed_ms']} ms")
-        if p.get("c_vs_orjson") is not None:
-            print(f"   against orjson, the median of the {p['rounds']} rounds' ratios: C {p['c_vs_orjson']}x, "
-                  f"Python JSON out {p.get('py_json_vs_orjson')}x, Python Card objects {p.get('py_cards_vs_orjson')}x "
-                  f"({p.get('py_cards_read_vs_orjson')}x with every card read)")
-        print(f"   same output in every row: {p['same_output']}\n")
-
-        st = self.stages()
-        if st:
-            self.results["stages_10k"] = st
-            slowest = max(st, key=lambda k: st[k])
-            print("7. Stages (Swift core, release): " + ", ".join(f"{k[:-3]} {v:.1f} ms" for k, v in st.items())
-                  + f"; slowest: {slowest[:-3]}\n")
-
-        c = self.calls()
-        self.results["calls"] = c
-        print("2. One call")
-        print(f"   C: cc_controller_counts {c['c_count_ns_10_cards']:.1f} ns (10 cards), "
-              f"{c['c_count_ns_10k_cards']:.1f} ns (10,000 cards); cc_abi_version {c['c_abi_version_ns']:.1f} ns")
-        print(f"   Python: unviewed_count() {c['py_unviewed_count_ns']} ns; ctypes floor (libc abs) {c['ctypes_floor_ns']} ns\n")
-
-        cold = self.cold()
-        self.results["cold"] = cold
-        print(f"3. Cold start, {cold['cards']} stored cards")
-        print(f"   C process {cold['c_process_ms']} ms (an empty process: {cold['true_process_ms']} ms, "
-              f"{cold['c_process_ms'] / cold['true_process_ms']:.1f}x it; one that only loads the library: "
-              f"{cold['c_load_only_process_ms']} ms); "
-              f"open {cold['c_open_ms']:.2f} ms, first feed {cold['c_first_feed_ms']:.2f} ms")
-        print(f"   the same after the file changed (no stamp: every page checked): {cold['c_checked_process_ms']} ms")
-        print(f"   Python process {cold['py_process_ms']} ms (bare interpreter: {cold['py_bare_process_ms']} ms); "
-              f"import {cold['py_import_ms']} ms, open + first feed {cold['py_open_and_feed_ms']} ms\n")
-
-        log = self.logging()
-        self.results["logging"] = log
-        print(f"4. Logging, durable impressions (file store, WAL): {log['per_second']:.0f}/s; "
-              f"latency p50 {log['p50_us']} us, p99 {log['p99_us']} us, max {log['max_us']} us\n")
-
-        mem = self.memory()
-        self.results["memory"] = mem
-        print(f"5. Memory: {mem['mb_per_10k_cards']} MB resident per {mem['cards']} stored cards; "
-              f"{mem['kb_per_controller']} KB per controller ({mem['mb_for_1000_controllers']} MB for 1,000)\n")
-
-        pc = self.percard()
-        self.results["percard"] = pc
-        small, big = pc["10"], pc[max(pc, key=int)]
-        print(f"8. Per-card operations, file store, {big['cards']:,} stored cards beside 10 (median us; ratio)")
-        for key, name in (("impression_us", "log impression"), ("click_us", "log click"),
-                          ("dismissal_us", "log dismissal"), ("card_us", "card by id"),
-                          ("counts_us", "count, filtered"), ("sync10_us", "sync changing 10 cards")):
-            print(f"   {name:24s} {big[key]:9.1f} us   at 10 cards {small[key]:9.1f} us   "
-                  f"{big[key] / max(small[key], 1e-9):5.2f}x")
-        print()
-
-        n = 100_000 if self.quick else 1_000_000
-        rd = self.c("readers", str(n))
-        self.results["readers"] = rd
-        print(f"9. Reads during an apply of {n:,} cards on another thread ({rd['apply_ms'] / 1000:.1f} s): "
-              f"{rd['reads']} counts, p50 {rd['p50_us']} us, p99 {rd['p99_us']} us, max {rd['max_us']} us\n")
-
-        bw = self.bandwidth()
-        self.results["bandwidth"] = bw
-        print("10. Bandwidth: bytes on the wire (up + down, headers included), 10,000 cards")
-        for step, name in (("full_sync", "full sync"), ("unchanged", "unchanged refresh"),
-                           ("incremental", "incremental, 10 cards")):
-            b, a = bw["before"][step], bw["after"][step]
-            print(f"   {name:24s} before {b['total']:10,d} B   after {a['total']:10,d} B   "
-                  f"{b['total'] / max(a['total'], 1):6.1f}x less{'  (304)' if a['not_modified'] else ''}")
-        print()
-
-        print("6. Scaling (C ABI from C, per card; pure Python beside it)")
-        sizes = [100, 1_000, 10_000] if self.quick else [100, 1_000, 10_000, 100_000]
-        scaling = self.scaling(sizes)
-        for row in scaling:
-            n = row["cards"]
-            print(f"   {n:7d} cards: C {row['c_us_per_card']:6.2f} us/card ({row['c_ms']:9.2f} ms)   "
-                  f"pure Python {row['python_us_per_card']:6.2f} us/card   same output: {row['same_output']}")
-        costs = [row["c_us_per_card"] for row in scaling]
-        print(f"   largest per-card cost over the smallest: {max(costs) / min(costs):.2f}x")
-        self.results["scaling"] = scaling
-        out = os.path.join(self.build, "bench.json")
-        with open(out, "w") as f:
-            json.dump(self.results, f, indent=1)
-        print(f"\nall figures: {out}")
-        for path in plots.write_all(self.results, self.svg_dir):
-            print(f"plot: {path}")
+    print("6. Scaling (C ABI from C, per card; pure Python beside it)")
+    sizes = [100, 1_000, 10_000] if bench.quick else [100, 1_000, 10_000, 100_000]
+    scaling = bench.scaling(sizes)
+    for row in scaling:
+        n = row["cards"]
+        print(f"   {n:7d} cards: C {row['c_us_per_card']:6.2f} us/card ({row['c_ms']:9.2f} ms)   "
+              f"pure Python {row['python_us_per_card']:6.2f} us/card   same output: {row['same_output']}")
+    costs = [row["c_us_per_card"] for row in scaling]
+    print(f"   largest per-card cost over the smallest: {max(costs) / min(costs):.2f}x")
+    bench.results["scaling"] = scaling
+    out = os.path.join(bench.build, "bench.json")
+    with open(out, "w") as f:
+        json.dump(bench.results, f, indent=1)
+    print(f"\nall figures: {out}")
+    for path in plots.write_all(bench.results, bench.svg_dir):
+        print(f"plot: {path}")
 
 
 if __name__ == "__main__":
@@ -549,8 +162,8 @@ if __name__ == "__main__":
     options = parser.parse_args()
     bench = Bench(options.build, options.quick, options.svg_dir)
     try:
-        bench.run()
+        report(bench)
     finally:
         # The payloads and stores (a hundred megabytes after a full run) go; the figures are in
-        # bench.json. `generate` above makes a payload again for a profiler.
+        # bench.json. bench/payloads.py's `generate` makes a payload again for a profiler.
         shutil.rmtree(bench.tmp, ignore_errors=True)

@@ -14,8 +14,10 @@ command -v valgrind >/dev/null || need+=(valgrind)
 [ -f /usr/include/zlib.h ] || need+=(zlib1g-dev)
 ldconfig -p 2>/dev/null | grep -q 'libcurl.so.4 ' || need+=(libcurl4)
 
-if ! command -v swift >/dev/null && [ ! -x /opt/swift/usr/bin/swift ]; then
-    echo "install-deps: no Swift toolchain found (swift on PATH or /opt/swift); install Swift 6 first" >&2
+# Where the Swift toolchain of these machines is (the Makefile and CMake read the same line).
+swift_bin=$(sed -n 's/^CC_SWIFT_FALLBACK_BIN = //p' "$(dirname "$0")/../cmake/build.mk")
+if ! command -v swift >/dev/null && [ ! -x "$swift_bin/swift" ]; then
+    echo "install-deps: no Swift toolchain found (swift on PATH or in $swift_bin); install Swift 6 first" >&2
     exit 1
 fi
 

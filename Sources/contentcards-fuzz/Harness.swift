@@ -23,7 +23,7 @@
 // controller of calls (a file store: images need one) too; the sample feed is read once; the
 // scratch directory is made once, in /dev/shm when there is one. Only config opens a controller
 // per input (opening is what it fuzzes); calls keeps its in-memory controller for the next input
-// when it can be brought back to a new one's state (Calls.swift, CallsController).
+// when it can be brought back to a new one's state (CallsControllers.swift, CallsController).
 import CContentCardsABI
 import ContentCardsC
 @testable import ContentCards
@@ -55,6 +55,21 @@ let sampleFeed: String = {
 func finding(_ message: String) -> Never {
     fputs("contentcards-fuzz: \(message)\n", stderr)
     abort()
+}
+
+/// The bytes of the file at `path` (a replayed input, the sample feed), or nil when it cannot
+/// be opened.
+func readFile(_ path: String) -> [UInt8]? {
+    guard let f = fopen(path, "rb") else { return nil }
+    defer { fclose(f) }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let n = fread(&buffer, 1, buffer.count, f)
+        if n <= 0 { break }
+        bytes += buffer[0..<n]
+    }
+    return bytes
 }
 
 func runOne(_ data: UnsafeRawBufferPointer) {
@@ -140,18 +155,10 @@ struct Replay {
         // Read every file first: the harness works in a scratch directory once it runs.
         var inputs: [[UInt8]] = []
         for path in CommandLine.arguments.dropFirst() {
-            guard let f = fopen(path, "rb") else {
+            guard let bytes = readFile(path) else {
                 fputs("cannot open \(path)\n", stderr)
                 exit(2)
             }
-            var bytes: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 65536)
-            while true {
-                let n = fread(&buffer, 1, buffer.count, f)
-                if n <= 0 { break }
-                bytes += buffer[0..<n]
-            }
-            fclose(f)
             inputs.append(bytes)
         }
         _ = scratch

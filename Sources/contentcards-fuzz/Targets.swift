@@ -139,15 +139,7 @@ func runFilter(_ data: UnsafeRawBufferPointer) {
 
 /// The sample feed's text, read once.
 let sampleFeedText: String = {
-    guard let f = fopen(sampleFeed, "rb") else { finding("cannot read the sample feed \(sampleFeed) (set CC_SAMPLE_FEED)") }
-    defer { fclose(f) }
-    var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 65536)
-    while true {
-        let n = fread(&buffer, 1, buffer.count, f)
-        if n <= 0 { break }
-        bytes += buffer[0..<n]
-    }
+    guard let bytes = readFile(sampleFeed) else { finding("cannot read the sample feed \(sampleFeed) (set CC_SAMPLE_FEED)") }
     return String(decoding: bytes, as: UTF8.self)
 }()
 

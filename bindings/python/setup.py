@@ -29,8 +29,9 @@ The metadata is in pyproject.toml. This file only adds:
   RUNPATH ``$ORIGIN/..`` that finds the package's library. The package's ``contentcards``
   script and ``python -m contentcards`` exec it (``contentcards/cli.py``).
 
-  Building needs cmake, ninja and a Swift 6 toolchain (``swiftc`` on PATH, or in
-  /opt/swift/usr/bin); without them it stops with a message naming what is missing.
+  Building needs cmake, ninja and a Swift 6 toolchain (``swiftc`` on PATH, or in the folder
+  ``CC_SWIFT_FALLBACK_BIN`` of the sources' ``cmake/build.mk`` names); without them it stops
+  with a message naming what is missing.
 * ``pip install -e`` builds the library and the program the same way but copies nothing: the
   package then loads the library from the checkout's ``build/lib`` (see
   ``contentcards/_library.py``) and runs the program ``build/bin/contentcards`` beside it, so
@@ -75,8 +76,9 @@ NATIVE_FILES = ("CMakeLists.txt", "Package.swift", "LICENSE", "README.md", "CHAN
 #: Optional parts of the CMake project, each switched off when its folder is absent (an sdist).
 CMAKE_OPTIONAL = {"CC_BUILD_TESTS": "tests/c", "CC_BUILD_EXAMPLES": "examples/c",
                   "CC_BUILD_BENCH": "bench", "CC_BUILD_TOOLS": "tools"}
-#: Where the Swift toolchain is installed when it is not on PATH (as the Makefile does).
-SWIFT_FALLBACK = "/opt/swift/usr/bin"
+#: The file of the build's names (NAME = value lines, read by the Makefile and CMake too), in
+#: the sources' root: it says where the Swift toolchain is when it is not on PATH.
+BUILD_NAMES = os.path.join("cmake", "build.mk")
 
 
 class LibraryNotFound(RuntimeError):
@@ -114,11 +116,30 @@ def repo_roots() -> list[str]:
     return list(dict.fromkeys(roots))
 
 
+def build_name(name: str) -> str | None:
+    """The value of `name` in cmake/build.mk of the first of repo_roots() that has one, or None."""
+    for root in repo_roots():
+        try:
+            with open(os.path.join(root, BUILD_NAMES), encoding="utf-8") as f:
+                for line in f:
+                    key, equals, value = line.partition(" = ")
+                    if equals and key == name:
+                        return value.strip()
+        except OSError:
+            continue
+    return None
+
+
+#: Where the Swift toolchain is installed when it is not on PATH (as the Makefile does): the
+#: sources' CC_SWIFT_FALLBACK_BIN.
+SWIFT_FALLBACK = build_name("CC_SWIFT_FALLBACK_BIN")
+
+
 def build_tools() -> tuple[dict[str, str], list[str]]:
     """The environment to build in (PATH with the Swift fallback) and the tools missing."""
     env = dict(os.environ)
     path = env.get("PATH", os.defpath)
-    if shutil.which("swiftc", path=path) is None and os.path.isdir(SWIFT_FALLBACK):
+    if shutil.which("swiftc", path=path) is None and SWIFT_FALLBACK and os.path.isdir(SWIFT_FALLBACK):
         path = os.pathsep.join([path, SWIFT_FALLBACK])
     env["PATH"] = path
     missing = [tool for tool in ("cmake", "ninja", "swiftc") if shutil.which(tool, path=path) is None]

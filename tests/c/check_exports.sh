@@ -37,7 +37,9 @@ if [ -n "$unmarked" ]; then echo "declarations without CC_API: $unmarked"; statu
 others=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[B-Zu]$/ {print $3}' | sed 's/@.*//' | grep -v '^cc_' || true)
 if [ -n "$others" ]; then echo "global symbols other than cc_: $(echo $others | head -c 400)"; status=1; fi
 soname=$(readelf -d "$lib" | sed -n 's/.*SONAME.*\[\(.*\)\]/\1/p')
-if [ "$soname" != "libcontentcards.so.1" ]; then echo "SONAME is '$soname', expected libcontentcards.so.1"; status=1; fi
+# The SONAME's number is the header's CC_ABI_VERSION (libcontentcards.so.1).
+expected_soname=libcontentcards.so.$(sed -n 's/^#define CC_ABI_VERSION \([0-9][0-9]*\)$/\1/p' "$header")
+if [ "$soname" != "$expected_soname" ]; then echo "SONAME is '$soname', expected $expected_soname"; status=1; fi
 if readelf -d "$lib" | grep NEEDED | grep -q 'libswift\|libFoundation\|libdispatch'; then
     echo "the library needs Swift runtime libraries:"; readelf -d "$lib" | grep NEEDED; status=1
 fi
@@ -52,7 +54,7 @@ if [ "$want_static_sqlite" = static-sqlite ] && ! strings -a "$lib" | grep -q sq
 fi
 # The oldest glibc the library and the programs run on is the README's promise (2.28: RHEL 8,
 # Debian 11, Ubuntu 20.04), whatever glibc built them: no symbol of a newer version may come in.
-# Sources/CContentCardsFast/glibc_floor.c keeps the library's functions that got a newer
+# Sources/CGlibcFloor/glibc_floor.c keeps the library's functions that got a newer
 # version at their old one (and glibc_compat.c replaces arc4random, 2.36), tools/glibc_start.c
 # the programs' start; a function this names goes into glibc_floor.c's list.
 floor=28

@@ -57,6 +57,17 @@ def outside() -> Iterator[str]:
         shutil.rmtree(path, ignore_errors=True)
 
 
+def swift_fallback_bin() -> str:
+    """Where the Swift toolchain of these machines is when it is not on PATH: the
+    CC_SWIFT_FALLBACK_BIN line of cmake/build.mk, which the Makefile and setup.py read too."""
+    with open(os.path.join(REPO, "cmake", "build.mk"), encoding="utf-8") as f:
+        for line in f:
+            key, equals, value = line.partition(" = ")
+            if equals and key == "CC_SWIFT_FALLBACK_BIN":
+                return value.strip()
+    raise AssertionError("cmake/build.mk has no CC_SWIFT_FALLBACK_BIN line")
+
+
 def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if k not in ("PYTHONPATH", "CONTENTCARDS_LIBRARY", "PKG_CONFIG_PATH")}
@@ -131,8 +142,9 @@ def test_swift(outside: str) -> None:
     with open(os.path.join(app, "Sources", "cards", "main.swift"), "w", encoding="utf-8") as f:
         f.write(blocks["swift"])
     env = clean_env(TMPDIR=outside)  # its feed file (and the toolchain's files): removed with it
-    if shutil.which("swift", path=env.get("PATH")) is None and os.path.isdir("/opt/swift/usr/bin"):
-        env["PATH"] = env.get("PATH", os.defpath) + os.pathsep + "/opt/swift/usr/bin"
+    fallback = swift_fallback_bin()
+    if shutil.which("swift", path=env.get("PATH")) is None and os.path.isdir(fallback):
+        env["PATH"] = env.get("PATH", os.defpath) + os.pathsep + fallback
     result = subprocess.run(["swift", "run", "cards"], cwd=app, env=env, capture_output=True,
                             text=True, timeout=900)
     assert result.returncode == 0, result.stdout + result.stderr

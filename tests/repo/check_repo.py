@@ -19,6 +19,10 @@ code-map  docs/CODE-MAP.md is in step with the tree: every path and file name it
           file of the core (Sources/ContentCards/<Folder>/) is named by its file name in the
           map's section for its folder (a "###" heading naming `Sources/ContentCards/<Folder>`),
           where no file of another folder is named.
+long-files  No source file (.swift, .c, .h, .py, .rs, .sh) of Sources, bindings/python/contentcards,
+          tools, bench, examples or tests is over 400 lines unless docs/CODE-MAP.md's section
+          "Long files, and why" names it (with its reason); a file named there is over 400
+          lines (a file split since leaves the list).
 
 Prints "N passed, M failed"; exits 1 on a failure.
 """
@@ -35,7 +39,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HEADER = "include/contentcards.h"
 TEXT_SUFFIXES = (".md", ".h", ".c", ".py", ".swift", ".txt", ".sh", ".toml", ".in", ".cmake",
-                 ".supp", ".map", ".modulemap", "Makefile", "run", ".json", ".cfg", ".yml")
+                 ".supp", ".map", ".modulemap", "Makefile", ".mk", "run", ".json", ".cfg", ".yml")
 # Where the version may be written literally: the header, and the changelog's history.
 VERSION_ALLOWED = {HEADER, "CHANGELOG.md"}
 # Top-level folders whose paths are checked when a file names them.
@@ -247,12 +251,51 @@ def check_code_map() -> None:
         check(True, "")  # the code map is in step with the tree
 
 
+LONG_LINES = 400
+LONG_SECTION = "Long files, and why"
+LONG_FOLDERS = ("Sources", PYTHON_PACKAGE, "tools", "bench", "examples", "tests")
+LONG_SUFFIXES = (".swift", ".c", ".h", ".py", ".rs", ".sh")
+
+
+def line_count(path: str) -> int:
+    with open(os.path.join(ROOT, path), "rb") as f:
+        return f.read().count(b"\n")
+
+
+def check_long_files() -> None:
+    before = len(failures)
+    text = read(CODE_MAP) if os.path.isfile(os.path.join(ROOT, CODE_MAP)) else ""
+    m = re.search(r"^## %s\n((?:(?!## ).*\n?)*)" % re.escape(LONG_SECTION), text, re.MULTILINE)
+    if not m:
+        check(False, f"{CODE_MAP}: no section \"## {LONG_SECTION}\" (the files over {LONG_LINES} lines, "
+                     f"each with its reason)")
+        return
+    listed = {span for span in m.group(1).split("`")[1::2] if "/" in span and " " not in span}
+    for folder in LONG_FOLDERS:
+        for path in source_files(folder):
+            parts = path.split(os.sep)
+            if not path.endswith(LONG_SUFFIXES) or any(p in ("build", "target", "__pycache__") for p in parts):
+                continue
+            lines = line_count(path)
+            check(lines <= LONG_LINES or path in listed,
+                  f"{path} is {lines} lines, over {LONG_LINES}: split it along its seams, or name it "
+                  f"with its reason in {CODE_MAP}, section \"{LONG_SECTION}\"", count=False)
+    for path in sorted(listed):
+        if os.path.isfile(os.path.join(ROOT, path)):
+            lines = line_count(path)
+            check(lines > LONG_LINES, f"{CODE_MAP}, section \"{LONG_SECTION}\", names {path}, which is "
+                                      f"{lines} lines: take it off the list", count=False)
+    if len(failures) == before:
+        check(True, "")  # every long file has its reason
+
+
 def main() -> int:
     build = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else None
     files = tracked_files()
     check_version(files, build)
     check_links(files)
     check_code_map()
+    check_long_files()
     print(f"{passed} passed, {len(failures)} failed")
     return 1 if failures else 0
 

@@ -63,10 +63,17 @@ final class SQLiteDatabase {
 
     func fail(_ what: String) -> StoreError { StoreError("\(what): \(lastMessage)") }
 
-    /// Runs SQL that takes no parameters (schema, pragmas, transaction control).
-    func execute(_ sql: String) throws(StoreError) {
+    /// The connection, for a statement to run on: an error when the store is closed, or
+    /// inherited through fork() (`isInherited`).
+    private func usableHandle() throws(StoreError) -> OpaquePointer {
         guard let handle else { throw StoreError("the store is closed") }
         if isInherited { throw Self.inheritedError }
+        return handle
+    }
+
+    /// Runs SQL that takes no parameters (schema, pragmas, transaction control).
+    func execute(_ sql: String) throws(StoreError) {
+        let handle = try usableHandle()
         var message: UnsafeMutablePointer<CChar>?
         let rc = ForkSafety.sqlite { sqlite3_exec(handle, sql, nil, nil, &message) }
         if rc != SQLITE_OK {
@@ -78,8 +85,7 @@ final class SQLiteDatabase {
     }
 
     func prepare(_ sql: String) throws(StoreError) -> SQLiteStatement {
-        guard let handle else { throw StoreError("the store is closed") }
-        if isInherited { throw Self.inheritedError }
+        let handle = try usableHandle()
         var stmt: OpaquePointer?
         let rc = ForkSafety.sqlite { sqlite3_prepare_v2(handle, sql, -1, &stmt, nil) }
         guard rc == SQLITE_OK, let stmt else {
@@ -92,8 +98,7 @@ final class SQLiteDatabase {
     /// Whether `sql` compiles against the schema (a statement naming a column compiles only
     /// when the column exists); nothing is run.
     func compiles(_ sql: String) throws(StoreError) -> Bool {
-        guard let handle else { throw StoreError("the store is closed") }
-        if isInherited { throw Self.inheritedError }
+        let handle = try usableHandle()
         var stmt: OpaquePointer?
         let rc = ForkSafety.sqlite { sqlite3_prepare_v2(handle, sql, -1, &stmt, nil) }
         ForkSafety.sqlite { _ = sqlite3_finalize(stmt) }

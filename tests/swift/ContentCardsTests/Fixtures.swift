@@ -53,3 +53,28 @@ enum Fixtures {
         return s + "}"
     }
 }
+
+/// A controller on the sample feed with a manual clock at the sample's time.
+func makeController(_ extra: String = "", clock: ManualClock = ManualClock(1_763_800_000),
+                    storage: String? = nil, user: String = "u-1") throws(ContentCardsError) -> ContentCardsController {
+    var json = #"{"userId":"\#(user)","source":{"file":"\#(Fixtures.sampleFeedPath)"},"refreshTokens":0"#
+    if let storage { json += #","storagePath":"\#(storage)""# }
+    if !extra.isEmpty { json += "," + extra }
+    json += "}"
+    return try ContentCardsController(json: json, clock: clock, eventIDs: SequentialEventIDs())
+}
+
+/// Collects subscriber updates from any thread.
+final class UpdateLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [FeedUpdate] = []
+    func add(_ u: FeedUpdate) { lock.lock(); items.append(u); lock.unlock() }
+    var all: [FeedUpdate] { lock.lock(); defer { lock.unlock() }; return items }
+    var reasons: [FeedUpdate.Reason] { all.map(\.reason) }
+}
+
+extension FeedUpdate {
+    init(reason: Reason, counts: FeedCounts) {
+        self.init(reason: reason, error: nil, cardID: nil, counts: counts, sync: nil)
+    }
+}

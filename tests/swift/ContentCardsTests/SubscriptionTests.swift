@@ -1,0 +1,99 @@
+import Foundation
+import Testing
+@testable import ContentCards
+
+@Suite struct SubscriptionTests {
+    @Test func subscribersAreToldWithReasons() throws {
+        let c = try makeController()
+        let log = UpdateLog()
+        try c.subscribe { log.add($0) }
+        try c.refresh()
+        try c.logImpression(cardID: "tile-1")
+        try c.logClick(cardID: "tile-1")
+        try c.logDismissal(cardID: "tile-1")
+        try c.apply("[\(Fixtures.wire("x"))]")
+        try c.changeUser("other")
+        _ = try? c.apply("{")
+        #expect(log.reasons == [.refresh, .impression, .click, .dismissal, .cardsApplied, .userChanged, .cardsApplied])
+        #expect(log.all[0].counts == FeedCounts(total: 10, unviewed: 9, unread: 9))
+        #expect(log.all[1].cardID == "tile-1" && log.all[1].counts.unviewed == 8)
+        #expect(log.all[3].counts.total == 9)
+        #expect(log.all.last?.error?.code == .parse)
+    }
+
+    @Test func aFailedRefreshIsToldToo() throws {
+        let c = try ContentCardsController(json: #"{"source":{"file":"/nonexistent/feed.json"}}"#)
+        let log = UpdateLog()
+        try c.subscribe { log.add($0) }
+        _ = try? c.refresh()
+        #expect(log.all.count == 1 && log.all[0].reason == .refresh && log.all[0].error?.code == .sourceFile)
+    }
+
+    @Test func unsubscribeIsImmediateAndOnRemoveRunsOnce() throws {
+        let c = try makeController()
+        let log = UpdateLog()
+        let removed = UpdateLog()
+        let sub = try c.subscribe({ log.add($0) }, onRemove: { removed.add(FeedUpdate(reason: .refresh, counts: FeedCounts())) })
+        try c.refresh()
+        #expect(sub.cancel())
+        #expect(!sub.cancel())
+        try c.logImpression(cardID: "tile-1")
+        #expect(log.all.count == 1)
+        #expect(removed.all.count == 1)
+    }
+
+    @Test func aSubscriberMayCallBackIntoTheController() throws {
+        let c = try makeController()
+        let seen = UpdateLog()
+        try c.subscribe { update in
+            // Reads, logging and unsubscribing from inside a callback must not deadlock.
+            if update.reason == .refresh, let first = try? c.cards().first {
+                _ = try? c.logImpression(cardID: first.id)
+            }
+            seen.add(update)
+        }
+        try c.refresh()
+        // The impression's update is not delivered on the callback's stack: it waits until the
+        // callback returns, then comes on the same thread.
+        #expect(seen.reasons == [.refresh, .impression])
+        #expect(try c.card(id: "tile-2").viewed)
+    }
+
+    @Test func unsubscribeFromInsideTheCallback() throws {
+        let c = try makeController()
+        let log = UpdateLog()
+        final class Box: @unchecked Sendable { var sub: Subscription? }
+        let box = Box()
+        box.sub = try c.subscribe { update in
+            log.add(update)
+            box.sub?.cancel()
+        }
+        try c.refresh()
+        try c.refresh()
+        #expect(log.all.count == 1)
+    }
+
+    @Test func closeRemovesSubscribers() throws {
+        let c = try makeController()
+        let removed = UpdateLog()
+        try c.subscribe({ _ in }, onRemove: { removed.add(FeedUpdate(reason: .refresh, counts: FeedCounts())) })
+        c.close()
+        c.close()
+        #expect(removed.all.count == 1)
+        let late = UpdateLog()
+        #expect(throws: ContentCardsError.self) {
+            try c.subscribe({ _ in }, onRemove: { late.add(FeedUpdate(reason: .refresh, counts: FeedCounts())) })
+        }
+        #expect(late.all.count == 1)
+    }
+
+    @Test func backgroundRefreshReachesSubscribers() async throws {
+        let c = try makeController()
+        let log = UpdateLog()
+        try c.subscribe { log.add($0) }
+        #expect(try c.refreshInBackground())
+        for _ in 0..<200 where log.all.isEmpty { try await Task.sleep(nanoseconds: 10_000_000) }
+        #expect(log.reasons == [.refresh])
+        #expect(try c.counts().total == 10)
+    }
+}
