@@ -46,7 +46,7 @@ extension CardStore {
         for s in statements.values { _ = s.reset() }
         if !isInMemory {
             try db.execute("VACUUM")
-            erased.walTruncated = checkpointTruncating()
+            erased.walTruncated = checkpointer.map { $0.exclusive { checkpointTruncating() } } ?? checkpointTruncating()
         }
         return erased
     }

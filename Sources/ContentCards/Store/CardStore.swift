@@ -59,6 +59,8 @@ final class CardStore {
     let location: String
     /// An in-memory store has no other connection to hear from.
     let isInMemory: Bool
+    /// A file store's checkpoints, off the writer's thread (Checkpointer.swift).
+    private(set) var checkpointer: Checkpointer?
 
     var statements: [String: SQLiteStatement] = [:]
     /// Found whole at open (checked, or stamped as checked): what lets close stamp it.
@@ -117,11 +119,18 @@ final class CardStore {
             var persist: Int32 = 1
             _ = sqlite3_file_control(db.handle, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
             try? db.execute("PRAGMA journal_size_limit=4194304")
+            let checkpointer = Checkpointer(path: location)
+            checkpointer.install(on: db)
+            self.checkpointer = checkpointer
         }
     }
 
     func close() {
         statements.removeAll()
+        if let checkpointer {
+            checkpointer.close()
+            checkpointer.uninstall(from: db)
+        }
         let inherited = db.isInherited
         db.close()
         // After SQLite's last checkpoint, so the stamp has the file as it stays. Not for a

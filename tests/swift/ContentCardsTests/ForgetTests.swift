@@ -80,3 +80,25 @@ import Testing
         #expect(try c.pendingEvents() == 0)
     }
 }
+
+/// Checkpoints of a file store run on the store's own thread (Store/Checkpointer.swift), never
+/// inside a logging call: the WAL stays bounded and nothing logged is lost.
+@Suite struct CheckpointerTests {
+    @Test func checkpointsRunOffTheWritersThreadAndTheWALStaysBounded() throws {
+        let dir = Fixtures.temporaryDirectory("checkpoint")
+        defer { Fixtures.removeTree(dir) }
+        let c = try ContentCardsController(json: #"{"userId":"u","storagePath":"\#(dir)","refreshTokens":0}"#)
+        _ = try c.apply(Fixtures.payload((0..<50).map { Fixtures.wire("c\($0)") }, full: true, user: "u"))
+        for i in 0..<4000 { _ = try c.logImpression(cardID: "c\(i % 50)") }
+        let deadline = Date().addingTimeInterval(10)
+        while (c.lock.withLock { c.store?.checkpointer?.runs ?? 0 }) == 0 && Date() < deadline { usleep(10_000) }
+        #expect(c.lock.withLock { c.store?.checkpointer?.runs ?? 0 } > 0)
+        var st = stat()
+        #expect(stat(dir + "/contentcards.sqlite-wal", &st) == 0)
+        #expect(st.st_size < 8 << 20)
+        c.close()
+        let again = try ContentCardsController(json: #"{"userId":"u","storagePath":"\#(dir)","refreshTokens":0}"#)
+        #expect(try again.pendingEvents() == 4000)
+        again.close()
+    }
+}

@@ -1,0 +1,96 @@
+import CSQLite
+/// Checkpoints of a file store's WAL on a library thread of the store's own, never on the
+/// writer's: SQLite's automatic checkpoint runs inside the commit that crosses 1,000 WAL frames,
+/// and with its fsyncs (synchronous=NORMAL syncs at each checkpoint) that commit took
+/// milliseconds: one logged impression in about 300 was 1 to 25 ms. The writer's connection
+/// gets a WAL hook instead (which turns its automatic checkpoints off) that, past the same
+/// 1,000 frames, asks this object for a PASSIVE checkpoint on a second connection to the file:
+/// it copies what no reader still needs and never blocks the writer, who goes on appending.
+///
+/// Under writes that never pause the background cannot finish (see `highWater`): the writer
+/// then checkpoints itself, once per 4,000 frames instead of 1,000, and copies only what the
+/// background has not.
+///
+/// Durability is as before: a commit is in the WAL when the call returns (a killed process
+/// loses nothing); only where the copy into the database file runs has moved.
+final class Checkpointer: @unchecked Sendable {
+    /// WAL frames after a commit that start a checkpoint: SQLite's own default.
+    static let frames: Int32 = 1000
+    /// WAL frames past which the writer checkpoints itself: the bound on the WAL (4 MiB of
+    /// 1 KiB pages) under writes that never pause.
+    static let highWater: Int32 = 4000
+
+    private let path: String
+    private let queue = WorkQueue()
+    /// Held while a checkpoint runs, so that `close` waits for it.
+    private let lock = Lock()
+    private var connection: SQLiteDatabase?
+    private var scheduled = false
+    private var closed = false
+    private var completed = 0
+
+    init(path: String) { self.path = path }
+
+    /// Checkpoints run so far (tests, diagnostics).
+    var runs: Int { lock.withLock { completed } }
+
+    /// Hooks the writer's connection: from now on its commits ask for checkpoints here.
+    func install(on db: SQLiteDatabase) {
+        sqlite3_wal_hook(db.handle, { context, handle, _, frames in
+            if frames >= Checkpointer.highWater {
+                // Writes outpaced the background checkpoints, whose copies never catch up with
+                // a WAL that keeps growing (a WAL restarts only once wholly copied): the writer
+                // copies what is left itself, as SQLite would, so the next commit restarts it.
+                _ = sqlite3_wal_checkpoint_v2(handle, "main", SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+            } else if frames >= Checkpointer.frames, let context {
+                Unmanaged<Checkpointer>.fromOpaque(context).takeUnretainedValue().schedule()
+            }
+            return SQLITE_OK
+        }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// Removes the hook (before the writer's connection closes: the hook's context is this
+    /// object, unretained).
+    func uninstall(from db: SQLiteDatabase) {
+        if db.handle != nil && !db.isInherited { sqlite3_wal_hook(db.handle, nil, nil) }
+    }
+
+    private func schedule() {
+        let start: Bool = lock.withLock {
+            guard !scheduled && !closed else { return false }
+            scheduled = true
+            return true
+        }
+        if start { queue.async { [self] in run() } }
+    }
+
+    private func run() {
+        lock.withLock {
+            scheduled = false
+            guard !closed else { return }
+            if connection == nil {
+                // A failure here only leaves the WAL longer: the next commit past the mark asks
+                // again, and the writer's close checkpoints whatever is left.
+                connection = try? SQLiteDatabase(path: path)
+            }
+            guard let connection, let handle = connection.handle, !connection.isInherited else { return }
+            _ = ForkSafety.sqlite { sqlite3_wal_checkpoint_v2(handle, "main", SQLITE_CHECKPOINT_PASSIVE, nil, nil) }
+            completed += 1
+        }
+    }
+
+    /// Runs `body` (a checkpoint of the writer's own, e.g. one that truncates the WAL) with no
+    /// checkpoint of this object's running meanwhile: two at once, one would find the other
+    /// busy and leave frames behind.
+    func exclusive<T>(_ body: () -> T) -> T { lock.withLock(body) }
+
+    /// Waits for a checkpoint running, and closes the second connection (before the writer's
+    /// own, which then is the last and checkpoints the rest as it closes).
+    func close() {
+        lock.withLock {
+            closed = true
+            connection?.close()
+            connection = nil
+        }
+    }
+}
