@@ -63,6 +63,7 @@ int failed(int status);
 int cmd_validate(const options *o);
 int cmd_feed(const options *o, int with_cards);
 int cmd_events(const options *o);
+int cmd_user(const options *o);
 int cmd_refresh(const options *o);
 int cmd_diagnostics(const options *o);
 

@@ -341,3 +341,42 @@ int cmd_diagnostics(const options *o) {
     (void)cc_controller_close(c);
     return rc;
 }
+
+/* user export | user forget [discard]: a user's stored data as one JSON document, or all of it
+ * removed (pending events delivered first to --events-url, or with "discard" removed). */
+int cmd_user(const options *o) {
+    if (o->positional_count < 2) return usage_error("%s", "user needs 'export' or 'forget'");
+    const char *verb = o->positional[1];
+    int forget = strcmp(verb, "forget") == 0;
+    if (!forget && strcmp(verb, "export") != 0) return usage_error("unknown user command '%s' (export, forget)", shown(verb));
+    int discard = 0;
+    if (o->positional_count > 2) {
+        if (!forget || strcmp(o->positional[2], "discard") != 0) return usage_error("unexpected argument '%s'", shown(o->positional[2]));
+        discard = 1;
+    }
+    if (!o->store) return usage_error("%s", "--store DIR is required");
+    cc_controller *c = NULL;
+    int status = open_controller(&c, o, NULL, forget ? o->events_url : NULL);
+    if (status != CC_OK) return failed(status);
+    char *json = NULL;
+    if (forget) status = cc_controller_forget_user(&json, c, NULL, discard ? CC_PENDING_DISCARD : CC_PENDING_FLUSH, o->timeout);
+    else status = cc_controller_export_user(&json, c, NULL);
+    int rc = 0;
+    if (status != CC_OK) {
+        rc = failed(status);
+    } else if (json_output || !forget) {
+        out_line(json);
+    } else {
+        buf user = {0};
+        get_string(&user, find_key(json, "user_id"));
+        out_str("forgot user ");
+        out_cell(user.data ? user.data : "", 0);
+        out_fmt(": %lld cards, %lld dismissals, %lld events delivered, %lld discarded, %lld images\n",
+                get_int(json, "cards"), get_int(json, "dismissals"), get_int(json, "events_delivered"),
+                get_int(json, "events_discarded"), get_int(json, "images"));
+        free(user.data);
+    }
+    cc_string_free(json);
+    (void)cc_controller_close(c);
+    return rc;
+}

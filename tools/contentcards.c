@@ -42,6 +42,9 @@ static const char USAGE[] =
     "  refresh --source FILE_OR_URL [--store DIR] [--user U] [--api-key KEY] [--timeout S]\n"
     "                                        refresh from a payload file or a server\n"
     "  diagnostics [--store DIR] [--user U]  the controller's diagnostics (JSON)\n"
+    "  user export --store DIR [--user U]    everything stored for the user (JSON)\n"
+    "  user forget --store DIR [--user U] [--events-url URL] [discard]\n"
+    "                                        remove it all: pending events delivered first, or discarded\n"
     "\n"
     "Options:\n"
     "  --json               machine-readable output (one JSON document on stdout)\n"
@@ -231,6 +234,7 @@ static int run(int argc, char **argv) {
     else if (strcmp(command, "events") == 0) rc = cmd_events(&o);
     else if (strcmp(command, "refresh") == 0) rc = cmd_refresh(&o);
     else if (strcmp(command, "diagnostics") == 0) rc = cmd_diagnostics(&o);
+    else if (strcmp(command, "user") == 0) rc = cmd_user(&o);
     else rc = usage_error("unknown command '%s'", shown(command));
     (void)cc_set_log_handler(NULL, 0, NULL, NULL);
     return rc;

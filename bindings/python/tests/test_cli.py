@@ -202,6 +202,29 @@ def test_events_list_and_flush_against_the_server(tool: str, store: str,
         "pending": 0, "failedAttempts": 0, "events": []}
 
 
+def test_user_export_and_forget(tool: str, store: str, server: ReferenceServer) -> None:
+    r = run(tool, "refresh", "--store", store, "--user", "u-1", "--source", server.url, "--api-key", "k")
+    assert r.code == 0, r.err
+    with contentcards.ContentCards(user_id="u-1", storage_path=store) as c:
+        first = c.cards()[0].id
+        c.log_impression(first)
+    exported = run(tool, "user", "export", "--store", store, "--user", "u-1").json()
+    assert exported["user_id"] == "u-1" and exported["format"] == 1
+    assert len(exported["cards"]) > 0 and [e["type"] for e in exported["pending_events"]] == ["impression"]
+    # Pending events and nowhere to deliver them: nothing removed.
+    r = run(tool, "user", "forget", "--store", store, "--user", "u-1")
+    assert r.code == 1 and r.err.startswith("contentcards: CC_E_NO_SOURCE: ")
+    assert len(run(tool, "user", "export", "--store", store, "--user", "u-1").json()["cards"]) > 0
+    r = run(tool, "user", "forget", "--store", store, "--user", "u-1", "--events-url", server.url)
+    assert r.code == 0, r.err
+    assert r.out.startswith("forgot user u-1: ") and ", 1 events delivered, 0 discarded, 0 images" in r.out
+    assert run(tool, "user", "export", "--store", store, "--user", "u-1").json()["cards"] == []
+    receipt = run(tool, "--json", "user", "forget", "--store", store, "--user", "u-1", "discard").json()
+    assert receipt["cards"] == 0 and receipt["wal_truncated"] is True
+    assert run(tool, "user", "forget", "--store", store, "extra").code == 2
+    assert run(tool, "user", "export", "--store", store, "discard").code == 2
+
+
 def test_refresh_failures_and_diagnostics(tool: str, store: str, server: ReferenceServer) -> None:
     server.fault(status=503, retry_after=7)
     r = run(tool, "--json", "refresh", "--store", store, "--user", "u-1", "--source", server.url)
