@@ -24,9 +24,11 @@ let package = Package(
         .systemLibrary(name: "CSQLite", path: "Sources/CSQLite"),
         // HTTP through the system's libcurl, dlopen'ed at first use.
         .target(name: "CCurl", path: "Sources/CCurl", linkerSettings: [.linkedLibrary("dl")]),
+        // gzip of event batches through the zlib libcurl links (found through libcurl's handle).
+        .target(name: "CZlib", dependencies: ["CCurl"], path: "Sources/CZlib"),
         .target(
             name: "ContentCards",
-            dependencies: ["CSQLite", "CCurl"],
+            dependencies: ["CSQLite", "CCurl", "CZlib"],
             path: "Sources/ContentCards",
             swiftSettings: swift5),
         // The C side of the hot paths: the thread's last error, the badge cells, and the

@@ -1,5 +1,5 @@
 // See cc_stream.h. libcurl's functions are looked up through the handle cc_http.c loaded, as
-// cc_gzip.c does for zlib; the option numbers are libcurl's stable ABI (see cc_http.c).
+// Sources/CZlib/cc_gzip.c does for zlib; the option numbers are libcurl's stable ABI (see cc_http.c).
 #include "cc_stream.h"
 
 #include <dlfcn.h>

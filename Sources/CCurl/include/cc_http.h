@@ -47,7 +47,7 @@ typedef struct cc_http_response {
 CC_HTTP_INTERNAL int cc_http_available(char *error, size_t error_len);
 
 /// The dlopen handle of libcurl (loading it if need be), or NULL when it cannot be loaded.
-/// dlsym through it also finds the symbols of libcurl's own dependencies (zlib: cc_gzip.c).
+/// dlsym through it also finds the symbols of libcurl's own dependencies (zlib: Sources/CZlib/cc_gzip.c).
 CC_HTTP_INTERNAL void *cc_http_library(void);
 
 /// POSTs `body` to `url` with `headers` ("Name: value" strings); with `body` NULL, a GET (the

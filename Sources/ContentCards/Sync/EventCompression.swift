@@ -1,4 +1,4 @@
-import CCurl
+import CZlib
 /// Whether an events endpoint gets its batches gzip-compressed (docs/WIRE.md, "Compression"):
 /// yes until it answers 415 (Unsupported Media Type) to one, then no for the life of the
 /// controller. Batches under `minimumBytes` go as they are: gzip's header and trailer cost more
@@ -35,7 +35,7 @@ final class EventCompression: @unchecked Sendable {
     }
 }
 
-/// gzip (RFC 1952) through the system's zlib, loaded at first use (Sources/CCurl/cc_gzip.c).
+/// gzip (RFC 1952) through the system's zlib, loaded at first use (Sources/CZlib/cc_gzip.c).
 enum Gzip {
     /// nil when zlib cannot be loaded or memory ran out.
     static func compress(_ bytes: [UInt8]) -> [UInt8]? {
