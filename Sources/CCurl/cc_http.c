@@ -174,7 +174,7 @@ struct headers {
 
 /// Copies the value of header line `ptr` (n bytes) into `field` (size `cap`) when the line is
 /// `name` (lower case, with its colon); white space trimmed, "" when it does not fit.
-static void copy_header(const char *ptr, size_t n, const char *name, char *field, size_t cap) {
+void cc_http_copy_header(const char *ptr, size_t n, const char *name, char *field, size_t cap) {
     size_t name_len = strlen(name);
     if (n <= name_len || strncasecmp(ptr, name, name_len) != 0) return;
     const char *v = ptr + name_len, *end = ptr + n;
@@ -200,18 +200,17 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata) {
     if (n >= 5 && strncmp(ptr, "HTTP/", 5) == 0) h->in_headers = 1;
     else if ((n == 2 && ptr[0] == '\r' && ptr[1] == '\n') || (n == 1 && ptr[0] == '\n')) h->in_headers = 0;
     // Longer than any valid form: ignored. Parsed by the caller (RFC 9110 section 10.2.3).
-    copy_header(ptr, n, "retry-after:", h->retry_after, 64);
+    cc_http_copy_header(ptr, n, "retry-after:", h->retry_after, 64);
     // The sync validator, sent back as If-None-Match (docs/WIRE.md, "Conditional sync").
-    copy_header(ptr, n, "etag:", h->etag, 256);
+    cc_http_copy_header(ptr, n, "etag:", h->etag, 256);
     return n;
 }
 
-int cc_http_post(const char *url, const char *const *headers, size_t header_count,
-                 const char *body, size_t body_len, long timeout_ms, size_t max_body,
-                 int accept_encoding, cc_http_response *out) {
+int cc_http_begin(cc_http_request *r, const char *url, const char *const *headers, size_t header_count,
+                  cc_http_response *out) {
     memset(out, 0, sizeof *out);
+    memset(r, 0, sizeof *r);
     if (!cc_http_available(out->error, sizeof out->error)) return CC_HTTP_UNAVAILABLE;
-
     CURL *h = curl.easy_init();
     if (!h) {
         snprintf(out->error, sizeof out->error, "curl_easy_init failed");
@@ -223,18 +222,51 @@ int cc_http_post(const char *url, const char *const *headers, size_t header_coun
         if (!next) {
             curl.slist_free_all(list);
             curl.easy_cleanup(h);
+            snprintf(out->error, sizeof out->error, "out of memory for the request's headers");
             return CC_HTTP_NO_MEMORY;
         }
         list = next;
     }
-    struct sink sink = {.max = max_body};
-    struct headers seen = {.retry_after = out->retry_after, .etag = out->etag};
-    char errbuf[CURL_ERROR_SIZE] = {0};
     curl.easy_setopt(h, CURLOPT_URL, url);
     curl.easy_setopt(h, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
     curl.easy_setopt(h, CURLOPT_REDIR_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
     curl.easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
     curl.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl.easy_setopt(h, CURLOPT_HTTPHEADER, list);
+    curl.easy_setopt(h, CURLOPT_USERAGENT, "contentcards/1");
+    r->handle = h;
+    r->headers = list;
+    return CC_HTTP_OK;
+}
+
+void cc_http_end(cc_http_request *r) {
+    if (r->headers) curl.slist_free_all(r->headers);
+    if (r->handle) curl.easy_cleanup(r->handle);
+    r->headers = NULL;
+    r->handle = NULL;
+}
+
+void cc_http_set_long(cc_http_request *r, int option, long value) { curl.easy_setopt(r->handle, option, value); }
+void cc_http_set_pointer(cc_http_request *r, int option, void *value) { curl.easy_setopt(r->handle, option, value); }
+void cc_http_set_function(cc_http_request *r, int option, void (*fn)(void)) { curl.easy_setopt(r->handle, option, fn); }
+int cc_http_perform(cc_http_request *r) { return curl.easy_perform(r->handle); }
+long cc_http_status(cc_http_request *r) {
+    long status = 0;
+    curl.easy_getinfo(r->handle, CURLINFO_RESPONSE_CODE, &status);
+    return status;
+}
+const char *cc_http_strerror(int code) { return curl.easy_strerror(code); }
+
+int cc_http_post(const char *url, const char *const *headers, size_t header_count,
+                 const char *body, size_t body_len, long timeout_ms, size_t max_body,
+                 int accept_encoding, cc_http_response *out) {
+    cc_http_request request;
+    int begun = cc_http_begin(&request, url, headers, header_count, out);
+    if (begun != CC_HTTP_OK) return begun;
+    CURL *h = request.handle;
+    struct sink sink = {.max = max_body};
+    struct headers seen = {.retry_after = out->retry_after, .etag = out->etag};
+    char errbuf[CURL_ERROR_SIZE] = {0};
     curl.easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
     curl.easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
     if (body) {
@@ -244,8 +276,6 @@ int cc_http_post(const char *url, const char *const *headers, size_t header_coun
     } else {
         curl.easy_setopt(h, CURLOPT_HTTPGET, 1L);   /* an image of the image cache */
     }
-    curl.easy_setopt(h, CURLOPT_HTTPHEADER, list);
-    curl.easy_setopt(h, CURLOPT_USERAGENT, "contentcards/1");
     // "": every coding this libcurl was built to decode; the body callback sees decoded bytes.
     if (accept_encoding) curl.easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
     curl.easy_setopt(h, CURLOPT_WRITEFUNCTION, (write_fn)on_body);
@@ -296,8 +326,7 @@ int cc_http_post(const char *url, const char *const *headers, size_t header_coun
         }
         free(sink.data);
     }
-    curl.slist_free_all(list);
-    curl.easy_cleanup(h);
+    cc_http_end(&request);
     return result;
 }
 

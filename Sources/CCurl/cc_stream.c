@@ -1,8 +1,7 @@
-// See cc_stream.h. libcurl's functions are looked up through the handle cc_http.c loaded, as
-// Sources/CZlib/cc_gzip.c does for zlib; the option numbers are libcurl's stable ABI (see cc_http.c).
+// See cc_stream.h. The request starts as every request of the library does (cc_http_begin in
+// cc_http.c); the option numbers are libcurl's stable ABI (see cc_http.c).
 #include "cc_stream.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,19 +9,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-typedef void CURL;
-struct curl_slist;
-
 enum {
     CURLE_OK = 0,
-    CURLE_WRITE_ERROR = 23,
     CURLE_OPERATION_TIMEDOUT = 28,
-    CURLE_ABORTED_BY_CALLBACK = 42,
     CURLOPT_WRITEDATA = 10001,
-    CURLOPT_URL = 10002,
     CURLOPT_ERRORBUFFER = 10010,
-    CURLOPT_USERAGENT = 10018,
-    CURLOPT_HTTPHEADER = 10023,
     CURLOPT_HEADERDATA = 10029,
     CURLOPT_XFERINFODATA = 10057,
     CURLOPT_OPENSOCKETDATA = 10164,
@@ -35,15 +26,8 @@ enum {
     CURLOPT_LOW_SPEED_LIMIT = 19,
     CURLOPT_LOW_SPEED_TIME = 20,
     CURLOPT_NOPROGRESS = 43,
-    CURLOPT_FOLLOWLOCATION = 52,
     CURLOPT_HTTPGET = 80,
-    CURLOPT_NOSIGNAL = 99,
     CURLOPT_CONNECTTIMEOUT_MS = 156,
-    CURLOPT_PROTOCOLS = 181,
-    CURLOPT_REDIR_PROTOCOLS = 182,
-    CURLPROTO_HTTP = 1,
-    CURLPROTO_HTTPS = 2,
-    CURLINFO_RESPONSE_CODE = 0x200000 + 2,
     CURL_ERROR_SIZE = 256
 };
 
@@ -54,40 +38,6 @@ struct curl_sockaddr {
     unsigned int addrlen;
     struct sockaddr addr;
 };
-
-typedef size_t (*write_fn)(char *, size_t, size_t, void *);
-typedef int (*open_fn)(void *, int, struct curl_sockaddr *);
-typedef int (*close_fn)(void *, int);
-typedef int (*xferinfo_fn)(void *, long long, long long, long long, long long);
-
-static struct {
-    int loaded;
-    CURL *(*easy_init)(void);
-    int (*easy_setopt)(CURL *, int, ...);
-    int (*easy_perform)(CURL *);
-    int (*easy_getinfo)(CURL *, int, ...);
-    void (*easy_cleanup)(CURL *);
-    const char *(*easy_strerror)(int);
-    struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
-    void (*slist_free_all)(struct curl_slist *);
-} curl;
-
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-
-static void load(void) {
-    void *lib = cc_http_library();
-    if (!lib) return;
-    *(void **)(&curl.easy_init) = dlsym(lib, "curl_easy_init");
-    *(void **)(&curl.easy_setopt) = dlsym(lib, "curl_easy_setopt");
-    *(void **)(&curl.easy_perform) = dlsym(lib, "curl_easy_perform");
-    *(void **)(&curl.easy_getinfo) = dlsym(lib, "curl_easy_getinfo");
-    *(void **)(&curl.easy_cleanup) = dlsym(lib, "curl_easy_cleanup");
-    *(void **)(&curl.easy_strerror) = dlsym(lib, "curl_easy_strerror");
-    *(void **)(&curl.slist_append) = dlsym(lib, "curl_slist_append");
-    *(void **)(&curl.slist_free_all) = dlsym(lib, "curl_slist_free_all");
-    curl.loaded = curl.easy_init && curl.easy_setopt && curl.easy_perform && curl.easy_getinfo &&
-                  curl.easy_cleanup && curl.easy_strerror && curl.slist_append && curl.slist_free_all;
-}
 
 void cc_stream_control_init(cc_stream_control *control) {
     pthread_mutex_init(&control->lock, NULL);
@@ -178,78 +128,41 @@ static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata) {
         h->too_large = 1;
         return 0;
     }
-    const char *name = "retry-after:";
-    size_t name_len = strlen(name);
-    if (n > name_len && strncasecmp(ptr, name, name_len) == 0) {
-        const char *v = ptr + name_len, *end = ptr + n;
-        while (v < end && (*v == ' ' || *v == '\t')) v++;
-        while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\t')) end--;
-        size_t len = (size_t)(end - v);
-        if (len < 64) {
-            memcpy(h->retry_after, v, len);
-            h->retry_after[len] = 0;
-        }
-    }
+    cc_http_copy_header(ptr, n, "retry-after:", h->retry_after, 64);
     return n;
 }
 
 int cc_http_stream(const char *url, const char *const *headers, size_t header_count,
                    long connect_ms, long idle_ms, cc_stream_data_fn on_data, void *context,
                    cc_stream_control *control, cc_http_response *out) {
-    memset(out, 0, sizeof *out);
-    if (!cc_http_available(out->error, sizeof out->error)) return CC_HTTP_UNAVAILABLE;
-    pthread_once(&load_once, load);
-    if (!curl.loaded) {
-        snprintf(out->error, sizeof out->error, "libcurl lacks a function the hint stream needs");
-        return CC_HTTP_UNAVAILABLE;
-    }
-    CURL *h = curl.easy_init();
-    if (!h) {
-        snprintf(out->error, sizeof out->error, "curl_easy_init failed");
-        return CC_HTTP_NO_MEMORY;
-    }
-    struct curl_slist *list = NULL;
-    for (size_t i = 0; i < header_count; i++) {
-        struct curl_slist *next = curl.slist_append(list, headers[i]);
-        if (!next) {
-            curl.slist_free_all(list);
-            curl.easy_cleanup(h);
-            return CC_HTTP_NO_MEMORY;
-        }
-        list = next;
-    }
+    cc_http_request r;
+    int begun = cc_http_begin(&r, url, headers, header_count, out);
+    if (begun != CC_HTTP_OK) return begun;
     struct reader reader = {on_data, context, 0};
     struct seen_headers seen = {out->retry_after, 0, 0};
     char errbuf[CURL_ERROR_SIZE] = {0};
     long idle_seconds = idle_ms <= 1000 ? 1 : (idle_ms + 999) / 1000;
-    curl.easy_setopt(h, CURLOPT_URL, url);
-    curl.easy_setopt(h, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-    curl.easy_setopt(h, CURLOPT_REDIR_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-    curl.easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-    curl.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl.easy_setopt(h, CURLOPT_HTTPGET, 1L);
-    curl.easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
+    cc_http_set_long(&r, CURLOPT_HTTPGET, 1L);
+    cc_http_set_long(&r, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
     // No overall timeout: the stream lasts. A server that sends nothing, not even a keepalive,
     // for idle_ms (less than a byte a second over that time) ends it.
-    curl.easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl.easy_setopt(h, CURLOPT_LOW_SPEED_TIME, idle_seconds);
-    curl.easy_setopt(h, CURLOPT_HTTPHEADER, list);
-    curl.easy_setopt(h, CURLOPT_USERAGENT, "contentcards/1");
-    curl.easy_setopt(h, CURLOPT_WRITEFUNCTION, (write_fn)on_body);
-    curl.easy_setopt(h, CURLOPT_WRITEDATA, &reader);
-    curl.easy_setopt(h, CURLOPT_HEADERFUNCTION, (write_fn)on_header);
-    curl.easy_setopt(h, CURLOPT_HEADERDATA, &seen);
-    curl.easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, (open_fn)on_open);
-    curl.easy_setopt(h, CURLOPT_OPENSOCKETDATA, control);
-    curl.easy_setopt(h, CURLOPT_CLOSESOCKETFUNCTION, (close_fn)on_close);
-    curl.easy_setopt(h, CURLOPT_CLOSESOCKETDATA, control);
-    curl.easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-    curl.easy_setopt(h, CURLOPT_XFERINFOFUNCTION, (xferinfo_fn)on_progress);
-    curl.easy_setopt(h, CURLOPT_XFERINFODATA, control);
-    curl.easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+    cc_http_set_long(&r, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    cc_http_set_long(&r, CURLOPT_LOW_SPEED_TIME, idle_seconds);
+    cc_http_set_function(&r, CURLOPT_WRITEFUNCTION, (void (*)(void))on_body);
+    cc_http_set_pointer(&r, CURLOPT_WRITEDATA, &reader);
+    cc_http_set_function(&r, CURLOPT_HEADERFUNCTION, (void (*)(void))on_header);
+    cc_http_set_pointer(&r, CURLOPT_HEADERDATA, &seen);
+    cc_http_set_function(&r, CURLOPT_OPENSOCKETFUNCTION, (void (*)(void))on_open);
+    cc_http_set_pointer(&r, CURLOPT_OPENSOCKETDATA, control);
+    cc_http_set_function(&r, CURLOPT_CLOSESOCKETFUNCTION, (void (*)(void))on_close);
+    cc_http_set_pointer(&r, CURLOPT_CLOSESOCKETDATA, control);
+    cc_http_set_long(&r, CURLOPT_NOPROGRESS, 0L);
+    cc_http_set_function(&r, CURLOPT_XFERINFOFUNCTION, (void (*)(void))on_progress);
+    cc_http_set_pointer(&r, CURLOPT_XFERINFODATA, control);
+    cc_http_set_pointer(&r, CURLOPT_ERRORBUFFER, errbuf);
 
-    int code = curl.easy_perform(h);
-    curl.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &out->status);
+    int code = cc_http_perform(&r);
+    out->status = cc_http_status(&r);
     int result = CC_HTTP_OK;
     pthread_mutex_lock(&control->lock);
     int stopped = control->stopped;
@@ -266,10 +179,9 @@ int cc_http_stream(const char *url, const char *const *headers, size_t header_co
             snprintf(out->error, sizeof out->error, "the response headers are larger than %d bytes", CC_HTTP_MAX_HEADER_BYTES);
         } else {
             result = code == CURLE_OPERATION_TIMEDOUT ? CC_HTTP_TIMEOUT : CC_HTTP_NETWORK;
-            snprintf(out->error, sizeof out->error, "%s", errbuf[0] ? errbuf : curl.easy_strerror(code));
+            snprintf(out->error, sizeof out->error, "%s", errbuf[0] ? errbuf : cc_http_strerror(code));
         }
     }
-    curl.slist_free_all(list);
-    curl.easy_cleanup(h);
+    cc_http_end(&r);
     return result;
 }

@@ -25,6 +25,50 @@ final class UserData: @unchecked Sendable {
     deinit { release() }
 }
 
+/// The answers C callbacks fill in (a host transport's response, a token provider's token):
+/// each handed to C as an opaque pointer to its box, and checked against the boxes being
+/// answered now before any use, so a stray pointer, or one kept past its callback, is refused.
+final class AnswerBoxes<Box: AnyObject>: @unchecked Sendable {
+    private let lock = Lock()
+    private var active: [UInt: Box] = [:]
+    /// "a response", and "the transport callback": for the refusal's message.
+    private let what: String
+    private let inside: String
+
+    init(what: String, inside: String) {
+        self.what = what
+        self.inside = inside
+        ForkSafety.holdAcrossFork(lock)
+    }
+
+    func handle(of box: Box) -> OpaquePointer { OpaquePointer(Unmanaged.passUnretained(box).toOpaque()) }
+    func activate(_ box: Box) { lock.withLock { active[UInt(bitPattern: handle(of: box))] = box } }
+    func deactivate(_ box: Box) { _ = lock.withLock { active.removeValue(forKey: UInt(bitPattern: handle(of: box))) } }
+
+    func find(_ p: OpaquePointer?) throws(ContentCardsError) -> Box {
+        guard let p else { throw ContentCardsError(.invalidArgument, "response is NULL") }
+        guard let box = lock.withLock({ active[UInt(bitPattern: p)] }) else {
+            throw ContentCardsError(.invalidArgument, "response is not \(what) being answered (use it only inside \(inside))")
+        }
+        return box
+    }
+}
+
+/// Sets (`fn` not nil) or removes a controller's callback (a transport, a token provider):
+/// `data`'s free_userdata runs exactly once, when the callback is replaced, at close, or at
+/// once when this fails or removes it.
+func setCallback<Fn>(_ controller: OpaquePointer?, _ fn: Fn?, _ data: UserData,
+                     _ set: (ContentCardsController, Fn?) throws(ContentCardsError) -> Void) throws(ContentCardsError) {
+    do throws(ContentCardsError) {
+        let c = try Handles.controller(controller)
+        if fn == nil { data.release() }
+        try set(c, fn)
+    } catch {
+        data.release()
+        throw error
+    }
+}
+
 @_cdecl("cc_controller_subscribe")
 public func cc_controller_subscribe(_ outSubscription: UnsafeMutablePointer<UInt64>?, _ controller: OpaquePointer?,
                                     _ fn: cc_update_fn?, _ userdata: UnsafeMutableRawPointer?,

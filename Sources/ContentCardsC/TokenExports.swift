@@ -1,31 +1,16 @@
 import CContentCardsABI
 import ContentCards
-/// The answer a token provider callback fills in. C sees only an opaque pointer to it, checked
-/// against the set of answers being given before any use, so a stray pointer is refused (the
-/// same scheme as `TransportResponseBox`).
+/// The answer a token provider callback fills in (`AnswerBoxes`: C sees only an opaque pointer
+/// to it, checked before any use).
 final class TokenResponseBox {
     var token: AuthToken?
     var failure: String?
 
-    private static let lock: Lock = {
-        let lock = Lock()
-        ForkSafety.holdAcrossFork(lock)
-        return lock
-    }()
-    nonisolated(unsafe) private static var active: [UInt: TokenResponseBox] = [:]
-
-    var handle: OpaquePointer? { OpaquePointer(Unmanaged.passUnretained(self).toOpaque()) }
-
-    func activate() { Self.lock.withLock { Self.active[UInt(bitPattern: handle)] = self } }
-    func deactivate() { _ = Self.lock.withLock { Self.active.removeValue(forKey: UInt(bitPattern: handle)) } }
-
-    static func find(_ p: OpaquePointer?) throws(ContentCardsError) -> TokenResponseBox {
-        guard let p else { throw ContentCardsError(.invalidArgument, "response is NULL") }
-        guard let box = lock.withLock({ active[UInt(bitPattern: p)] }) else {
-            throw ContentCardsError(.invalidArgument, "response is not a token response being answered (use it only inside the token provider)")
-        }
-        return box
-    }
+    static let answers = AnswerBoxes<TokenResponseBox>(what: "a token response", inside: "the token provider")
+    var handle: OpaquePointer? { Self.answers.handle(of: self) }
+    func activate() { Self.answers.activate(self) }
+    func deactivate() { Self.answers.deactivate(self) }
+    static func find(_ p: OpaquePointer?) throws(ContentCardsError) -> TokenResponseBox { try answers.find(p) }
 }
 
 /// The host's token provider callback as a `TokenProvider`.
@@ -74,17 +59,8 @@ public func cc_controller_set_token_provider(_ controller: OpaquePointer?, _ fn:
                                              _ freeUserdata: (@convention(c) (UnsafeMutableRawPointer?) -> Void)?) -> Int32 {
     let data = UserData(userdata, free: freeUserdata)
     return entry { () throws(ContentCardsError) in
-        do throws(ContentCardsError) {
-            let c = try Handles.controller(controller)
-            if let fn {
-                try c.setTokenProvider(cTokenProvider(fn: fn, data: data))
-            } else {
-                data.release()
-                try c.setTokenProvider(nil)
-            }
-        } catch {
-            data.release()
-            throw error
+        try setCallback(controller, fn, data) { (c, fn) throws(ContentCardsError) in
+            try c.setTokenProvider(fn.map { cTokenProvider(fn: $0, data: data) })
         }
     }
 }

@@ -1,32 +1,18 @@
 import CContentCardsABI
 import ContentCards
-/// The answer a host transport callback fills in. C sees only an opaque pointer to it, checked
-/// against the set of responses being answered before any use, so a stray pointer is refused.
+/// The answer a host transport callback fills in (`AnswerBoxes`: C sees only an opaque pointer
+/// to it, checked before any use).
 final class TransportResponseBox {
     var response: TransportResponse?
     var failure: String?
     /// From cc_transport_response_set_etag, in whichever order it came with the response.
     var validator: String?
 
-    private static let lock: Lock = {
-        let lock = Lock()
-        ForkSafety.holdAcrossFork(lock)
-        return lock
-    }()
-    nonisolated(unsafe) private static var active: [UInt: TransportResponseBox] = [:]
-
-    var handle: OpaquePointer? { OpaquePointer(Unmanaged.passUnretained(self).toOpaque()) }
-
-    func activate() { Self.lock.withLock { Self.active[UInt(bitPattern: handle)] = self } }
-    func deactivate() { _ = Self.lock.withLock { Self.active.removeValue(forKey: UInt(bitPattern: handle)) } }
-
-    static func find(_ p: OpaquePointer?) throws(ContentCardsError) -> TransportResponseBox {
-        guard let p else { throw ContentCardsError(.invalidArgument, "response is NULL") }
-        guard let box = lock.withLock({ active[UInt(bitPattern: p)] }) else {
-            throw ContentCardsError(.invalidArgument, "response is not a response being answered (use it only inside the transport callback)")
-        }
-        return box
-    }
+    static let answers = AnswerBoxes<TransportResponseBox>(what: "a response", inside: "the transport callback")
+    var handle: OpaquePointer? { Self.answers.handle(of: self) }
+    func activate() { Self.answers.activate(self) }
+    func deactivate() { Self.answers.deactivate(self) }
+    static func find(_ p: OpaquePointer?) throws(ContentCardsError) -> TransportResponseBox { try answers.find(p) }
 }
 
 /// The host's transport callback as a `Transport`.
@@ -113,17 +99,8 @@ public func cc_controller_set_transport(_ controller: OpaquePointer?, _ fn: cc_t
                                         _ freeUserdata: (@convention(c) (UnsafeMutableRawPointer?) -> Void)?) -> Int32 {
     let data = UserData(userdata, free: freeUserdata)
     return entry { () throws(ContentCardsError) in
-        do throws(ContentCardsError) {
-            let c = try Handles.controller(controller)
-            if let fn {
-                try c.setTransport(CTransport(fn: fn, data: data))
-            } else {
-                data.release()
-                try c.setTransport(nil)
-            }
-        } catch {
-            data.release()
-            throw error
+        try setCallback(controller, fn, data) { (c, fn) throws(ContentCardsError) in
+            try c.setTransport(fn.map { CTransport(fn: $0, data: data) })
         }
     }
 }

@@ -63,6 +63,30 @@ CC_HTTP_INTERNAL int cc_http_post(const char *url, const char *const *headers, s
 
 CC_HTTP_INTERNAL void cc_http_response_free(cc_http_response *response);
 
+/// One request as every request of the library starts (cc_http_post, cc_stream.c's stream):
+/// a curl handle for `url` (http and https only, no redirects, no signals, the library's user
+/// agent) with `headers`. cc_http_begin clears `out` and returns CC_HTTP_OK, or an outcome with
+/// `out->error` (libcurl missing, no memory); cc_http_end frees what it made. The setters take
+/// libcurl's option numbers (the caller's own options: callbacks, timeouts).
+typedef struct cc_http_request {
+    void *handle;    // CURL *
+    void *headers;   // struct curl_slist *
+} cc_http_request;
+
+CC_HTTP_INTERNAL int cc_http_begin(cc_http_request *r, const char *url, const char *const *headers,
+                                   size_t header_count, cc_http_response *out);
+CC_HTTP_INTERNAL void cc_http_end(cc_http_request *r);
+CC_HTTP_INTERNAL void cc_http_set_long(cc_http_request *r, int option, long value);
+CC_HTTP_INTERNAL void cc_http_set_pointer(cc_http_request *r, int option, void *value);
+CC_HTTP_INTERNAL void cc_http_set_function(cc_http_request *r, int option, void (*fn)(void));
+CC_HTTP_INTERNAL int cc_http_perform(cc_http_request *r);        // curl's code: 0 done
+CC_HTTP_INTERNAL long cc_http_status(cc_http_request *r);        // the response's status, 0 if none
+CC_HTTP_INTERNAL const char *cc_http_strerror(int code);
+
+/// Copies the value of header line `ptr` (n bytes) into `field` (size `cap`) when the line is
+/// `name` (lower case, with its colon); white space trimmed, "" when it does not fit.
+CC_HTTP_INTERNAL void cc_http_copy_header(const char *ptr, size_t n, const char *name, char *field, size_t cap);
+
 #ifdef __cplusplus
 }
 #endif

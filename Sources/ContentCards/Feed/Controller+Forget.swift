@@ -150,11 +150,7 @@ extension ContentCardsController {
         w.key("cards")
         w.beginArray()
         // In the feed's order of ids, so that two exports of the same state are the same bytes.
-        for card in stored.cards.values.sorted(by: { $0.id < $1.id }) {
-            let json = Array(CardJSON.encode(card).utf8)
-            w.beginRawValue()
-            json.withUnsafeBufferPointer { w.appendRaw($0) }
-        }
+        for card in stored.cards.values.sorted(by: { $0.id < $1.id }) { appendJSON(CardJSON.encode(card), to: &w) }
         w.endArray()
         w.key("dismissed")
         w.beginArray()
@@ -169,11 +165,7 @@ extension ContentCardsController {
         w.endObject()
         w.key("pending_events")
         w.beginArray()
-        for event in events {
-            let json = Array(EventJSON.encode(event).utf8)
-            w.beginRawValue()
-            json.withUnsafeBufferPointer { w.appendRaw($0) }
-        }
+        for event in events { appendJSON(EventJSON.encode(event), to: &w) }
         w.endArray()
         w.key("images")
         w.beginArray()
@@ -189,5 +181,12 @@ extension ContentCardsController {
         w.endArray()
         w.endObject()
         return w.string
+    }
+
+    /// A value that is JSON already (a card's, an event's), as the next value of `w`.
+    private static func appendJSON(_ json: String, to w: inout JSONWriter) {
+        let bytes = Array(json.utf8)
+        w.beginRawValue()
+        bytes.withUnsafeBufferPointer { w.appendRaw($0) }
     }
 }

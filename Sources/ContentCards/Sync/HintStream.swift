@@ -151,7 +151,7 @@ final class HintStream: @unchecked Sendable {
         }
         reader.onOpen = connected
         let box = Unmanaged.passRetained(reader)
-        let rc = withCStringArray(headers) { pointers in
+        let rc = withCStrings(headers) { pointers in
             cc_http_stream(url, pointers.baseAddress, pointers.count, Int(timeout * 1000), Int(settings.idleSeconds * 1000),
                            { context, data, length in
                                guard let context, let data else { return 0 }
@@ -229,11 +229,4 @@ private final class StreamReader {
         }
         return true
     }
-}
-
-/// Calls `body` with C strings that live for the call.
-private func withCStringArray<R>(_ strings: [String], _ body: (UnsafeBufferPointer<UnsafePointer<CChar>?>) -> R) -> R {
-    let pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
-    defer { for p in pointers { free(p) } }
-    return pointers.map { UnsafePointer($0) }.withUnsafeBufferPointer { body($0) }
 }

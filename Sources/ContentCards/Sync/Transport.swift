@@ -129,7 +129,7 @@ public struct CurlTransport: Transport {
 }
 
 /// Calls `body` with a NULL-free array of C strings that live for the call.
-private func withCStrings<R>(_ strings: [String], _ body: (UnsafeBufferPointer<UnsafePointer<CChar>?>) -> R) -> R {
+func withCStrings<R>(_ strings: [String], _ body: (UnsafeBufferPointer<UnsafePointer<CChar>?>) -> R) -> R {
     var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
     defer { for p in pointers { free(p) } }
     return pointers.withUnsafeMutableBufferPointer { buffer in
