@@ -113,14 +113,19 @@ def transport_entry(fn: TransportFunction,
             owner = controller()
             if owner is not None:
                 owner._transport_error = exc
-            text = f"{type(exc).__name__}: {exc}".replace("\0", " ")
-            try:
-                response_fail(response, text.encode("utf-8", "replace"))
-            except BaseException:  # noqa: BLE001
-                pass
-            return -1
+            return _fail(response_fail, response, f"{type(exc).__name__}: {exc}")
 
     return entry
+
+
+def _fail(response_fail: Callable[[int | None, bytes], object], response: int | None, text: str) -> int:
+    """Tells the library why a callback has no answer (the text, NUL-free, in the error it
+    reports); returns the callback's failure status."""
+    try:
+        response_fail(response, text.replace("\0", " ").encode("utf-8", "replace"))
+    except BaseException:  # noqa: BLE001 - nothing more can be told
+        pass
+    return -1
 
 
 def token_entry(fn: TokenProvider,
@@ -147,10 +152,6 @@ def token_entry(fn: TokenProvider,
             owner = controller()
             if owner is not None:
                 owner._token_error = (text, exc)
-            try:
-                response_fail(response, text.encode("utf-8", "replace"))
-            except BaseException:  # noqa: BLE001
-                pass
-            return -1
+            return _fail(response_fail, response, text)
 
     return entry
