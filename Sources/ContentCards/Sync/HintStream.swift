@@ -6,7 +6,7 @@ import CCurl
 ///
 /// - Reconnects with `Last-Event-ID`, after a wait uniform in [0, min(retryMax, retry ×
 ///   2^(failures−1))] (full jitter, from the server's `retry`), so a fleet that lost its server
-///   does not come back at one instant; a connection that brought hints resets the backoff.
+///   does not come back at one instant; a connection that lasted 10 s resets the backoff.
 /// - A server that sends nothing, not even a keepalive, for `idleSeconds` is dropped; a line
 ///   that never ends is cut at 4 KiB and the connection dropped; a flood of hints is the
 ///   controller's to coalesce.
@@ -88,7 +88,10 @@ final class HintStream: @unchecked Sendable {
             lastEventID = outcome.lastEventID ?? lastEventID
             if let ms = outcome.retryMilliseconds { retry = min(max(Double(ms) / 1000, 0.05), settings.retryMaxSeconds) }
             var delay: Double
-            if outcome.hints > 0 || outcome.lasted >= 30 {
+            // Only a connection that lasted counts as a success: one that brought a hint and
+            // closed at once (a hostile or broken server) backs off like any failure, so it can
+            // never make the client reconnect, and refresh, in a tight loop.
+            if outcome.lasted >= 10 {
                 failures = 0
                 delay = retry * Double.random(in: 0.5...1)
             } else {
