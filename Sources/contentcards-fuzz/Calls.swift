@@ -6,7 +6,8 @@
 // callbacks), apply, change_user, flush through the host events transport, subscriptions
 // whose callbacks close, unsubscribe, refresh or log, the log handler, and the image cache of a
 // second controller (a file store in the scratch directory, opened once per process: images
-// need one) whose images the host transport serves from memory. Nothing leaves the process: the
+// need one) whose images the host transport serves from memory; hints, exporting and forgetting
+// users, and a token provider that answers as the input says. Nothing leaves the process: the
 // transport answers from tables and from the input itself.
 //
 // At the end of each input the controller is closed (if a callback has not closed it already),
@@ -42,7 +43,7 @@ func runCalls(_ data: UnsafeRawBufferPointer) {
     while s.more && steps < 200 {
         steps += 1
         let op = s.byte()
-        switch op % 40 {
+        switch op % 44 {
         case 0: status(cc_controller_log_impression(c, s.pick(cardIDs)), "log_impression")
         case 1: status(cc_controller_log_click(c, s.pick(cardIDs)), "log_click")
         case 2: status(cc_controller_log_dismissal(c, s.pick(cardIDs)), "log_dismissal")
@@ -212,6 +213,29 @@ func runCalls(_ data: UnsafeRawBufferPointer) {
             status(cc_controller_subscribe(nil, c, onUpdate, nil, nil), "subscribe(NULL out)")
             status(cc_controller_apply(nil, c, nil), "apply(NULL)")
             status(cc_controller_change_user(c, nil), "change_user(NULL)")
+        case 39:
+            // A hint: answered by a refresh in the background.
+            if c == opened { lasting = true }
+            status(s.pick(userIDs + [nil]).withOptionalCString { cc_controller_hint(c, $0) }, "hint")
+        case 40:
+            let user = s.pick(userIDs + [nil])
+            withOutput(s.byte() % 4 != 0, "export_user") { out in user.withOptionalCString { cc_controller_export_user(out, c, $0) } }
+        case 41:
+            // Forgetting a user, its events delivered first or discarded, with timeouts of
+            // every kind; users = their ids (the reset must see they are empty).
+            let user = s.pick(userIDs + [nil])
+            let pending = s.pick([CC_PENDING_FLUSH, CC_PENDING_DISCARD, 7, -1])
+            let timeout = s.pick([0.2, 0.002, 0, -1, .nan])
+            withOutput(s.byte() % 2 == 0, "forget_user") { out in user.withOptionalCString { cc_controller_forget_user(out, c, $0, pending, timeout) } }
+        case 42:
+            // A token provider answering as the input says (a token for the user, a failure, a
+            // token that cannot be sent, no answer), or none.
+            tokenMode = s.byte() % 5
+            if tokenMode == 4 {
+                status(cc_controller_set_token_provider(c, nil, nil, nil), "set_token_provider(NULL)")
+            } else {
+                status(cc_controller_set_token_provider(c, provideToken, nil, nil), "set_token_provider")
+            }
         default:
             // Reopen the input's controller with another configuration (the old one closed).
             if c == opened {

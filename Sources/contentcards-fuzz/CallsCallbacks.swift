@@ -119,3 +119,32 @@ let onLog: cc_log_fn = { userdata, level, message in
     if let message { _ = strlen(message) }
     perform(Hook.of(userdata))
 }
+
+/// How the token provider of `calls` answers (case 42 sets it): 0 a token for the user, 1 a
+/// failure, 2 a token that cannot be sent, 3 CC_OK with no answer. Read on library threads.
+let tokenModeLock = Lock()
+nonisolated(unsafe) private var tokenModeValue = 0
+var tokenMode: Int {
+    get { tokenModeLock.withLock { tokenModeValue } }
+    set { tokenModeLock.withLock { tokenModeValue = newValue } }
+}
+
+/// The token provider of `calls`: its answers must be taken or refused, never crash, and a
+/// request never goes out with a bad header (the host transport would see it).
+let provideToken: cc_token_fn = { _, user, response in
+    switch tokenMode {
+    case 0:
+        let name = user.map { String(cString: $0) } ?? ""
+        let token = "tok-" + name.utf8.map { String($0, radix: 16) }.joined()
+        return cc_token_response_set(response, token, Double(time(nil) + 60))
+    case 1:
+        _ = cc_token_response_fail(response, "no token in the fuzzer")
+        return CC_E_AUTH
+    case 2:
+        let rc = cc_token_response_set(response, "bad token\r\n", 0)
+        if rc != CC_E_INVALID_ARGUMENT { finding("a token with CR LF was taken: \(rc)") }
+        return rc
+    default:
+        return CC_OK
+    }
+}

@@ -129,6 +129,7 @@ enum CallsController {
         guard cc_controller_user(&user, c) == CC_OK else { return no("closed") }
         cc_string_free(user)
         for id in subscriptions { _ = cc_controller_unsubscribe(c, id) }
+        _ = cc_controller_set_token_provider(c, nil, nil, nil)
         install(Server(), on: c)
         for u in users.subtracting(["fuzz"]).sorted() + ["fuzz"] {
             guard cc_controller_change_user(c, u) == CC_OK, cc_controller_apply(nil, c, emptyFullSync) == CC_OK else { return no("reset failed") }

@@ -29,7 +29,7 @@ struct Script {
 /// bug, and a code that is not in the header is one too.
 @discardableResult
 func status(_ rc: Int32, _ call: @autoclosure () -> String) -> Int32 {
-    if rc == CC_E_INTERNAL || rc > 0 || (rc < -18 && rc != CC_E_INTERNAL) {
+    if rc == CC_E_INTERNAL || rc > 0 || (rc < CC_E_AUTH && rc != CC_E_INTERNAL) {
         finding("\(call()) returned \(rc) (\(String(cString: cc_status_name(rc)))): \(String(cString: cc_last_error_message()))")
     }
     return rc
