@@ -22,11 +22,16 @@ final class Checkpointer: @unchecked Sendable {
 
     private let path: String
     private let queue = WorkQueue()
-    /// Held while a checkpoint runs, so that `close` waits for it.
+    /// Guards the state below, and is never held while SQLite runs: the WAL hook takes it from
+    /// inside a commit (a fork-guarded section of SQLite), so a checkpoint waiting for that
+    /// guard with it held would deadlock against a fork() waiting for the commit to end.
     private let lock = Lock()
+    private let idle = Condition()
     private var connection: SQLiteDatabase?
     private var scheduled = false
     private var closed = false
+    /// A checkpoint (this object's, or the writer's own through `exclusive`) is running.
+    private var running = false
     private var completed = 0
 
     init(path: String) { self.path = path }
@@ -65,32 +70,53 @@ final class Checkpointer: @unchecked Sendable {
     }
 
     private func run() {
-        lock.withLock {
+        let handle: OpaquePointer? = lock.withLock {
             scheduled = false
-            guard !closed else { return }
+            guard !closed, !running else { return nil }
             if connection == nil {
                 // A failure here only leaves the WAL longer: the next commit past the mark asks
                 // again, and the writer's close checkpoints whatever is left.
                 connection = try? SQLiteDatabase(path: path)
             }
-            guard let connection, let handle = connection.handle, !connection.isInherited else { return }
-            _ = ForkSafety.sqlite { sqlite3_wal_checkpoint_v2(handle, "main", SQLITE_CHECKPOINT_PASSIVE, nil, nil) }
+            guard let connection, let handle = connection.handle, !connection.isInherited else { return nil }
+            running = true
+            return handle
+        }
+        guard let handle else { return }
+        _ = ForkSafety.sqlite { sqlite3_wal_checkpoint_v2(handle, "main", SQLITE_CHECKPOINT_PASSIVE, nil, nil) }
+        lock.withLock {
+            running = false
             completed += 1
+            idle.broadcast()
         }
     }
 
     /// Runs `body` (a checkpoint of the writer's own, e.g. one that truncates the WAL) with no
     /// checkpoint of this object's running meanwhile: two at once, one would find the other
     /// busy and leave frames behind.
-    func exclusive<T>(_ body: () -> T) -> T { lock.withLock(body) }
+    func exclusive<T>(_ body: () -> T) -> T {
+        lock.withLock {
+            while running { idle.wait(lock, until: nil) }
+            running = true
+        }
+        defer {
+            lock.withLock {
+                running = false
+                idle.broadcast()
+            }
+        }
+        return body()
+    }
 
     /// Waits for a checkpoint running, and closes the second connection (before the writer's
     /// own, which then is the last and checkpoints the rest as it closes).
     func close() {
-        lock.withLock {
+        let last: SQLiteDatabase? = lock.withLock {
             closed = true
-            connection?.close()
-            connection = nil
+            while running { idle.wait(lock, until: nil) }
+            defer { connection = nil }
+            return connection
         }
+        last?.close()
     }
 }

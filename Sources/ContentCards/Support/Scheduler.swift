@@ -107,6 +107,11 @@ final class Scheduler: @unchecked Sendable {
     private var failedStarts = 0
 
     private init() {
+        // The thread cache registers with ForkSafety at its creation, which takes the fork
+        // registry's lock: created here, not on the timer thread's first start, which holds
+        // this scheduler's lock (registered too) and would take the two in the order opposite
+        // to fork()'s prepare handler.
+        _ = ThreadCache.shared
         // A child of fork() has no timer thread, and the jobs are the parent's controllers'
         // (inherited, unusable there): forget both.
         ForkSafety.holdAcrossFork(lock) { [self] in

@@ -54,23 +54,34 @@ final class ThreadCache: @unchecked Sendable {
     let maxIdle: Int
     let idleSeconds: Double
 
-    private let lock = Lock()
+    private var lock = Lock()
     private var wake = Condition()
     private var idle = 0
     private var handed: [ThreadBody] = []
     private var started = 0
+    /// Bodies a parent had handed over at a fork, kept (never released) in the child.
+    nonisolated(unsafe) private static var leftInChild: [[ThreadBody]] = []
 
     init(maxIdle: Int, idleSeconds: Double) {
         self.maxIdle = maxIdle
         self.idleSeconds = idleSeconds
         // A child of fork() has none of the parent's idle threads: nothing may be handed to
-        // them. The bodies handed over are the parent's (they run there) and the condition's
-        // waiters are the parent's threads: both are left alone (leaked), never destroyed.
-        ForkSafety.holdAcrossFork(lock) { [self] in
-            for work in handed { _ = Unmanaged.passRetained(work) }
-            handed.removeAll()
+        // them. The child starts this cache anew, with a lock and a condition of its own: the
+        // parent's lock may have been held at the fork (and stays held in the child), the
+        // bodies handed over are the parent's (they run there), the condition's waiters the
+        // parent's threads; all are left alone (leaked), never destroyed.
+        //
+        // The cache's own lock is *not* held across the fork (a lock of nobody's is, to get the
+        // child hook): `Scheduler` starts its timer thread with its lock held, so holding both
+        // across a fork, in whatever order they were registered, could deadlock the parent
+        // against a thread taking them in the other order.
+        ForkSafety.holdAcrossFork(Lock()) { [self] in
+            _ = Unmanaged.passRetained(lock)
+            lock = Lock()
             _ = Unmanaged.passRetained(wake)
             wake = Condition()
+            ThreadCache.leftInChild.append(handed)
+            handed = []
             idle = 0
         }
     }
