@@ -58,6 +58,21 @@ static int wait_for_stat(cc_controller *c, const char *name, long at_least, doub
     return 0;
 }
 
+/* Waits (bounded) until the top-level diagnostics field `name` is `value` ("true", "false"). */
+static int wait_for_diagnostic(cc_controller *c, const char *name, const char *value, double seconds) {
+    char want[96];
+    snprintf(want, sizeof want, "\"%s\":%s", name, value);
+    double until = now_seconds() + seconds;
+    while (now_seconds() < until) {
+        char *json = NULL;
+        int found = cc_controller_diagnostics(&json, c) == CC_OK && strstr(json, want) != NULL;
+        cc_string_free(json);
+        if (found) return 1;
+        usleep(2 * 1000);
+    }
+    return 0;
+}
+
 static int wait_for_card(cc_controller *c, const char *id, double seconds) {
     double until = now_seconds() + seconds;
     while (now_seconds() < until) {
@@ -104,9 +119,14 @@ static void test_a_streamed_hint_makes_the_card_visible(void) {
     double start = now_seconds();
     CHECK_OK(cc_controller_close(c));
     CHECK(now_seconds() - start < 1.0);
-    char streams[4096];
-    usleep(300 * 1000);
-    admin("GET", "/_admin/streams", NULL, streams, sizeof streams);
+    /* The server sees the connection end (its stream thread notices within a poll). */
+    char streams[4096] = "";
+    double until = now_seconds() + 5;
+    do {
+        admin("GET", "/_admin/streams", NULL, streams, sizeof streams);
+        if (strstr(streams, "\"open\":0")) break;
+        usleep(20 * 1000);
+    } while (now_seconds() < until);
     CHECK_CONTAINS(streams, "\"open\":0");
 }
 
@@ -126,12 +146,11 @@ static void test_hints_handed_in_coalesce(void) {
      * runs, one waits, the other 999 join the waiting one, whatever the machine's speed. */
     admin("POST", "/_admin/fault", "{\"path\":\"/content_cards/sync\",\"times\":1,\"delay\":1.0}", NULL, 0);
     CHECK_OK(cc_controller_hint(c, NULL));
-    usleep(200 * 1000);                       /* its refresh is at the server, held */
+    CHECK(wait_for_diagnostic(c, "refreshInFlight", "true", 5));   /* at the server, held */
     long coalesced_before = hint_stat(c, "coalesced");
     for (int i = 0; i < 1000; i++) CHECK_OK(cc_controller_hint(c, NULL));
     CHECK(hint_stat(c, "coalesced") - coalesced_before == 999);
     CHECK(wait_for_stat(c, "refreshes", 3, 5));
-    usleep(300 * 1000);
     int held = sync_requests() - after_one;
     if (held != 2) fprintf(stderr, "syncs after the flood: %d (refreshes %ld, failed %ld)\n", held, hint_stat(c, "refreshes"), hint_stat(c, "failed"));
     CHECK(held == 2);
@@ -182,10 +201,18 @@ static void test_hostile_streams_are_dropped_and_reconnected(void) {
     admin("POST", "/_admin/stream_fault", "{\"mode\":\"flood\",\"count\":2000,\"times\":1}", NULL, 0);
     c = open_remote("mo", 1);
     CHECK(wait_for_stat(c, "streamHints", 2000, 10));
-    usleep(500 * 1000);
-    long refreshes = hint_stat(c, "refreshes") + hint_stat(c, "failed");
+    /* Every hint either joined a waiting refresh or had one of its own, done or still waiting
+     * (at most two): waited for, bounded. */
+    long refreshes = 0, coalesced = 0;
+    double settle = now_seconds() + 10;
+    do {
+        refreshes = hint_stat(c, "refreshes") + hint_stat(c, "failed");
+        coalesced = hint_stat(c, "coalesced");
+        if (refreshes >= 1 && coalesced + refreshes >= 1990) break;
+        usleep(10 * 1000);
+    } while (now_seconds() < settle);
     CHECK(refreshes >= 1 && refreshes * 10 <= 2000);
-    CHECK(hint_stat(c, "coalesced") + refreshes >= 1990);
+    CHECK(coalesced + refreshes >= 1990);
     CHECK_OK(cc_controller_close(c));
 }
 
