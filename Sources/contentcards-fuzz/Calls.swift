@@ -71,13 +71,13 @@ func runCalls(_ data: UnsafeRawBufferPointer) {
                 count(cc_controller_unread_count(c, f), "unread_count")
             }
         case 8:
-            let timeout = s.pick([0.2, 0.002, 0, -1, .nan, .infinity])
+            let timeout = s.pick([0.005, 0.002, 0, -1, .nan, .infinity])
             withOutput(s.byte() % 2 == 0, "refresh") { cc_controller_refresh($0, c, timeout) }
         case 9:
             lasting = true
             let hook = Hook(c, s.pick(Deed.allCases), isDone: true)
             let fn: cc_refresh_done_fn? = s.byte() % 4 == 0 ? nil : onDone
-            let rc = status(cc_controller_refresh_in_background(c, s.pick([0.2, 0.002, 0]), fn, hook.userdata, freeHook), "refresh_in_background")
+            let rc = status(cc_controller_refresh_in_background(c, s.pick([0.005, 0.002, 0]), fn, hook.userdata, freeHook), "refresh_in_background")
             if fn != nil { hook.register(rc) }
         case 10: lasting = true; status(cc_controller_refresh_async(c), "refresh_async")
         case 11:
@@ -152,7 +152,7 @@ func runCalls(_ data: UnsafeRawBufferPointer) {
             status(cc_snapshot_close(snapshots[i]), "snapshot_close")
             if s.byte() % 2 == 0 { snapshots.remove(at: i) }   // or kept: a second close, refused
         case 28:
-            let wanted = s.byte() % 2 == 0, timeout = s.pick([0.2, 0.002, 0])
+            let wanted = s.byte() % 2 == 0, timeout = s.pick([0.005, 0.002, 0])
             withOutput(wanted, "flush_events") { cc_controller_flush_events($0, c, timeout) }
         case 29:
             var n: Int64 = 0, out: UnsafeMutablePointer<CChar>?
@@ -164,7 +164,7 @@ func runCalls(_ data: UnsafeRawBufferPointer) {
             status(cc_controller_diagnostics(&out, c), "diagnostics")
             mustBeJSON(out, "the diagnostics"); cc_string_free(out)
         case 31:
-            let wanted = s.byte() % 2 == 0, timeout = s.pick([0.2, 0.002])
+            let wanted = s.byte() % 2 == 0, timeout = s.pick([0.005, 0.002])
             withOutput(wanted, "wait_images") { cc_controller_wait_images($0, c, timeout) }
         case 32:
             // The image controller and back: its store, cache and transport persist between inputs.
@@ -225,7 +225,7 @@ func runCalls(_ data: UnsafeRawBufferPointer) {
             // every kind; users = their ids (the reset must see they are empty).
             let user = s.pick(userIDs + [nil])
             let pending = s.pick([CC_PENDING_FLUSH, CC_PENDING_DISCARD, 7, -1])
-            let timeout = s.pick([0.2, 0.002, 0, -1, .nan])
+            let timeout = s.pick([0.005, 0.002, 0, -1, .nan])
             withOutput(s.byte() % 2 == 0, "forget_user") { out in user.withOptionalCString { cc_controller_forget_user(out, c, $0, pending, timeout) } }
         case 42:
             // A token provider answering as the input says (a token for the user, a failure, a

@@ -18,7 +18,7 @@ func callsConfiguration(_ bits: Int) -> String {
     var c = [#""userId":"fuzz""#, #""source":{"callback":true}"#, #""retryBaseSeconds":0.001"#, #""retryMaxSeconds":0.005"#]
     if bits & 1 != 0 { c.append(#""events":{"callback":true}"#) }
     if bits & 0xC0 == 0xC0 {
-        c.append(#""timeoutSeconds":0.5"#)
+        c.append(#""timeoutSeconds":0.01"#)
         c.append(bits & 2 != 0 ? #""eventFlushIntervalSeconds":0.001"# : #""eventFlushIntervalSeconds":0"#)
         if bits & 4 != 0 { c.append(#""refreshOnOpenAfterSeconds":0"#) }
         if bits & 8 != 0 { c.append(#""refreshPeriodSeconds":0.002,"refreshPeriodJitter":0.5"#) }
@@ -26,7 +26,7 @@ func callsConfiguration(_ bits: Int) -> String {
         c.append(#""eventFlushIntervalSeconds":0"#)
         if bits & 2 != 0 { c.append(#""deviceId":"d-1""#) }
         if bits & 4 != 0 { c.append(#""eventBatchSize":2,"eventBatchBytes":1024"#) }
-        c.append(bits & 8 != 0 ? #""timeoutSeconds":0.05"# : #""timeoutSeconds":0.5"#)
+        c.append(bits & 8 != 0 ? #""timeoutSeconds":0.003"# : #""timeoutSeconds":0.01"#)
     }
     c.append(bits & 16 != 0 ? #""refreshTokens":2,"refreshIntervalSeconds":0.01"# : #""refreshTokens":0"#)
     if bits & 32 != 0 { c.append(#""knownClassTypes":["home_tile","coupon_code"]"#) }
@@ -51,7 +51,7 @@ func imageStore() -> OpaquePointer? {
         removeTree("image-store-\(imageGeneration)")
         imageGeneration += 1
         var c: OpaquePointer?
-        let config = #"{"userId":"fuzz","storagePath":"image-store-\#(imageGeneration)","source":{"callback":true},"events":{"callback":true},"refreshTokens":0,"eventFlushIntervalSeconds":0,"timeoutSeconds":0.5,"images":{"maxBytes":4096,"maxCount":3,"maxImageBytes":2048}}"#
+        let config = #"{"userId":"fuzz","storagePath":"image-store-\#(imageGeneration)","source":{"callback":true},"events":{"callback":true},"refreshTokens":0,"eventFlushIntervalSeconds":0,"timeoutSeconds":0.01,"images":{"maxBytes":4096,"maxCount":3,"maxImageBytes":2048}}"#
         if cc_controller_open(&c, config) != CC_OK {
             finding("the image controller does not open: \(String(cString: cc_last_error_message()))")
         }
