@@ -312,7 +312,16 @@ class Bench:
     # 4 and 5 -------------------------------------------------------------------------------
 
     def logging(self) -> dict[str, Any]:
-        return self.c("logging", os.path.join(self.tmp, "log-store"), "1000" if self.quick else "3000")
+        """Durable impressions from one thread, then from 4 at once (group commit: calls made
+        at the same time share a transaction), each on a store of its own."""
+        n = 1000 if self.quick else 3000
+        one = self.c("logging", os.path.join(self.tmp, "log-store"), str(n))
+        four = self.c("logging", os.path.join(self.tmp, "log-store-4"), str(n * 2), "4")
+        if one["pending"] != n or four["pending"] != n * 2:
+            raise SystemExit(f"logging: {one['pending']} and {four['pending']} events stored for {n} and {n * 2} calls")
+        one["threads_4"] = {k: four[k] for k in ("per_second", "p50_us", "p99_us", "max_us", "pending")}
+        one["threads_4_vs_1"] = round(four["per_second"] / one["per_second"], 2)
+        return one
 
     def memory(self) -> dict[str, Any]:
         path, _ = self.payload_file(10_000)

@@ -19,7 +19,8 @@ Rows:
   2. the cost of one call: a count from C, and from Python next to the ctypes floor.
   3. cold start: load the library and open a controller on 1,000 stored cards, to the first feed
      (processes started with posix_spawn by bench/proctime.c, beside an empty process).
-  4. logging: durable impressions per second, and the latency of one call (p50, p99).
+  4. logging: durable impressions per second, and the latency of one call (p50, p99), from one
+     thread and from 4 at once.
   5. memory: resident memory per 10,000 stored cards, and per controller for 1,000 of them.
   6. scaling: the pipeline at 100, 1,000, 10,000 and 100,000 cards.
   7. the stages of the pipeline (Swift core), to name the slowest.
@@ -101,7 +102,10 @@ def report(bench: Bench) -> None:
     log = bench.logging()
     bench.results["logging"] = log
     print(f"4. Logging, durable impressions (file store, WAL): {log['per_second']:.0f}/s; "
-          f"latency p50 {log['p50_us']} us, p99 {log['p99_us']} us, max {log['max_us']} us\n")
+          f"latency p50 {log['p50_us']} us, p99 {log['p99_us']} us, max {log['max_us']} us")
+    four = log["threads_4"]
+    print(f"   from 4 threads at once (group commit): {four['per_second']:.0f}/s in all, "
+          f"{log['threads_4_vs_1']}x one thread; latency p50 {four['p50_us']} us, p99 {four['p99_us']} us\n")
 
     mem = bench.memory()
     bench.results["memory"] = mem

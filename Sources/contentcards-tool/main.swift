@@ -5,9 +5,11 @@
 //   contentcards-tool stages PAYLOAD FILTER N     time each stage of the feed pipeline (decode,
 //                                                 merge + persist, filter + order, encode), the
 //                                                 median of N runs, as JSON (for make bench)
-//   contentcards-tool log-loop CONFIG_JSON N      refresh once, then log N events, printing
-//                                                 "logged <event-id>" after each call returns
-//                                                 (the crash test kills it at random points)
+//   contentcards-tool log-loop CONFIG_JSON N [T]  refresh once, then log N events from each of
+//                                                 T threads (1), printing "logged <event-id>"
+//                                                 after each call returns (the crash test kills
+//                                                 it at random points; with T > 1 the calls
+//                                                 share transactions: group commit)
 import ContentCards
 import ContentCardsC
 #if canImport(Glibc)
@@ -22,6 +24,23 @@ func fail(_ message: String) -> Never {
 func say(_ line: String) {
     fputs(line + "\n", stdout)
     fflush(stdout)
+}
+
+/// Runs `body(0..<count)` on `count` threads at once and waits for them.
+func runThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+    final class Job { let body: @Sendable (Int) -> Void; let index: Int; init(_ b: @escaping @Sendable (Int) -> Void, _ i: Int) { body = b; index = i } }
+    var threads: [pthread_t] = []
+    for t in 0..<count {
+        var thread = pthread_t()
+        let job = Unmanaged.passRetained(Job(body, t)).toOpaque()
+        guard pthread_create(&thread, nil, { p in
+            let job = Unmanaged<Job>.fromOpaque(p!).takeRetainedValue()
+            job.body(job.index)
+            return nil
+        }, job) == 0 else { fail("cannot start a thread") }
+        threads.append(thread)
+    }
+    for t in threads { pthread_join(t, nil) }
 }
 
 let args = CommandLine.arguments
@@ -90,15 +109,23 @@ case "feed":
     }
 case "log-loop":
     guard args.count >= 4, let n = Int(args[3]) else { fail("log-loop needs a count") }
+    let threads = args.count >= 5 ? max(Int(args[4]) ?? 1, 1) : 1
     do {
         _ = try? controller.refresh()
         let ids = try controller.cards().map(\.id)
         guard !ids.isEmpty else { fail("no cards to log") }
-        for i in 0..<n {
-            let id = ids[i % ids.count]
-            let result = i % 3 == 0 ? try controller.logFeedDisplayed() : try controller.logImpression(cardID: id)
-            say("logged \(result.eventID ?? "")")
+        let loop: @Sendable (Int) -> Void = { t in
+            do throws(ContentCardsError) {
+                for i in 0..<n {
+                    let id = ids[(i + t) % ids.count]
+                    let result = i % 3 == 0 ? try controller.logFeedDisplayed() : try controller.logImpression(cardID: id)
+                    say("logged \(result.eventID ?? "")")
+                }
+            } catch {
+                fail(error.message)
+            }
         }
+        if threads == 1 { loop(0) } else { runThreads(threads, loop) }
     } catch {
         fail(error.message)
     }

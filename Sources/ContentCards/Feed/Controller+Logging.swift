@@ -54,26 +54,17 @@ extension ContentCardsController {
     /// Records that the application showed a feed.
     @discardableResult
     public func logFeedDisplayed() throws(ContentCardsError) -> LogResult {
-        let eventID: String = try lock.withLock { () throws(ContentCardsError) in
-            try checkOpen()
-            let event = Event(id: eventIDs.next(), kind: .feedDisplayed, cardID: nil, classType: nil,
-                              userID: userID, time: clock.now())
-            try persist(StoreChanges(events: [event]), for: userID)
-            return event.id
-        }
+        let (result, _) = try written(PendingLog(cardID: nil, decide: nil)).get()
         delivery.scheduleDelivery(for: self)
-        return .recorded(eventID: eventID, stateChanged: false)
+        return result
     }
 
-    /// The shared path: look the card up, let `decide` refuse or give the event kind and the
-    /// changed card, persist both at once, then notify outside the lock.
+    /// The shared path: have the call written (in one transaction with the calls of other
+    /// threads made at the same time: `LogBatch`), then notify outside the lock.
     private func log(cardID: String, reason: FeedUpdate.Reason,
-                     _ decide: (Card) throws(ContentCardsError) -> (Event.Kind, Card?)) throws(ContentCardsError) -> LogResult {
-        let outcome: Result<(LogResult, FeedCounts), ContentCardsError> = lock.withLock {
-            do throws(ContentCardsError) { return .success(try logLocked(cardID: cardID, decide)) } catch { return .failure(error) }
-        }
+                     _ decide: @escaping PendingLog.Decide) throws(ContentCardsError) -> LogResult {
         let result: LogResult, counts: FeedCounts
-        switch outcome {
+        switch written(PendingLog(cardID: cardID, decide: decide)) {
         case .success(let value): (result, counts) = value
         case .failure(let e):
             // Outside the lock: the log handler may call back into the library.
@@ -88,28 +79,61 @@ extension ContentCardsController {
         return result
     }
 
-    /// The body of `log`, with the lock held.
-    private func logLocked(cardID: String,
-                          _ decide: (Card) throws(ContentCardsError) -> (Event.Kind, Card?)) throws(ContentCardsError) -> (LogResult, FeedCounts) {
-        try reloadIfChangedElsewhere()
-        guard let card = feed.stored.cards[cardID] else {
-            let e = Self.unknownCard(cardID)
-            record.lastError = e
-            throw e
+    private func written(_ call: PendingLog) -> Result<(LogResult, FeedCounts), ContentCardsError> {
+        logBatch.submit(call) { calls in lock.withLock { writeLocked(calls) } }
+    }
+
+    /// Decides each call in order, each against the cards as the calls before it left them,
+    /// then writes the events and changed cards of all of them in one transaction. A call
+    /// refused (or naming an unknown card) fails alone; a transaction that fails fails every
+    /// call in it, and nothing of any is recorded. With the lock held; the outcomes in order.
+    private func writeLocked(_ calls: [PendingLog]) -> [Result<(LogResult, FeedCounts), ContentCardsError>] {
+        do throws(ContentCardsError) { try reloadIfChangedElsewhere() } catch {
+            return calls.map { _ in .failure(error) }
         }
-        let kind: Event.Kind
-        let next: Card?
-        do throws(ContentCardsError) { (kind, next) = try decide(card) } catch {
-            record.lastError = error
-            throw error
+        var outcomes: [Result<(LogResult, FeedCounts), ContentCardsError>?] = Array(repeating: nil, count: calls.count)
+        var changes = StoreChanges()
+        var changed: [String: Card] = [:]      // cards changed by earlier calls of this batch
+        var changedOrder: [String] = []
+        var recorded: [(Int, LogResult)] = []
+        for (i, call) in calls.enumerated() {
+            guard let cardID = call.cardID, let decide = call.decide else {
+                let event = Event(id: eventIDs.next(), kind: .feedDisplayed, cardID: nil, classType: nil,
+                                  userID: userID, time: clock.now())
+                changes.events.append(event)
+                recorded.append((i, .recorded(eventID: event.id, stateChanged: false)))
+                continue
+            }
+            guard let card = changed[cardID] ?? feed.stored.cards[cardID] else {
+                let e = Self.unknownCard(cardID)
+                record.lastError = e
+                outcomes[i] = .failure(e)
+                continue
+            }
+            let kind: Event.Kind, next: Card?
+            do throws(ContentCardsError) { (kind, next) = try decide(card) } catch {
+                record.lastError = error
+                outcomes[i] = .failure(error)
+                continue
+            }
+            let event = Event(id: eventIDs.next(), kind: kind, cardID: card.id, classType: card.classType,
+                              userID: userID, time: clock.now())
+            changes.events.append(event)
+            if let next, changed.updateValue(next, forKey: next.id) == nil { changedOrder.append(next.id) }
+            if kind == .dismissal { changes.dismissalsAdded.append(card.id) }
+            recorded.append((i, .recorded(eventID: event.id, stateChanged: next != nil)))
         }
-        let event = Event(id: eventIDs.next(), kind: kind, cardID: card.id, classType: card.classType,
-                          userID: userID, time: clock.now())
-        var changes = StoreChanges(events: [event])
-        if let next { changes.upserts = [next] }
-        if kind == .dismissal { changes.dismissalsAdded = [card.id] }
-        try persist(changes, for: userID)
-        feed.publish(&changes)
-        return (.recorded(eventID: event.id, stateChanged: next != nil), currentCounts())
+        if !recorded.isEmpty {
+            changes.upserts = changedOrder.compactMap { changed[$0] }
+            do throws(ContentCardsError) {
+                try persist(changes, for: userID)
+                feed.publish(&changes)
+                let counts = currentCounts()
+                for (i, result) in recorded { outcomes[i] = .success((result, counts)) }
+            } catch {
+                for (i, _) in recorded { outcomes[i] = .failure(error) }
+            }
+        }
+        return outcomes.map { $0 ?? .failure(ContentCardsError(.internal, "a log call was not decided")) }
     }
 }

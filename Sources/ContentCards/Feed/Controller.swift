@@ -23,6 +23,8 @@ public final class ContentCardsController: @unchecked Sendable {
     /// The writer's lock: guards everything below but the published feed.
     let lock = Lock()
     let changed = Condition()
+    /// Log calls waiting to be written, together (LogBatch.swift); its own lock guards it.
+    let logBatch = LogBatch()
     var store: CardStore?
     var userID: String
     /// The published feed (PublishedFeed.swift): the current user's cards, the index, the

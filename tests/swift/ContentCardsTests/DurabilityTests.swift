@@ -31,14 +31,15 @@ import Testing
         return try store.pendingEvents(limit: 1_000_000, maxBytes: Int.max).map(\.event.id)
     }
 
-    @Test func killedAtRandomPointsLosesNoReturnedEvent() throws {
+    /// One logging thread, and 4 at once (their calls sharing transactions: group commit).
+    @Test(arguments: [1, 4]) func killedAtRandomPointsLosesNoReturnedEvent(threads: Int) throws {
         let dir = Fixtures.temporaryDirectory("crash")
         defer { Fixtures.removeTree(dir) }
         var confirmed: [String] = []
         // 8 rounds in the test run; `make stress` sets CC_CRASH_ROUNDS to hundreds.
         let rounds = Int(ProcessInfo.processInfo.environment["CC_CRASH_ROUNDS"] ?? "") ?? 8
         for round in 0..<rounds {
-            let (process, pipe) = try Tool.start(["log-loop", config(dir), "100000"])
+            let (process, pipe) = try Tool.start(["log-loop", config(dir), "100000", "\(threads)"])
             // Let it log a random number of events, then kill it mid-flight.
             let target = Int.random(in: 1...60)
             confirmed += readLogged(pipe, until: target)
@@ -63,7 +64,7 @@ import Testing
         #expect(received.count == stored.count)
         #expect(Set(received) == Set(stored))
         #expect(try c.pendingEvents() == 0)
-        print("crash loop: \(rounds) kills, \(confirmed.count) events confirmed by their logging call, \(stored.count) in the store, \(missing.count) missing, \(received.count) delivered, \(received.count - Set(received).count) duplicates")
+        print("crash loop, \(threads) thread(s): \(rounds) kills, \(confirmed.count) events confirmed by their logging call, \(stored.count) in the store, \(missing.count) missing, \(received.count) delivered, \(received.count - Set(received).count) duplicates")
     }
 
     @Test func twoProcessesOnOneStore() throws {

@@ -1,0 +1,133 @@
+import Foundation
+import Testing
+@testable import ContentCards
+
+/// Group commit (LogBatch.swift): log calls made while another is written share the next
+/// transaction, and each still returns only once its own event is stored.
+@Suite struct GroupCommitTests {
+    static func waitUntil(_ done: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(10)
+        while !done() {
+            if Date() > deadline { return false }
+            usleep(200)
+        }
+        return true
+    }
+
+    @Test func callsQueuedBehindAWriterShareOneTransaction() throws {
+        let dir = Fixtures.temporaryDirectory("group-commit")
+        defer { Fixtures.removeTree(dir) }
+        let c = try makeController(storage: dir)
+        try c.refresh()
+        let before = c.logBatch.state.batches
+        // The controller's lock held (as a sync's apply would): the first call becomes the
+        // writer and waits for it; the next two queue behind it.
+        c.lock.lock()
+        let results = UpdateLog()
+        let group = DispatchGroup()
+        func log(_ id: String) {
+            DispatchQueue.global().async(group: group) {
+                if let r = try? c.logImpression(cardID: id), r.recorded {
+                    results.add(FeedUpdate(reason: .impression, error: nil, cardID: id, counts: FeedCounts(), sync: nil))
+                }
+            }
+        }
+        log("tile-1")
+        #expect(Self.waitUntil { c.logBatch.state.writing })
+        log("tile-2")
+        log("tile-3")
+        #expect(Self.waitUntil { c.logBatch.state.queued == 2 })
+        #expect(results.all.isEmpty)   // nothing returns before it is written
+        c.lock.unlock()
+        #expect(group.wait(timeout: .now() + 10) == .success)
+        #expect(Set(results.all.compactMap(\.cardID)) == ["tile-1", "tile-2", "tile-3"])
+        #expect(c.logBatch.state.batches - before == 2)   // tile-1 alone, then tile-2 and tile-3
+        #expect(try c.pendingEvents() == 3)
+        #expect(try ["tile-1", "tile-2", "tile-3"].allSatisfy { try c.card(id: $0).viewed })
+        c.close()
+        // Stored: a new controller on the file sees the three.
+        let again = try makeController(storage: dir)
+        #expect(try again.pendingEvents() == 3)
+        #expect(try ["tile-1", "tile-2", "tile-3"].allSatisfy { try again.card(id: $0).viewed })
+    }
+
+    /// Calls in one batch are decided one after another: the second dismissal of a card in the
+    /// batch is refused, the second impression changes no state, an unknown card fails alone.
+    @Test func callsInOneBatchAreDecidedInOrder() throws {
+        let c = try makeController()
+        try c.refresh()
+        c.lock.lock()
+        let outcomes = LogOutcomes()
+        let group = DispatchGroup()
+        DispatchQueue.global().async(group: group) { outcomes.add("first", Result { try c.logImpression(cardID: "msg-1") }) }
+        #expect(Self.waitUntil { c.logBatch.state.writing })
+        let calls: [(String, () throws -> LogResult)] = [
+            ("dismiss", { try c.logDismissal(cardID: "tile-1") }),
+            ("impression", { try c.logImpression(cardID: "tile-1") }),
+            ("dismiss again", { try c.logDismissal(cardID: "tile-1") }),
+            ("impression again", { try c.logImpression(cardID: "tile-1") }),
+            ("unknown", { try c.logImpression(cardID: "no-such-card") }),
+            ("feed", { try c.logFeedDisplayed() }),
+        ]
+        for (i, call) in calls.enumerated() {
+            DispatchQueue.global().async(group: group) { outcomes.add(call.0, Result { try call.1() }) }
+            #expect(Self.waitUntil { c.logBatch.state.queued == i + 1 })   // in this order
+        }
+        c.lock.unlock()
+        #expect(group.wait(timeout: .now() + 10) == .success)
+        let o = outcomes.all
+        #expect(try o["dismiss"]?.get().stateChanged == true)
+        #expect(try o["impression"]?.get().stateChanged == true)
+        #expect(try o["dismiss again"]?.get().recorded == false)
+        #expect(try o["impression again"]?.get().stateChanged == false)
+        #expect((try? o["unknown"]?.get()) == nil)
+        #expect(try o["feed"]?.get().recorded == true)
+        // first, dismiss, impression, impression again, feed: five events.
+        #expect(try c.pendingEvents() == 5)
+        #expect(try c.card(id: "tile-1").dismissed && c.card(id: "tile-1").viewed)
+    }
+
+    /// Many threads at once, every kind of call on a file store: each recorded call's event is
+    /// stored once, each card's state is what its calls say, and a new controller reads the same.
+    @Test func manyThreadsLoggingAtOnceLoseNothing() throws {
+        let dir = Fixtures.temporaryDirectory("group-commit-many")
+        defer { Fixtures.removeTree(dir) }
+        let c = try makeController(storage: dir)
+        let ids = (0..<16).map { "g\($0)" }
+        try c.apply("[" + ids.map { Fixtures.wire($0, extra: #""db":true,"u":"https://example.com/\#($0)""#) }.joined(separator: ",") + "]")
+        let outcomes = LogOutcomes()
+        DispatchQueue.concurrentPerform(iterations: 8) { worker in
+            for round in 0..<40 {
+                let id = ids[(worker * 5 + round) % ids.count]
+                let key = "\(worker)-\(round)"
+                switch round % 4 {
+                case 0, 1: outcomes.add(key, Result { try c.logImpression(cardID: id) })
+                case 2: outcomes.add(key, Result { try c.logClick(cardID: id) })
+                default: outcomes.add(key, Result { try c.logDismissal(cardID: id) })
+                }
+            }
+        }
+        let all = outcomes.all.values.compactMap { try? $0.get() }
+        #expect(all.count == 8 * 40)
+        let recorded = all.filter(\.recorded)
+        #expect(Set(recorded.compactMap(\.eventID)).count == recorded.count)
+        #expect(try c.pendingEvents() == recorded.count)
+        // Each card dismissed at most once, and every card was dismissed by someone.
+        #expect(all.filter { $0.recorded && $0.stateChanged }.count <= ids.count * 3)
+        c.close()
+        let again = try makeController(storage: dir)
+        #expect(try again.pendingEvents() == recorded.count)
+        for id in ids {
+            let card = try again.card(id: id)
+            #expect(card.viewed && card.clicked && card.dismissed, "\(id)")
+        }
+    }
+}
+
+/// The outcomes of log calls made on several threads, by name.
+final class LogOutcomes: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [String: Result<LogResult, Error>] = [:]
+    func add(_ key: String, _ r: Result<LogResult, Error>) { lock.lock(); items[key] = r; lock.unlock() }
+    var all: [String: Result<LogResult, Error>] { lock.lock(); defer { lock.unlock() }; return items }
+}
