@@ -446,6 +446,10 @@ CC_API CC_WARN_UNUSED_RESULT int64_t cc_controller_unviewed_count(cc_controller 
 /* Logs an impression: marks the card viewed (once) and records an event, a control impression
  * for a control card. Logging again records another event. The state change and the event are
  * on disk before the call returns. Subscribers are told.
+ * Threads: any. Logging calls made from several threads at the same time (this one, the click,
+ * the dismissal, feed_displayed, cc_controller_log) may share one transaction, decided in the
+ * order they were made; each returns once its own event is on disk, and a transaction that
+ * fails fails every call in it with nothing recorded.
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (card_id NULL or invalid UTF-8),
  * CC_E_NOT_FOUND,
  * CC_E_STORAGE, CC_E_CLOSED. */
