@@ -176,3 +176,55 @@ def test_ids_are_compared_as_bytes() -> None:
         assert c.card("e\u0301").card_description == "nfd"
         ids = [card.id for card in c.cards()]
         assert ids == sorted(ids, key=lambda i: i.encode("utf-8"), reverse=True)
+
+
+# -- the small encoder of configurations and filters ---------------------------------------
+
+odd_scalars = st.one_of(scalars, st.floats(), st.text(alphabet=st.characters(max_codepoint=0x10FFFF),
+                                                       max_size=8))
+odd_values = st.recursive(
+    odd_scalars,
+    lambda children: st.one_of(st.lists(children, max_size=4), st.tuples(children, children),
+                               st.dictionaries(st.one_of(st.text(max_size=4), st.integers(-5, 5),
+                                                         st.floats(), st.booleans(), st.none()),
+                                               children, max_size=5)),
+    max_leaves=25)
+
+
+@SETTINGS
+@given(odd_values)
+def test_dumps_small_writes_what_json_dumps_writes(value: Any) -> None:
+    """dumps_small (configurations and filters, without importing json) gives the bytes dumps
+    (json.dumps) gives, or the same error (NaN and infinity refused; a lone surrogate is passed
+    on, for the library to refuse as invalid UTF-8)."""
+    from contentcards import _arguments
+    try:
+        expected = _arguments.dumps(value, cc.ConfigError, "configuration")
+    except cc.ContentCardsError as exc:
+        with pytest.raises(type(exc)):
+            _arguments.dumps_small(value, cc.ConfigError, "configuration")
+        return
+    assert _arguments.dumps_small(value, cc.ConfigError, "configuration") == \
+        json.dumps(value, ensure_ascii=False, separators=(",", ":"),
+                   default=_arguments._json_default).encode("utf-8", "surrogatepass")
+    assert json.loads(_arguments.dumps_small(value, cc.ConfigError, "configuration")
+                      .decode("utf-8", "surrogatepass")) == json.loads(expected.decode("utf-8", "surrogatepass"))
+
+
+def test_dumps_small_refuses_what_json_dumps_refuses() -> None:
+    from contentcards import _arguments
+    loop: list[Any] = []
+    loop.append(loop)
+    with pytest.raises(cc.ConfigError, match="Circular reference"):
+        _arguments.dumps_small({"a": loop}, cc.ConfigError, "configuration")
+    with pytest.raises(TypeError, match="keys must be str"):
+        _arguments.dumps_small({(1, 2): 1}, cc.ConfigError, "configuration")
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        _arguments.dumps_small({"a": object()}, cc.ConfigError, "configuration")
+    deep: Any = []
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(cc.ConfigError, match="nested too deeply"):
+        _arguments.dumps_small(deep, cc.ConfigError, "configuration")
+    assert _arguments.dumps_small({"p": __import__("pathlib").Path("/x"), "s": {"b", "a"}},
+                                  cc.ConfigError, "configuration") == b'{"p":"/x","s":["a","b"]}'
