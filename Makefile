@@ -224,6 +224,8 @@ stress: deps
 # BENCH_FLAGS=--quick for the short version.
 bench: python
 	swift build -c release --product contentcards-tool
+	@# The decode stage's baseline (row 7): simdjson, from PyPI; the row says so when it is missing.
+	@$(PY) -c 'import simdjson' 2>/dev/null || $(PY) -m pip install --quiet pysimdjson || true
 	$(PY) bench/run.py $(BUILD) $(BENCH_FLAGS)
 
 # The fleet simulation: 2,000 devices against the reference server on 127.0.0.1

@@ -5,6 +5,7 @@ prints them and writes them to bench.json. `commit` names what was measured.
 from __future__ import annotations
 
 import ctypes
+import importlib.metadata
 import json
 import os
 import statistics
@@ -341,6 +342,28 @@ class Bench:
         out = subprocess.run([tool, "stages", path, ",".join(FILTER), str(self.repeats)],
                              check=True, capture_output=True, text=True).stdout
         return json.loads(out.strip().splitlines()[-1])
+
+    def simdjson(self) -> dict[str, Any] | None:
+        """The decode stage's baseline: simdjson (pysimdjson) parsing the same 10,000-card
+        payload's bytes, the median of the rounds (the parse alone: the document is built, with
+        UTF-8 and structure validated, and not read further). None when pysimdjson is not
+        installed (`make bench` installs it into the bench's venv)."""
+        try:
+            import simdjson  # type: ignore[import-not-found]
+        except ImportError:
+            return None
+        path, _ = self.payload_file(10_000)
+        with open(path, "rb") as f:
+            data = f.read()
+        parser = simdjson.Parser()
+        times = []
+        for _ in range(max(self.repeats, 10)):
+            start = time.perf_counter()
+            doc = parser.parse(data)
+            times.append((time.perf_counter() - start) * 1000)
+            del doc
+        return {"simdjson_parse_ms": round(statistics.median(times), 3), "mb": round(len(data) / 1e6, 2),
+                "version": importlib.metadata.version("pysimdjson")}
 
     # 8 -------------------------------------------------------------------------------------
 

@@ -79,7 +79,15 @@ def report(bench: Bench) -> None:
         bench.results["stages_10k"] = st
         slowest = max(st, key=lambda k: st[k])
         print("7. Stages (Swift core, release): " + ", ".join(f"{k[:-3]} {v:.1f} ms" for k, v in st.items())
-              + f"; slowest: {slowest[:-3]}\n")
+              + f"; slowest: {slowest[:-3]}")
+        sj = bench.simdjson()
+        if sj:
+            sj["decode_vs_simdjson"] = round(st["decode_ms"] / sj["simdjson_parse_ms"], 2)
+            bench.results["simdjson_10k"] = sj
+            print(f"   baseline: simdjson (pysimdjson {sj['version']}) parses the same {sj['mb']} MB in "
+                  f"{sj['simdjson_parse_ms']:.1f} ms; decode is {sj['decode_vs_simdjson']}x it\n")
+        else:
+            print("   baseline: simdjson not installed (pip install pysimdjson)\n")
 
     c = bench.calls()
     bench.results["calls"] = c
