@@ -43,7 +43,7 @@ func runCalls(_ data: UnsafeRawBufferPointer) {
     while s.more && steps < 200 {
         steps += 1
         let op = s.byte()
-        switch op % 44 {
+        switch op % 45 {
         case 0: status(cc_controller_log_impression(c, s.pick(cardIDs)), "log_impression")
         case 1: status(cc_controller_log_click(c, s.pick(cardIDs)), "log_click")
         case 2: status(cc_controller_log_dismissal(c, s.pick(cardIDs)), "log_dismissal")
@@ -236,6 +236,9 @@ func runCalls(_ data: UnsafeRawBufferPointer) {
             } else {
                 status(cc_controller_set_token_provider(c, provideToken, nil, nil), "set_token_provider")
             }
+        case 43:
+            // Logging from several threads at once: group commit (CallsBurst.swift).
+            burst(c, &s)
         default:
             // Reopen the input's controller with another configuration (the old one closed).
             if c == opened {
