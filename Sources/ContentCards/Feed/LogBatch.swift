@@ -54,8 +54,11 @@ final class LogBatch {
                 lock.unlock()
                 let outcomes = write(batch)
                 lock.lock()
-                // Outcomes are set with this lock held, where their threads read them.
-                for (c, o) in zip(batch, outcomes) { c.outcome = o }
+                // Outcomes are set with this lock held, where their threads read them; a call
+                // left without one would have its thread wait for a writer that never comes.
+                for (i, c) in batch.enumerated() {
+                    c.outcome = i < outcomes.count ? outcomes[i] : .failure(ContentCardsError(.internal, "a log call was not written"))
+                }
                 transactions += 1
                 written.broadcast()
             }
