@@ -122,6 +122,61 @@ import Testing
             #expect(card.viewed && card.clicked && card.dismissed, "\(id)")
         }
     }
+
+    /// Closing while batches are being written: every call returns (recorded, or closed), and
+    /// exactly the recorded ones are in the file.
+    @Test func closeWhileThreadsLogEndsEveryCall() throws {
+        for round in 0..<5 {
+            let dir = Fixtures.temporaryDirectory("group-commit-close")
+            defer { Fixtures.removeTree(dir) }
+            let c = try makeController(storage: dir)
+            try c.refresh()
+            let outcomes = LogOutcomes()
+            DispatchQueue.concurrentPerform(iterations: 6) { worker in
+                if worker == 0 {
+                    usleep(UInt32(500 + round * 700))
+                    c.close()
+                    return
+                }
+                for i in 0..<200 {
+                    outcomes.add("\(worker)-\(i)", Result { try c.logImpression(cardID: ["tile-1", "tile-2", "msg-1"][i % 3]) })
+                }
+            }
+            let all = outcomes.all.values
+            #expect(all.count == 5 * 200)
+            for r in all {
+                if case .failure(let e) = r { #expect((e as? ContentCardsError)?.code == .closed, "\(e)") }
+            }
+            let recorded = all.compactMap { try? $0.get() }.filter(\.recorded).count
+            let again = try makeController(storage: dir)
+            #expect(try again.pendingEvents() == recorded)
+            again.close()
+        }
+    }
+
+    /// A subscriber that logs from its callback while other threads log: no call waits for
+    /// itself, every event is stored once.
+    @Test func loggingFromASubscriberWhileOthersLog() throws {
+        let c = try makeController()
+        try c.refresh()
+        let fromCallbacks = LogOutcomes()
+        let counter = UpdateLog()
+        let sub = try c.subscribe { update in
+            guard update.reason == .impression else { return }
+            counter.add(update)
+            let n = counter.all.count
+            if n % 7 == 0 { fromCallbacks.add("cb-\(n)", Result { try c.logFeedDisplayed() }) }
+        }
+        let outcomes = LogOutcomes()
+        DispatchQueue.concurrentPerform(iterations: 4) { worker in
+            for i in 0..<100 { outcomes.add("\(worker)-\(i)", Result { try c.logImpression(cardID: "tile-\(1 + i % 3)") }) }
+        }
+        sub.cancel()
+        let made = outcomes.all.values.compactMap { try? $0.get() }.filter(\.recorded).count
+            + fromCallbacks.all.values.compactMap { try? $0.get() }.filter(\.recorded).count
+        #expect(outcomes.all.count == 400)
+        #expect(try c.pendingEvents() == made)
+    }
 }
 
 /// The outcomes of log calls made on several threads, by name.
