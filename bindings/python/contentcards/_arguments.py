@@ -19,7 +19,7 @@ from .errors import ParseError
 # typing is not imported at run time (it would slow `import contentcards`); mypy reads this as True.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
     from typing import Any
 
     from typing_extensions import TypeAlias
@@ -41,16 +41,24 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"a value of type {type(value).__name__} is not JSON serializable")
 
 
-def dumps(value: Any, error: type[ContentCardsError], what: str) -> bytes:
-    """``value`` as JSON text for the library; ``error`` (naming ``what``) when it cannot be."""
-    import json
+def _for_library(encode: Callable[[Any], str], value: Any, error: type[ContentCardsError],
+                 what: str) -> bytes:
+    """``encode(value)`` as the library's UTF-8 bytes; ``error`` (naming ``what``) when the
+    value cannot be JSON."""
     try:
-        text = json.dumps(value, default=_json_default, allow_nan=False, ensure_ascii=False)
+        text = encode(value)
     except ValueError as exc:  # NaN, infinity, a circular reference
         raise error(f"{what} cannot be JSON: {exc}") from exc
     except RecursionError as exc:
         raise error(f"{what} is nested too deeply") from exc
     return _ffi.cstr(text, what)
+
+
+def dumps(value: Any, error: type[ContentCardsError], what: str) -> bytes:
+    """``value`` as JSON text for the library; ``error`` (naming ``what``) when it cannot be."""
+    import json
+    return _for_library(lambda v: json.dumps(v, default=_json_default, allow_nan=False, ensure_ascii=False),
+                        value, error, what)
 
 
 # What a JSON string escapes: the quote, the backslash and the control characters (as
@@ -102,13 +110,7 @@ def dumps_small(value: Any, error: type[ContentCardsError], what: str) -> bytes:
     json: its import (1.3 ms, most of it loading the _json extension) was an eighth of opening
     a controller and reading its first feed from Python. The same text as json.dumps's, but for
     spacing, and the same errors; a payload (``apply``) still goes through json's C encoder."""
-    try:
-        text = _small(value, set())
-    except ValueError as exc:  # NaN, infinity, a circular reference
-        raise error(f"{what} cannot be JSON: {exc}") from exc
-    except RecursionError as exc:
-        raise error(f"{what} is nested too deeply") from exc
-    return _ffi.cstr(text, what)
+    return _for_library(lambda v: _small(v, set()), value, error, what)
 
 
 def filter_json(class_types: Iterable[str] | str | None) -> bytes | None:
