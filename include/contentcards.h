@@ -312,6 +312,10 @@ typedef struct cc_controller cc_controller;
  *                                             the image cache (see Images); needs "storagePath";
  *                                             default: none, no image is fetched
  *
+ * Relative paths ("storagePath", a "file" source or event sink) are resolved against the
+ * working directory at open, once, as SQLite resolves a database name: changing directory
+ * later moves nothing (CC_E_STORAGE when the working directory cannot be read at open).
+ *
  * An unknown key is CC_E_CONFIG with a message naming it. So is an "apiKey" holding a control
  * character (CR, LF, NUL, ESC...: it goes into an HTTP header; tab is allowed), and a "url" that
  * is not http(s) or holds white space or control characters. Messages never show a URL's

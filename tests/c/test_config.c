@@ -2,7 +2,7 @@
  * from outside the program, however hostile, stay one value. Quotes, backslashes, control
  * characters, would-be keys and very long values go through unchanged (the user id comes back
  * byte for byte; a feed at such a path is read); bytes that are not UTF-8 are a clear error; the
- * keys, numbers and handles behave as the header says. */
+ * keys, numbers and handles behave as the header says; relative paths are resolved at open. */
 #include <fcntl.h>
 #include <math.h>
 
@@ -327,6 +327,50 @@ static void test_handles(void) {
     cc_controller_close(c);
 }
 
+/* Relative paths are resolved once, at open (cc_controller_open): a host that changes its
+ * working directory afterwards still refreshes from, stores into and delivers events to the
+ * directory it opened in, and leaves nothing in the new one. */
+static void test_relative_paths(void) {
+    char home[512], elsewhere[512], cwd[1024], path[1100];
+    cc_test_make_dir(home, sizeof home, "cc-relative");
+    cc_test_make_dir(elsewhere, sizeof elsewhere, "cc-elsewhere");
+    if (!getcwd(cwd, sizeof cwd) || chdir(home) != 0) { cc_test_failed++; return; }
+    size_t size = 0;
+    char *feed = read_file(CC_SAMPLE_FEED, &size);
+    CHECK(feed != NULL && write_file("feed.json", feed, size));
+    free(feed);
+    cc_controller *c = NULL;
+    CHECK_OK(cc_controller_open(&c, "{\"userId\":\"u-1\",\"refreshTokens\":0,\"storagePath\":\"store\","
+        "\"source\":{\"file\":\"feed.json\"},\"events\":{\"file\":\"events.jsonl\"},"
+        "\"eventFlushIntervalSeconds\":0,\"images\":{}}"));
+    CHECK(chdir(elsewhere) == 0);
+    if (c) {
+        int64_t total = -1;
+        CHECK_OK(cc_controller_refresh(NULL, c, 10));
+        CHECK_OK(cc_controller_counts(&total, NULL, c, NULL));
+        CHECK(total == 10);
+        CHECK_OK(cc_controller_log_feed_displayed(c));
+        CHECK_OK(cc_controller_flush_events(NULL, c, 10));
+        CHECK_OK(cc_controller_change_user(c, "u-2"));
+        char *diagnostics = NULL;
+        CHECK_OK(cc_controller_diagnostics(&diagnostics, c));
+        snprintf(path, sizeof path, "\"storagePath\":\"%s/store\"", home);
+        CHECK_CONTAINS(diagnostics, path);
+        cc_string_free(diagnostics);
+    }
+    CHECK_OK(cc_controller_close(c));
+    snprintf(path, sizeof path, "%s/events.jsonl", home);
+    CHECK(access(path, F_OK) == 0);
+    snprintf(path, sizeof path, "%s/store/contentcards.sqlite", home);
+    CHECK(access(path, F_OK) == 0);
+    DIR *d = opendir(elsewhere);
+    int entries = 0;
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) entries += e->d_name[0] != '.';
+    if (d) closedir(d);
+    CHECK(d != NULL && entries == 0);
+    CHECK(chdir(cwd) == 0);
+}
+
 int main(void) {
     test_builds_json();
     test_numbers();
@@ -335,5 +379,6 @@ int main(void) {
     test_not_utf8();
     test_keys();
     test_handles();
+    test_relative_paths();
     return cc_test_finish("test_config");
 }

@@ -59,8 +59,10 @@ public final class ContentCardsController: @unchecked Sendable {
 
     /// Opens a controller. The clock and the event id generator are injected for tests; a
     /// transport may be given now or later with `setTransport`.
-    public init(configuration: Configuration, clock: Clock = SystemClock(),
+    public init(configuration given: Configuration, clock: Clock = SystemClock(),
                 eventIDs: EventIDGenerator = RandomEventIDs(), transport: Transport? = nil) throws(ContentCardsError) {
+        let configuration: Configuration
+        do { configuration = try given.resolvingRelativePaths() } catch { throw ContentCardsError(.storage, error.message) }
         self.configuration = configuration
         self.clock = clock
         self.eventIDs = eventIDs

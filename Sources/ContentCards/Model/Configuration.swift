@@ -81,3 +81,16 @@ public struct Configuration: Equatable, Sendable {
 
     public init() {}
 }
+
+extension Configuration {
+    /// This configuration with its relative paths (the storage path, a file source or event
+    /// sink) made absolute against the working directory of now (Files.absolute): a controller
+    /// keeps the paths it was opened with whatever the host's working directory becomes.
+    package func resolvingRelativePaths() throws(Files.Failure) -> Configuration {
+        var c = self
+        if let path = storagePath { c.storagePath = try Files.absolute(path) }
+        if case .file(let path)? = source { c.source = .file(path: try Files.absolute(path)) }
+        if case .file(let path)? = events { c.events = .file(path: try Files.absolute(path)) }
+        return c
+    }
+}

@@ -12,6 +12,21 @@ package enum Files {
         return String(cString: s)
     }
 
+    /// `path` made absolute against the working directory of now ("" stays as it is, for the
+    /// caller's own error). A controller resolves its relative paths once, at open, as SQLite
+    /// does with a database's name: a host that changes its working directory later (a daemon's
+    /// chdir("/"), a test runner's per-test directory) keeps the same image cache and files,
+    /// instead of the next user's images or a file source's next read going somewhere else.
+    package static func absolute(_ path: String) throws(Failure) -> String {
+        if path.isEmpty || path.hasPrefix("/") { return path }
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        guard getcwd(&buffer, buffer.count) != nil else {
+            throw Failure(message: "cannot resolve the relative path \(path): the working directory is unknown (\(describeErrno(errno)))")
+        }
+        let directory = String(cString: buffer)
+        return directory.hasSuffix("/") ? directory + path : directory + "/" + path
+    }
+
     /// Reads a whole file, refusing one larger than `limit` bytes.
     package static func read(_ path: String, limit: Int) throws(Failure) -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)

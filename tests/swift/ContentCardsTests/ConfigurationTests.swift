@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import ContentCards
 
@@ -53,5 +54,30 @@ import Testing
         do { _ = try ConfigurationJSON.decode(json); Issue.record("accepted \(json)") } catch {
             #expect(error.message.contains(fragment), "\(error.message)")
         }
+    }
+
+    /// Relative paths are made absolute at open (a host's later chdir moves nothing: the C and
+    /// Python tests change directory; tests here run in parallel in one process, so this one
+    /// only reaches a temporary directory by a relative path from the working directory).
+    @Test func relativePathsAreResolvedAtOpen() throws {
+        let dir = Fixtures.temporaryDirectory("cc-relative")
+        defer { Fixtures.removeTree(dir) }
+        let cwd = FileManager.default.currentDirectoryPath
+        let up = String(repeating: "../", count: cwd.split(separator: "/").count)
+        let relative = up + dir.dropFirst()   // from the working directory, through "/", to dir
+        var configuration = Configuration()
+        configuration.storagePath = relative + "/store"
+        configuration.source = .file(path: relative + "/feed.json")
+        configuration.events = .file(path: relative + "/events.jsonl")
+        let controller = try Controller(configuration: configuration)
+        defer { controller.close() }
+        let resolved = controller.configuration
+        #expect(resolved.storagePath == cwd + "/" + relative + "/store")
+        #expect(resolved.source == .file(path: cwd + "/" + relative + "/feed.json"))
+        #expect(resolved.events == .file(path: cwd + "/" + relative + "/events.jsonl"))
+        #expect(try Configuration().resolvingRelativePaths() == Configuration())
+        var absolute = Configuration()
+        absolute.storagePath = dir + "/store"
+        #expect(try absolute.resolvingRelativePaths() == absolute)
     }
 }
