@@ -64,20 +64,23 @@ import Testing
         defer { Fixtures.removeTree(dir) }
         let cwd = FileManager.default.currentDirectoryPath
         let up = String(repeating: "../", count: cwd.split(separator: "/").count)
-        let relative = up + dir.dropFirst()   // from the working directory, through "/", to dir
+        let relative: String = up + String(dir.dropFirst())   // from the working directory, through "/", to dir
+        let absolute: String = cwd + "/" + relative
         var configuration = Configuration()
         configuration.storagePath = relative + "/store"
         configuration.source = .file(path: relative + "/feed.json")
         configuration.events = .file(path: relative + "/events.jsonl")
-        let controller = try Controller(configuration: configuration)
+        let controller = try ContentCardsController(configuration: configuration)
         defer { controller.close() }
         let resolved = controller.configuration
-        #expect(resolved.storagePath == cwd + "/" + relative + "/store")
-        #expect(resolved.source == .file(path: cwd + "/" + relative + "/feed.json"))
-        #expect(resolved.events == .file(path: cwd + "/" + relative + "/events.jsonl"))
+        let feed: Configuration.Endpoint = .file(path: absolute + "/feed.json")
+        let events: Configuration.Endpoint = .file(path: absolute + "/events.jsonl")
+        #expect(resolved.storagePath == absolute + "/store")
+        #expect(resolved.source == feed)
+        #expect(resolved.events == events)
         #expect(try Configuration().resolvingRelativePaths() == Configuration())
-        var absolute = Configuration()
-        absolute.storagePath = dir + "/store"
-        #expect(try absolute.resolvingRelativePaths() == absolute)
+        var given = Configuration()
+        given.storagePath = dir + "/store"
+        #expect(try given.resolvingRelativePaths() == given)
     }
 }
