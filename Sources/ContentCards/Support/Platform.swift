@@ -78,18 +78,22 @@ enum Platform {
     // MARK: Threads
 
     /// Starts a detached thread that runs `runThreadBody(context)` (Scheduler.swift): 0, or
-    /// the error `pthread_create` returned.
+    /// the error `pthread_create` returned. Detached from its creation (an attribute), not by
+    /// `pthread_detach` after it: a thread that ended before that call was, for a moment, a
+    /// joinable thread that had ended, and tools that follow threads kept it so (LeakSanitizer
+    /// then took a live thread that later got its reused id for that one, did not scan it,
+    /// and reported what the live thread held as leaked).
     static func startDetachedThread(_ context: UnsafeMutableRawPointer) -> Int32 {
+        var attr = pthread_attr_t()
+        guard pthread_attr_init(&attr) == 0 else { return EAGAIN }
+        defer { pthread_attr_destroy(&attr) }
+        pthread_attr_setdetachstate(&attr, Int32(PTHREAD_CREATE_DETACHED))
         #if canImport(Darwin)
         var thread: pthread_t?
-        let rc = pthread_create(&thread, nil, { runThreadBody($0) }, context)
-        if rc == 0, let thread { pthread_detach(thread) }
         #else
         var thread = pthread_t()
-        let rc = pthread_create(&thread, nil, { runThreadBody($0) }, context)
-        if rc == 0 { pthread_detach(thread) }
         #endif
-        return rc
+        return pthread_create(&thread, &attr, { runThreadBody($0) }, context)
     }
 
     /// Writer preference for a read-write lock (glibc's `pthread_rwlockattr_setkind_np`);
