@@ -149,8 +149,8 @@ memcheck: cmake
 # harness is built optimized (-c release, with -enable-testing for its @testable import and
 # -assert-config Debug to keep assert()) with -sanitize=fuzzer,address, in .build-fuzz. FUZZ_ENV:
 # no Swift backtracer (it would race AddressSanitizer's report), the LeakSanitizer suppressions
-# of fuzz/lsan.supp, the sample feed. Corpus and crash files are given as absolute paths: the
-# harness works in a scratch directory of its own.
+# of fuzz/lsan.supp, the sample feed. Each input runs in a scratch directory of the harness's
+# own, which then returns to the working directory: libFuzzer's paths may be relative.
 FUZZ_BIN := $(ROOT)/.build-fuzz/release/contentcards-fuzz
 FUZZ_ENV := SWIFT_BACKTRACE=enable=no LSAN_OPTIONS=suppressions=$(ROOT)/fuzz/lsan.supp \
 	CC_SAMPLE_FEED=$(ROOT)/examples/data/sample_feed.json
@@ -164,15 +164,19 @@ fuzz-build: deps
 
 # Each target FUZZ_SECONDS (make stress runs them longer), from the committed corpus
 # fuzz/corpus/<target>; what it grows goes to .build-fuzz/corpus. A crash, leak or timeout
-# (an input running over 30 s: a hang) leaves a file in .build-fuzz/artifacts and fails.
+# (an input running over 30 s: a hang) leaves a file in .build-fuzz/artifacts and fails. So does
+# a start that ran fewer inputs than fuzz/corpus/<target> holds (libFuzzer says nothing when it
+# cannot read them; the paths are relative on purpose, as a user types them).
 fuzz: fuzz-build
 	@for t in $(FUZZ_TARGETS); do \
 	  mkdir -p .build-fuzz/corpus/$$t .build-fuzz/artifacts; \
 	  echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
 	  $(FUZZ_ENV) CC_FUZZ_TARGET=$$t $(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) $(FUZZ_FLAGS) \
-	    -artifact_prefix=$(ROOT)/.build-fuzz/artifacts/$$t- $(ROOT)/.build-fuzz/corpus/$$t $(ROOT)/fuzz/corpus/$$t 2>&1 \
-	    | grep -E '^stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb)|ERROR|SUMMARY|^contentcards-fuzz:' ; \
-	  [ $${PIPESTATUS[0]} -eq 0 ] || exit 1; \
+	    -artifact_prefix=.build-fuzz/artifacts/$$t- .build-fuzz/corpus/$$t fuzz/corpus/$$t > .build-fuzz/$$t.log 2>&1; rc=$$?; \
+	  grep -E '^stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb)|ERROR|SUMMARY|^contentcards-fuzz:' .build-fuzz/$$t.log; \
+	  [ $$rc -eq 0 ] || exit 1; \
+	  seeds=$$(ls fuzz/corpus/$$t | wc -l); ran=$$(sed -n 's/^#\([0-9]*\)[[:space:]]*INITED.*/\1/p' .build-fuzz/$$t.log); \
+	  [ "$${ran:-0}" -gt "$$seeds" ] || { echo "fuzz: $$t ran $${ran:-0} inputs at start, not the $$seeds of fuzz/corpus/$$t"; exit 1; }; \
 	done
 	@echo "fuzz: $(words $(FUZZ_TARGETS)) passed, 0 failed"
 
