@@ -32,15 +32,23 @@ except KeyboardInterrupt:
 def _interrupt(server: ReferenceServer, call: str, path: str) -> None:
     server.fault(hang=True, path=path, times=5)
     code = IMPORT_PRELUDE + textwrap.dedent(CHILD.format(url=server.url, call=call))
-    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    # -X faulthandler: a child still running 20 s after SIGINT is sent SIGABRT, and the
+    # Python stacks of its threads, written to stderr, say where it was.
+    child = subprocess.Popen([sys.executable, "-X", "faulthandler", "-c", code],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "ready"
         time.sleep(0.7)  # the request is out and hanging
         sent = time.monotonic()
         child.send_signal(signal.SIGINT)
-        out, err = child.communicate(timeout=20)
+        try:
+            out, err = child.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            child.send_signal(signal.SIGABRT)
+            out, err = child.communicate(timeout=10)
+            raise AssertionError(f"no KeyboardInterrupt 20 s after SIGINT; stdout {out!r}, "
+                                 f"the child's threads:\n{err}") from None
     finally:
         if child.poll() is None:
             child.kill()
