@@ -13,8 +13,13 @@ import time
 from conftest import IMPORT_PRELUDE
 from reference_server import ReferenceServer
 
+# The child sets Python's own SIGINT handler first: Python installs it only when SIGINT is not
+# ignored at start, and a shell's background job (`make test &`, CI runners started so) starts
+# with SIGINT ignored; the child then heard no Ctrl-C at all (both tests timed out), whatever
+# the library did.
 CHILD = """
-import sys, time
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import contentcards as cc
 c = cc.ContentCards(user_id="u-int", refresh_tokens=0, timeout_seconds=30,
                     source={{"url": {url!r}, "apiKey": "k"}}, events={{"url": {url!r}}},
