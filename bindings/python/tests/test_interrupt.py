@@ -34,6 +34,15 @@ except KeyboardInterrupt:
 """
 
 
+def _wait_until_held(server: ReferenceServer, path: str, limit: float = 15) -> None:
+    """Waits (at most ``limit`` s) until the server holds the child's request to ``path``: the
+    fault is noted in its request log before the handler starts to hang."""
+    deadline = time.monotonic() + limit
+    while not any(r.get("path") == path and r.get("fault") for r in server.requests()):
+        assert time.monotonic() < deadline, f"no request to {path} reached the server in {limit} s"
+        time.sleep(0.02)
+
+
 def _interrupt(server: ReferenceServer, call: str, path: str) -> None:
     server.fault(hang=True, path=path, times=5)
     code = IMPORT_PRELUDE + textwrap.dedent(CHILD.format(url=server.url, call=call))
@@ -44,7 +53,7 @@ def _interrupt(server: ReferenceServer, call: str, path: str) -> None:
     try:
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "ready"
-        time.sleep(0.7)  # the request is out and hanging
+        _wait_until_held(server, path)
         sent = time.monotonic()
         child.send_signal(signal.SIGINT)
         try:
