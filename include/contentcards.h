@@ -421,6 +421,26 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_apply(char **out_summary_json, cc
  * CC_E_PARSE (filter), CC_E_STORAGE, CC_E_CLOSED, CC_E_NO_MEMORY. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_feed(char **out_json, cc_controller *controller, const char *filter_json);
 
+/* The same feed, the same text, with where each card of it begins: for a binding that makes
+ * one object per card and parses a card only when it is read (Python's lazy cards), without
+ * scanning the text for the cards' bounds (in Python that scan and a copy of each card were
+ * more than the C call itself, docs/PERFORMANCE.md).
+ *   *out_json     the text of cc_controller_feed; free it with cc_string_free, which frees
+ *                 the offsets too.
+ *   *out_length   its length in bytes (the terminating NUL not counted).
+ *   *out_offsets  *out_count + 1 byte offsets into *out_json, ascending: offsets[i] is where
+ *                 card i's object begins (its '{'), and offsets[*out_count] is *out_length.
+ *                 Every card is followed by one byte, the ',' before the next or the closing
+ *                 ']', so card i is the offsets[i + 1] - 1 - offsets[i] bytes at offsets[i].
+ *                 The array lives in the allocation of *out_json: valid until it is freed.
+ *   *out_count    the number of cards (0 for the empty feed "[]", whose one offset is 2).
+ * On failure *out_json and *out_offsets are set to NULL and the counts to 0 (each output that
+ * is not NULL itself). Any thread. Errors: those of cc_controller_feed, and
+ * CC_E_INVALID_ARGUMENT for any output NULL. */
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_feed_indexed(char **out_json, size_t *out_length, const size_t **out_offsets,
+                                                            size_t *out_count, cc_controller *controller,
+                                                            const char *filter_json);
+
 /* One stored card by id as JSON, visible or not (dismissed and expired cards come back with
  * their flags). Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (out_json or card_id NULL,
  * invalid UTF-8),

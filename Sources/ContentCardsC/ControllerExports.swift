@@ -115,6 +115,32 @@ public func cc_controller_feed(_ outJSON: UnsafeMutablePointer<UnsafeMutablePoin
     }
 }
 
+@_cdecl("cc_controller_feed_indexed")
+public func cc_controller_feed_indexed(_ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                                       _ outLength: UnsafeMutablePointer<Int>?,
+                                       _ outOffsets: UnsafeMutablePointer<UnsafePointer<Int>?>?,
+                                       _ outCount: UnsafeMutablePointer<Int>?,
+                                       _ controller: OpaquePointer?, _ filterJSON: UnsafePointer<CChar>?) -> Int32 {
+    entry { () throws(ContentCardsError) in
+        // Every output is cleared first, so that a failure leaves none of them stale.
+        outLength?.pointee = 0
+        outCount?.pointee = 0
+        outOffsets?.pointee = nil
+        let out = try CStrings.requireOutput(outJSON, "out_json")
+        guard let outLength else { throw ContentCardsError(.invalidArgument, "out_length is NULL") }
+        let offsets = try CStrings.requireOutput(outOffsets, "out_offsets")
+        guard let outCount else { throw ContentCardsError(.invalidArgument, "out_count is NULL") }
+        let c = try Handles.controller(controller)
+        guard let feed = try c.cardsJSONMallocedIndexed(try filterArgument(filterJSON)) else {
+            throw ContentCardsError(.noMemory, "out of memory writing the feed")
+        }
+        out.pointee = feed.text
+        outLength.pointee = feed.length
+        offsets.pointee = feed.offsets
+        outCount.pointee = feed.count
+    }
+}
+
 @_cdecl("cc_controller_card")
 public func cc_controller_card(_ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
                                _ controller: OpaquePointer?, _ cardID: UnsafePointer<CChar>?) -> Int32 {

@@ -136,8 +136,10 @@ func runCalls(_ data: UnsafeRawBufferPointer) {
             mustBeJSON(out, "a card"); cc_string_free(out)
         case 24:
             var out: UnsafeMutablePointer<CChar>?
-            status(s.pick(filters).withOptionalCString { cc_controller_feed(&out, c, $0) }, "feed")
+            let filter = s.pick(filters)
+            status(filter.withOptionalCString { cc_controller_feed(&out, c, $0) }, "feed")
             mustBeJSON(out, "the feed"); cc_string_free(out)
+            checkIndexedFeed(c, filter)   // the same feed with its cards' offsets (no byte read)
         case 25:
             var snap: OpaquePointer?
             if status(s.pick(filters).withOptionalCString { cc_controller_snapshot(&snap, c, $0) }, "snapshot") == CC_OK {

@@ -50,3 +50,31 @@ func mustBeJSON(_ text: UnsafePointer<CChar>?, _ what: String) {
 func mustBeJSON(_ text: UnsafeMutablePointer<CChar>?, _ what: String) {
     mustBeJSON(UnsafePointer(text), what)
 }
+
+/// cc_controller_feed_indexed with `filter`: its text is JSON and its offsets bound each card
+/// (each begins with `{"id":` and is followed by the `,` before the next or the closing `]`,
+/// and the last offset is the length). Its text is not compared with a feed taken before: a
+/// refresh on a library thread may change the feed between the two calls.
+func checkIndexedFeed(_ c: OpaquePointer?, _ filter: String?) {
+    var text: UnsafeMutablePointer<CChar>?, length = 0, count = 0
+    var offsets: UnsafePointer<Int>?
+    let rc = status(filter.withOptionalCString { cc_controller_feed_indexed(&text, &length, &offsets, &count, c, $0) },
+                    "feed_indexed")
+    defer { cc_string_free(text) }
+    guard rc == CC_OK else {
+        if text != nil || offsets != nil || length != 0 || count != 0 { finding("feed_indexed failed but left an output set") }
+        return
+    }
+    guard let text, let offsets else { finding("feed_indexed succeeded without a text or offsets") }
+    mustBeJSON(text, "the indexed feed")
+    let bytes = UnsafeRawPointer(text).assumingMemoryBound(to: UInt8.self)
+    guard strlen(text) == length, offsets[count] == length else { finding("feed_indexed: a length that is not the text's") }
+    for i in 0..<count {
+        let start = offsets[i], next = offsets[i + 1]
+        guard start >= 1, start + 7 < next, next <= length,
+              memcmp(bytes + start, "{\"id\":", 6) == 0, bytes[start - 1] == (i == 0 ? 0x5B : 0x2C),
+              bytes[next - 1] == (i + 1 == count ? 0x5D : 0x2C), bytes[next - 2] == 0x7D else {
+            finding("feed_indexed: the offsets of card \(i) of \(count) do not bound it")
+        }
+    }
+}

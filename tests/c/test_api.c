@@ -55,6 +55,53 @@ static void test_refresh_feed_counts(void) {
     CHECK_OK(cc_controller_close(c));
 }
 
+/* cc_controller_feed_indexed: the text of cc_controller_feed, and offsets that bound each card
+ * exactly (the byte after each is the ',' or the ']'), for a filter and for the empty feed. */
+static void check_indexed(cc_controller *c, const char *filter, size_t expected_cards) {
+    char *plain = NULL, *text = NULL;
+    size_t length = 0, count = 99;
+    const size_t *offsets = NULL;
+    CHECK_OK(cc_controller_feed(&plain, c, filter));
+    CHECK_OK(cc_controller_feed_indexed(&text, &length, &offsets, &count, c, filter));
+    CHECK(plain && text && offsets && strcmp(plain, text) == 0 && length == strlen(text));
+    CHECK(count == expected_cards && offsets[count] == length);
+    for (size_t i = 0; text && offsets && i < count; i++) {
+        CHECK(offsets[i] < offsets[i + 1]);
+        CHECK(strncmp(text + offsets[i], "{\"id\":", 6) == 0);
+        CHECK(text[offsets[i] - 1] == (i == 0 ? '[' : ','));
+        CHECK(text[offsets[i + 1] - 1] == (i + 1 == count ? ']' : ','));
+        CHECK(text[offsets[i + 1] - 2] == '}');
+    }
+    if (count == 0) CHECK(offsets && offsets[0] == 2 && strcmp(text, "[]") == 0);
+    cc_string_free(plain);
+    cc_string_free(text);
+}
+
+static void test_feed_indexed(void) {
+    cc_controller *c = cc_test_open_sample();
+    check_indexed(c, NULL, 0);
+    CHECK_OK(cc_controller_refresh(NULL, c, 5));
+    check_indexed(c, NULL, 10);
+    check_indexed(c, "[\"coupon_code\"]", 2);
+    check_indexed(c, "[\"nothing\"]", 0);
+    /* Every output is required; on failure each one given is cleared. */
+    char *text = (char *)"stale";
+    size_t length = 7, count = 7;
+    const size_t *offsets = &length;
+    CHECK_RC(CC_E_INVALID_ARGUMENT, cc_controller_feed_indexed(&text, &length, NULL, &count, c, NULL));
+    CHECK(text == NULL && length == 0 && count == 0);
+    CHECK_RC(CC_E_INVALID_ARGUMENT, cc_controller_feed_indexed(NULL, &length, &offsets, &count, c, NULL));
+    CHECK(offsets == NULL);
+    CHECK_RC(CC_E_INVALID_ARGUMENT, cc_controller_feed_indexed(&text, NULL, &offsets, &count, c, NULL));
+    CHECK_RC(CC_E_INVALID_ARGUMENT, cc_controller_feed_indexed(&text, &length, &offsets, NULL, c, NULL));
+    CHECK(text == NULL && offsets == NULL);
+    CHECK_RC(CC_E_PARSE, cc_controller_feed_indexed(&text, &length, &offsets, &count, c, "[1]"));
+    CHECK(text == NULL && offsets == NULL && length == 0 && count == 0);
+    CHECK_OK(cc_controller_close(c));
+    CHECK_RC(CC_E_INVALID_HANDLE, cc_controller_feed_indexed(&text, &length, &offsets, &count, c, NULL));
+    CHECK(text == NULL && offsets == NULL);
+}
+
 static void test_logging(void) {
     cc_controller *c = cc_test_open_sample();
     CHECK_OK(cc_controller_refresh(NULL, c, 0));
@@ -213,6 +260,7 @@ static void test_storage(void) {
 int main(void) {
     test_versions();
     test_refresh_feed_counts();
+    test_feed_indexed();
     test_logging();
     test_apply_user_diagnostics();
     test_rate_limit_and_config();

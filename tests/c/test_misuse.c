@@ -29,6 +29,10 @@ static void all_controller_calls(cc_controller *h, int expected) {
     CHECK_RC(expected, cc_controller_apply(&s, h, "[]"));
     CHECK_RC(expected, cc_controller_feed(&s, h, NULL));
     CHECK(s == NULL);
+    size_t length = 1, count = 1;
+    const size_t *offsets = NULL;
+    CHECK_RC(expected, cc_controller_feed_indexed(&s, &length, &offsets, &count, h, NULL));
+    CHECK(s == NULL && offsets == NULL && length == 0 && count == 0);
     CHECK_RC(expected, cc_controller_card(&s, h, "tile-1"));
     CHECK_RC(expected, cc_controller_counts(&n, &n, h, NULL));
     CHECK_RC(expected, cc_controller_log_impression(h, "tile-1"));
@@ -129,6 +133,12 @@ static void null_and_bad_arguments(void) {
     CHECK_RC(CC_E_INVALID_ARGUMENT, cc_controller_change_user(c, BAD_UTF8));
     CHECK_RC(CC_E_INVALID_ARGUMENT, cc_controller_apply(NULL, c, BAD_UTF8));
     CHECK_RC(CC_E_INVALID_ARGUMENT, cc_controller_feed(&s, c, BAD_UTF8));
+    {
+        size_t length = 1, count = 1;
+        const size_t *offsets = NULL;
+        CHECK_RC(CC_E_INVALID_ARGUMENT, cc_controller_feed_indexed(&s, &length, &offsets, &count, c, BAD_UTF8));
+        CHECK(s == NULL && offsets == NULL && count == 0);
+    }
     cc_controller *other = NULL;
     CHECK_RC(CC_E_INVALID_ARGUMENT, cc_controller_open(&other, BAD_UTF8));
     CHECK(other == NULL);

@@ -240,15 +240,30 @@ public final class ContentCardsController: @unchecked Sendable {
     /// text `cc_controller_feed` returns: for handing a feed on (a web view, a cache, another
     /// process) without building a `Card` of each.
     public func cardsJSON(_ filter: ClassTypeFilter = .all) throws(ContentCardsError) -> String {
-        try feedJSON(filter).string
+        var none: [Int]? = nil
+        return try feedJSON(filter, offsets: &none).string
     }
 
     /// The same JSON, NUL-terminated, in `malloc`ed memory the caller owns (what
     /// `cc_controller_feed` hands out, without a copy; a C caller frees it with
     /// `cc_string_free`, never `free`); nil when memory ran out.
     package func cardsJSONMalloced(_ filter: ClassTypeFilter = .all) throws(ContentCardsError) -> UnsafeMutablePointer<CChar>? {
-        var writer = try feedJSON(filter)
+        var none: [Int]? = nil
+        var writer = try feedJSON(filter, offsets: &none)
         return writer.takeMalloced()
+    }
+
+    /// The same JSON with where each card of it begins (`CardJSON.recordCard`): the card count
+    /// plus one offsets, stored after the text in the same allocation (what
+    /// `cc_controller_feed_indexed` hands out, for a binding that makes one object a card
+    /// without scanning the text for where each begins). Nil when memory ran out.
+    package func cardsJSONMallocedIndexed(_ filter: ClassTypeFilter = .all) throws(ContentCardsError)
+        -> (text: UnsafeMutablePointer<CChar>, length: Int, offsets: UnsafePointer<Int>, count: Int)? {
+        var offsets: [Int]? = []
+        var writer = try feedJSON(filter, offsets: &offsets)
+        let length = writer.byteCount
+        guard let recorded = offsets, let taken = writer.takeMalloced(trailer: recorded) else { return nil }
+        return (taken.text, length, taken.trailer, recorded.count - 1)
     }
 
     /// The visible feed's JSON, written under the readers' lock straight from the published
@@ -257,18 +272,20 @@ public final class ContentCardsController: @unchecked Sendable {
     /// miss (at 100,000 cards the copies and their release were a third of the feed's time).
     /// The lock is held while writing, about as long as the copies held it. With an image
     /// cache the cards are copied as before: their cached files are looked up outside the
-    /// lock.
-    private func feedJSON(_ filter: ClassTypeFilter) throws(ContentCardsError) -> JSONWriter {
-        if images?.current != nil { return CardJSON.feed(try cards(filter)) }
+    /// lock. `offsets`, when not nil, gets where each card begins (`CardJSON.recordCard`).
+    private func feedJSON(_ filter: ClassTypeFilter, offsets: inout [Int]?) throws(ContentCardsError) -> JSONWriter {
+        if images?.current != nil { return CardJSON.feed(try cards(filter), offsets: &offsets) }
         return try read { () throws(ContentCardsError) in
             let visible = feed.index.positions(filter, now: clock.now())
-            var writer = CardJSON.feedWriter(count: visible.count)
+            var writer = CardJSON.feedWriter(count: visible.count, offsets: &offsets)
             feed.index.entries.withUnsafeBufferPointer { entries in
                 for at in visible {
-                    if let card = feed.stored.cards[entries[Int(at)].id] { CardJSON.write(card, to: &writer) }
+                    guard let card = feed.stored.cards[entries[Int(at)].id] else { continue }
+                    CardJSON.write(card, to: &writer)
+                    CardJSON.recordCard(writer, in: &offsets)
                 }
             }
-            writer.endArray()
+            CardJSON.endFeed(&writer, offsets: &offsets)
             return writer
         }
     }

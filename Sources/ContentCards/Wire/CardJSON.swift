@@ -49,10 +49,45 @@ package enum CardJSON {
     }
 
     static func feed(_ cards: [Card]) -> JSONWriter {
-        var writer = feedWriter(count: cards.count)
-        for card in cards { write(card, to: &writer) }
-        writer.endArray()
+        var none: [Int]? = nil
+        return feed(cards, offsets: &none)
+    }
+
+    /// The feed of `cards`; `offsets`, when not nil, gets where each card begins and, last, the
+    /// text's length (`recordCard`).
+    static func feed(_ cards: [Card], offsets: inout [Int]?) -> JSONWriter {
+        var writer = feedWriter(count: cards.count, offsets: &offsets)
+        for card in cards {
+            write(card, to: &writer)
+            recordCard(writer, in: &offsets)
+        }
+        endFeed(&writer, offsets: &offsets)
         return writer
+    }
+
+    /// A feed writer (`feedWriter(count:)`) whose caller notes where the cards begin: `offsets`,
+    /// when not nil, starts with the first card's, after the `[`.
+    static func feedWriter(count: Int, offsets: inout [Int]?) -> JSONWriter {
+        offsets?.reserveCapacity(count + 1)
+        offsets?.append(1)
+        return feedWriter(count: count)
+    }
+
+    /// Notes, after a card was written, where the next one begins: past the one byte that
+    /// follows every card of a feed (the `,` before the next, or the closing `]`). After the
+    /// last card that is the text's length, so card i is the bytes from offsets[i] up to
+    /// offsets[i + 1] - 1.
+    @inline(__always)
+    static func recordCard(_ writer: JSONWriter, in offsets: inout [Int]?) {
+        offsets?.append(writer.byteCount + 1)
+    }
+
+    /// Ends a feed's array; its last offset becomes the text's length (for a feed with cards
+    /// it is already: the `]` is the byte after the last card; the empty feed's one offset,
+    /// 1, becomes 2).
+    static func endFeed(_ writer: inout JSONWriter, offsets: inout [Int]?) {
+        writer.endArray()
+        if let last = offsets?.indices.last { offsets?[last] = writer.byteCount }
     }
 
     /// A writer for a feed of `count` cards, its array begun: the caller writes each card and

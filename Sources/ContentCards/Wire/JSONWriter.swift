@@ -42,6 +42,19 @@ package struct JSONWriter {
         return out.takeMalloced().map { UnsafeMutableRawPointer($0).assumingMemoryBound(to: CChar.self) }
     }
 
+    /// As `takeMalloced`, with `trailer` stored after the text's NUL, aligned for `Int`, in the
+    /// same allocation: one block, freed with `free` (cc_controller_feed_indexed's offsets).
+    /// Nil when memory ran out while writing or for the trailer. The writer is left empty.
+    package mutating func takeMalloced(trailer: [Int]) -> (text: UnsafeMutablePointer<CChar>, trailer: UnsafePointer<Int>)? {
+        needsComma = false; outer = []; afterKey = false
+        return out.takeMalloced(trailer: trailer).map {
+            (UnsafeMutableRawPointer($0.text).assumingMemoryBound(to: CChar.self), $0.trailer)
+        }
+    }
+
+    /// The number of bytes written so far.
+    package var byteCount: Int { out.count }
+
     /// Calls `body` with the bytes written so far, without copying them.
     package func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R { try out.withBytes(body) }
 
@@ -526,5 +539,20 @@ struct ByteBuffer {
         base = Self.empty; count = 0; capacity = 0
         storage = Storage(nil)
         return owned
+    }
+
+    /// As `takeMalloced`, with `trailer` after the NUL at the next multiple of Int's stride.
+    /// A feed's buffer is reserved at 720 bytes a card and a card rarely writes 660, so the
+    /// trailer (8 bytes a card) usually fits without the `realloc`.
+    mutating func takeMalloced(trailer: [Int]) -> (text: UnsafeMutablePointer<UInt8>, trailer: UnsafePointer<Int>)? {
+        let stride = MemoryLayout<Int>.stride
+        let at = (count + 1 + stride - 1) / stride * stride
+        let (bytes, overflow) = trailer.count.multipliedReportingOverflow(by: stride)
+        makeUnique()
+        guard !overflow, reserve(at - count + bytes), !failed else { return nil }
+        let slots = UnsafeMutableRawPointer(base + at).bindMemory(to: Int.self, capacity: trailer.count)
+        trailer.withUnsafeBufferPointer { slots.update(from: $0.baseAddress!, count: trailer.count) }
+        guard let owned = takeMalloced() else { return nil }
+        return (owned, UnsafePointer(slots))
     }
 }

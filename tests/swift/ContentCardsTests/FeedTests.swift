@@ -40,6 +40,39 @@ import Testing
         try check()
     }
 
+    /// `cardsJSONMallocedIndexed` (cc_controller_feed_indexed): the same text as `cardsJSON`,
+    /// and offsets that bound each card exactly, for every filter and for the empty feed; and
+    /// the same offsets from the path that writes copied cards (an image cache's).
+    @Test func indexedFeedBoundsEachCard() throws {
+        let c = try makeController()
+        func check(_ filter: ClassTypeFilter, cards expected: Int) throws {
+            guard let feed = try c.cardsJSONMallocedIndexed(filter) else { Issue.record("no memory"); return }
+            defer { free(feed.text) }
+            let bytes = Array(UnsafeBufferPointer(start: UnsafeRawPointer(feed.text).assumingMemoryBound(to: UInt8.self),
+                                                  count: feed.length))
+            let text = String(decoding: bytes, as: UTF8.self)
+            #expect(text == (try c.cardsJSON(filter)))
+            let offsets = Array(UnsafeBufferPointer(start: feed.offsets, count: feed.count + 1))
+            #expect(feed.count == expected && offsets.last == feed.length)
+            let cards = try c.cards(filter)
+            #expect(cards.count == feed.count)
+            for (i, card) in cards.enumerated() {
+                let span = bytes[offsets[i]..<(offsets[i + 1] - 1)]
+                #expect(String(decoding: span, as: UTF8.self) == CardJSON.encode(card))
+                #expect(bytes[offsets[i + 1] - 1] == (i + 1 == cards.count ? UInt8(ascii: "]") : UInt8(ascii: ",")))
+            }
+            var recorded: [Int]? = []
+            let copied = CardJSON.feed(cards, offsets: &recorded)
+            #expect(recorded == offsets && copied.bytes == bytes)
+        }
+        try check(.all, cards: 0)
+        #expect(Array(UnsafeBufferPointer(start: try c.cardsJSONMallocedIndexed()!.offsets, count: 1)) == [2])
+        try c.refresh()
+        try check(.all, cards: 10)
+        try check(ClassTypeFilter(["coupon_code", "message_webview"]), cards: 4)
+        try check(ClassTypeFilter(["no_such_type"]), cards: 0)
+    }
+
     @Test func orderIsPinnedThenNewestThenIdDescending() throws {
         let c = try makeController()
         try c.apply(Fixtures.payload([Fixtures.wire("a", created: 5), Fixtures.wire("b", created: 5),
