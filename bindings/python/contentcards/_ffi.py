@@ -116,6 +116,9 @@ SIGNATURES: dict[str, tuple[Any, list[Any], str]] = {
     "cc_controller_refresh_async": (c_int, [handle_t], STATUS),
     "cc_controller_apply": (c_int, [out_string_t, handle_t, c_char_p], STATUS),
     "cc_controller_feed": (c_int, [out_string_t, handle_t, c_char_p], STATUS),
+    "cc_controller_feed_indexed": (
+        c_int, [out_string_t, POINTER(c_size_t), POINTER(c_void_p), POINTER(c_size_t), handle_t,
+                c_char_p], STATUS),
     "cc_controller_card": (c_int, [out_string_t, handle_t, c_char_p], STATUS),
     "cc_controller_counts": (c_int, [P_int64, P_int64, handle_t, c_char_p], STATUS),
     "cc_controller_total_count": (c_int64, [handle_t, c_char_p], PLAIN),
@@ -180,6 +183,7 @@ SIGNATURES: dict[str, tuple[Any, list[Any], str]] = {
 NEWER = frozenset({
     "cc_token_response_set", "cc_token_response_fail", "cc_controller_set_token_provider",
     "cc_controller_hint", "cc_controller_forget_user", "cc_controller_export_user",
+    "cc_controller_feed_indexed",
 })
 
 lib, library_path = _library.load()
@@ -344,6 +348,24 @@ def controller_feed_bytes(handle: int, filter_json: bytes | None) -> bytes:
         if not out.value:
             raise error_for(-99, "cc_controller_feed succeeded but returned no string")
         return ctypes.string_at(out.value)
+    finally:
+        if out.value:
+            lib.cc_string_free(out)
+
+
+def controller_feed_indexed(handle: int, filter_json: bytes | None) -> tuple[bytes, list[int]]:
+    """The feed's UTF-8 bytes and where each card of it begins: the card count plus one offsets,
+    the last the text's length (cc_controller_feed_indexed). `Controller.cards` makes a lazy
+    card of each span without scanning the text."""
+    out, offsets, length, count = c_void_p(), c_void_p(), c_size_t(), c_size_t()
+    try:
+        lib.cc_controller_feed_indexed(ctypes.byref(out), ctypes.byref(length), ctypes.byref(offsets),
+                                       ctypes.byref(count), handle, filter_json)
+        if not out.value or not offsets.value:
+            raise error_for(-99, "cc_controller_feed_indexed succeeded but returned no feed")
+        # A pointer's slice is a list of ints made in C (no array type made per length).
+        return (ctypes.string_at(out.value, length.value),
+                ctypes.cast(offsets, POINTER(c_size_t))[:count.value + 1])
     finally:
         if out.value:
             lib.cc_string_free(out)

@@ -116,14 +116,16 @@ class Card(Value):
     assigned (``card._replace(title="x")`` gives a changed copy). Two cards are equal when
     every field is; the hash leaves ``extras`` out.
 
-    The cards of :meth:`ContentCards.cards` are read lazily: each keeps its own text of the
-    feed until one of its fields is first read, and then takes all of them at once (a feed of
-    4,000 cards is handed over without parsing 4,000 cards nobody draws). Nothing of this shows:
-    the values, equality, hash, repr and pickling are those of a card built field by field.
+    The cards of :meth:`ContentCards.cards` are read lazily: each keeps the feed's text (one
+    ``bytes`` the feed's cards share) and where its part of it is, until one of its fields is
+    first read, and then takes all of them at once and lets go of the text (a feed of 4,000
+    cards is handed over without parsing 4,000 cards nobody draws). So a card never read keeps
+    the whole feed's text alive. Nothing else of this shows: the values, equality, hash, repr
+    and pickling are those of a card built field by field.
     """
 
-    # `_text`: a lazy card's boundary JSON (UTF-8) after its leading `{"id":` (see
-    # `_lazy_cards`), or None once its fields are set; unset on a card built by __init__.
+    # `_text`: a lazy card's span of the feed, (feed text, start, end) (see `_lazy_cards`), or
+    # None once its fields are set; unset on a card built by __init__.
     __slots__ = _FIELD_NAMES + ("_text",)
     _not_hashed = frozenset({"extras"})
     id: str
@@ -330,27 +332,42 @@ def _set_fields(card: Card, d: dict[str, Any]) -> None:
     set_image_path(card, d["imagePath"])
 
 
-def _lazy_cards(feed: bytes) -> list[Card] | None:
-    """The cards of a feed text of the library, each holding its own text until a field is
-    read; None when the text is not a non-empty array in the writer's form (the caller then
-    parses it whole)."""
-    if not feed.startswith(b"[" + _CARD_START) or not feed.endswith(b"}]"):
-        return None
-    texts = feed[1 + len(_CARD_START):-1].split(_NEXT_CARD)
+def _lazy_cards(feed: bytes, offsets: list[int]) -> list[Card]:
+    """The cards of a feed text of the library, given where each begins (`offsets`: one a card
+    and, last, the text's length, as cc_controller_feed_indexed gives them; each card is
+    followed by one byte, a `,` or the closing `]`). Each card holds the feed and its bounds
+    until a field is read: no card's text is copied or parsed before then."""
     cards: list[Card] = []
     append = cards.append
-    for text in texts:
+    for start, after in zip(offsets, offsets[1:]):
         card = _new_card(Card)
-        _set_text(card, text)
+        _set_text(card, (feed, start, after - 1))
         append(card)
     return cards
 
 
-def _fill(card: Card, text: bytes) -> None:
-    """Sets every field of a lazy card from its text, then lets go of the text."""
+def _offsets(feed: bytes) -> list[int] | None:
+    """Where each card of a feed text begins, and its length, found by the separator (for a
+    library without cc_controller_feed_indexed); None when the text is not a non-empty array
+    in the writer's form (the caller then parses it whole)."""
+    if not feed.startswith(b"[" + _CARD_START) or not feed.endswith(b"}]"):
+        return None
+    offsets = [1]
+    find = feed.find
+    at = find(_NEXT_CARD, 1)
+    while at >= 0:
+        offsets.append(at + 1)
+        at = find(_NEXT_CARD, at + 1)
+    offsets.append(len(feed))
+    return offsets
+
+
+def _fill(card: Card, span: tuple[bytes, int, int]) -> None:
+    """Sets every field of a lazy card from its span of the feed, then lets go of the feed."""
     import json
+    feed, start, end = span
     try:
-        d = json.loads(_CARD_START + text)
+        d = json.loads(feed[start:end])
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError: never from the library
         raise ParseError(f"a card of the feed is not JSON: {exc}") from None
     try:

@@ -25,22 +25,19 @@ from ._arguments import dumps as _dumps
 from ._arguments import filter_json as _filter_json
 from ._arguments import timeout as _timeout
 from ._at_exit import open_controllers as _open_controllers
-from ._callbacks import token_entry as _token_entry
-from ._callbacks import transport_entry as _transport_entry
-from ._callbacks import update_entry as _update_entry
 from ._config import CONFIG_KEYS
 from ._config import config_json as _config_json
 from ._config import unknown_keyword as _unknown_keyword
-from ._waiting import interruptible as _interruptible
-from ._waiting import on_daemon_thread as _on_daemon_thread
-from ._waiting import settle_refresh as _settle_refresh
-from .cards import Card, _lazy_cards
-from .convert import ContentCardable, Registry
+from .cards import Card, _lazy_cards, _offsets
 from .errors import (AuthError, ClosedError, ContentCardsError, InvalidHandleError, ParseError,
                      TransportError, error_for)
-from .results import (Counts, Diagnostics, FlushResult, ForgetReceipt, ImageStats, LogResult,
-                      PendingEvents, SyncSummary, Update, UpdateReason, UserExport)
-from .subscriptions import Subscriber, Subscription, UpdateStream
+
+# What only some calls need is imported by those calls, on first use: the values they return
+# (.results), the callbacks' entries (._callbacks, with .tokens and .transport), waiting for
+# the library (._waiting) and the subscribers (.subscriptions, whose names this module still
+# exports: __getattr__ below). Importing them here was 2 ms of a program's first
+# ContentCards(...), against 0.3 us the first time each call imports its name
+# (docs/PERFORMANCE.md, "Python open and first feed").
 
 # typing is not imported at run time (it would slow `import contentcards`); mypy reads this as True.
 TYPE_CHECKING = False
@@ -53,11 +50,23 @@ if TYPE_CHECKING:
     # The configuration's types, still readable here by type checkers ("X as X": re-exported).
     from ._config import (CallbackEndpoint as CallbackEndpoint, Endpoint as Endpoint,
         FileEndpoint as FileEndpoint, ImagesConfig as ImagesConfig, UrlEndpoint as UrlEndpoint)
+    from .convert import ContentCardable, Registry
+    from .results import (Counts, Diagnostics, FlushResult, ForgetReceipt, ImageStats, LogResult,
+                          PendingEvents, SyncSummary, Update, UserExport)
+    from .subscriptions import Subscriber as Subscriber, Subscription as Subscription
+    from .subscriptions import UpdateStream as UpdateStream
     from .tokens import TokenProvider
     from .transport import TransportFunction
 
     P = ParamSpec("P")
     T = TypeVar("T")
+else:
+    def __getattr__(name: str) -> object:
+        """Subscriber, Subscription and UpdateStream, from .subscriptions on first use."""
+        if name in ("Subscriber", "Subscription", "UpdateStream"):
+            from . import subscriptions
+            return getattr(subscriptions, name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["CONFIG_KEYS", "CardRef", "ContentCards", "Subscription", "Subscriber",
            "UpdateStream"]
@@ -71,6 +80,9 @@ MAX_SUBSCRIBER_ERRORS = 100
 _total_count = _ffi.lib.cc_controller_total_count
 _unviewed_count = _ffi.lib.cc_controller_unviewed_count
 _unread_count = _ffi.lib.cc_controller_unread_count
+
+#: Whether the library gives the feed with its cards' offsets (it is in _ffi.NEWER).
+_FEED_INDEXED = _ffi.has("cc_controller_feed_indexed")
 
 
 class ContentCards:
@@ -188,7 +200,8 @@ class ContentCards:
         """Closes the controller without blocking the event loop: the close (which waits for
         subscriber calls running on other threads) runs on a thread of its own, and it
         happens even when the awaiting task is cancelled meanwhile."""
-        await _on_daemon_thread(self.close, "contentcards-close")
+        from ._waiting import on_daemon_thread
+        await on_daemon_thread(self.close, "contentcards-close")
 
     def __del__(self) -> None:
         try:
@@ -239,9 +252,10 @@ class ContentCards:
         """Runs a call that may send requests (interruptible): a TransportError's
         ``__cause__`` is the host transport's exception, an AuthError's the token provider's
         (when the error's message names it: the provider may have failed for another call)."""
+        from ._waiting import interruptible
         self._transport_error = self._token_error = None
         try:
-            return _interruptible(lambda: self._call(function, *args, **kwargs))
+            return interruptible(lambda: self._call(function, *args, **kwargs))
         except TransportError as exc:
             cause = self._transport_error
             if cause is not None and exc.__cause__ is None:
@@ -259,6 +273,7 @@ class ContentCards:
         """Refreshes from the configured source, waiting at most ``timeout`` seconds (None: the
         configuration's timeoutSeconds). Raises on failure (the cached cards stay). Ctrl-C
         interrupts the wait at once (KeyboardInterrupt); the refresh then ends on its own."""
+        from .results import SyncSummary
         text = self._with_transport_cause(_ffi.controller_refresh, _timeout(timeout))
         return SyncSummary.from_text(text)
 
@@ -270,12 +285,14 @@ class ContentCards:
         finishes on its own by its timeout (its outcome still reaches the subscribers)."""
         import asyncio   # imported by the caller already; `import contentcards` does not pay for it
 
+        from ._waiting import settle_refresh
+
         loop = asyncio.get_running_loop()
         future: asyncio.Future[SyncSummary] = loop.create_future()
 
         def done(status: int, result_json: bytes | None) -> None:
             try:
-                loop.call_soon_threadsafe(_settle_refresh, future, status, result_json)
+                loop.call_soon_threadsafe(settle_refresh, future, status, result_json)
             except RuntimeError:
                 pass  # the loop is closed: nobody is waiting any more
 
@@ -307,6 +324,7 @@ class ContentCards:
             data = _ffi.cstr(payload, "payload")
         else:
             raise TypeError(f"payload must be str, bytes, list or dict, not {type(payload).__name__}")
+        from .results import SyncSummary
         return SyncSummary.from_text(self._call(_ffi.controller_apply, data))
 
     # -- the feed --------------------------------------------------------------------------
@@ -315,12 +333,15 @@ class ContentCards:
         """The visible feed in feed order, optionally only some class types (a str is one).
         Control cards are included: log their impression, do not draw them. Each card reads
         its fields from its part of the feed's text when one is first read (see :class:`Card`)."""
+        if _FEED_INDEXED:
+            return _lazy_cards(*self._call(_ffi.controller_feed_indexed, _filter_json(class_types)))
+        # A library older than this package: the cards' bounds found in the text.
         text = self._call(_ffi.controller_feed_bytes, _filter_json(class_types))
-        cards = _lazy_cards(text)
-        if cards is None:  # the empty feed, "[]"
+        offsets = _offsets(text)
+        if offsets is None:  # the empty feed, "[]"
             import json
-            cards = [Card._from_library(item) for item in json.loads(text)]
-        return cards
+            return [Card._from_library(item) for item in json.loads(text)]
+        return _lazy_cards(text, offsets)
 
     def cards_json(self, class_types: Iterable[str] | str | None = None) -> str:
         """The same cards as the library's boundary JSON text (what C's ``cc_controller_feed``
@@ -338,6 +359,7 @@ class ContentCards:
     def counts(self, class_types: Iterable[str] | str | None = None) -> Counts:
         """Badge counts (total, unviewed, unread) of the visible feed, optionally for some class
         types."""
+        from .results import Counts
         return Counts(*self._call(_ffi.controller_all_counts, _filter_json(class_types)))
 
     def count(self, class_types: Iterable[str] | str | None = None) -> int:
@@ -381,6 +403,8 @@ class ContentCards:
 
     def _log(self, action: bytes, card: CardRef | None) -> LogResult:
         import json
+
+        from .results import LogResult
         card_id = None if card is None else _ffi.cstr(_card_id(card), "card id")
         _recorded, text = self._call(_ffi.controller_log, action, card_id)
         return LogResult.from_json(json.loads(text))
@@ -447,6 +471,8 @@ class ContentCards:
         controller open for that user with nothing stored (subscribers get an update).
         Returns what was removed."""
         import json
+
+        from .results import ForgetReceipt
         modes = {"flush": 0, "discard": 1}
         if not isinstance(pending, str) or pending not in modes:
             raise ValueError(f'pending must be "flush" or "discard", not {pending!r}')
@@ -461,6 +487,8 @@ class ContentCards:
         events and the cached images (a user with nothing stored gives empty lists).
         ``to_json()`` gives the document, the same in every runtime."""
         import json
+
+        from .results import UserExport
         user = None if user_id is None else _ffi.cstr(user_id, "user id")
         return UserExport.from_json(json.loads(self._call(_ffi.controller_export_user, user)))
 
@@ -468,6 +496,8 @@ class ContentCards:
         """Delivers every pending event now, waiting at most ``timeout`` seconds (None: the
         configuration's timeoutSeconds). Raises on failure (the events stay pending)."""
         import json
+
+        from .results import FlushResult
         text = self._with_transport_cause(_ffi.controller_flush_events, _timeout(timeout))
         return FlushResult.from_json(json.loads(text))
 
@@ -476,6 +506,8 @@ class ContentCards:
         most ``timeout`` seconds (None: 4 x timeoutSeconds); what the image cache did.
         Raises NoSourceError when no image cache is configured."""
         import json
+
+        from .results import ImageStats
         text = self._call(_ffi.controller_wait_images, _timeout(timeout))
         return ImageStats.from_json(json.loads(text))
 
@@ -483,8 +515,9 @@ class ContentCards:
         """:meth:`flush_events`, awaited: the flush runs on a daemon thread of its own, so
         cancelling the await returns at once and ``asyncio.run`` does not wait for it (the
         flush ends by its timeout; undelivered events stay pending)."""
+        from ._waiting import on_daemon_thread
         seconds = _timeout(timeout)
-        return await _on_daemon_thread(lambda: self.flush_events(seconds or None),
+        return await on_daemon_thread(lambda: self.flush_events(seconds or None),
                                        "contentcards-flush")
 
     def pending_events(self) -> int:
@@ -496,6 +529,8 @@ class ContentCards:
         ``limit`` of them (None: all), with the total pending and the failed delivery
         attempts in a row (see :class:`~contentcards.PendingEvents`)."""
         import json
+
+        from .results import PendingEvents
         if limit is not None and (not isinstance(limit, int) or limit < 0):
             raise ValueError(f"limit must be a whole number >= 0 or None, not {limit!r}")
         text = self._call(_ffi.controller_pending_events_json, limit or 0)
@@ -505,11 +540,14 @@ class ContentCards:
         """Diagnostics: last refresh, last delivery, last error, rate limit, left-out cards...
         as a :class:`~contentcards.Diagnostics` with snake_case fields."""
         import json
+
+        from .results import Diagnostics
         return Diagnostics.from_json(json.loads(self._call(_ffi.controller_diagnostics)))
 
     def current_update(self) -> Update:
         """The state as an Update (reason ``UpdateReason.CURRENT``, the counts of the visible
         feed now): what a new subscriber draws before the first change reaches it."""
+        from .results import Update, UpdateReason
         counts = self.counts()
         return Update(UpdateReason.CURRENT, True, None, None, counts, None,
                       {"reason": "current", "ok": True, "error": None, "cardId": None,
@@ -525,7 +563,9 @@ class ContentCards:
         See the class docstring for exceptions."""
         if not callable(fn):
             raise TypeError(f"subscriber must be callable, not {type(fn).__name__}")
-        key = self._callback_key(_update_entry(weakref.ref(self), fn))
+        from ._callbacks import update_entry
+        from .subscriptions import Subscription
+        key = self._callback_key(update_entry(weakref.ref(self), fn))
         # On failure the library releases the key itself (free_userdata runs right away).
         subscription_id = self._call(_ffi.controller_subscribe, key)
         return Subscription(self, subscription_id, key, fn)
@@ -541,6 +581,7 @@ class ContentCards:
         updates a slow reader has not taken are kept (older ones are dropped). The stream ends
         when the controller closes or the stream is closed (``aclose()``, or leaving ``async
         with``). Must be called with an event loop running."""
+        from .subscriptions import UpdateStream
         stream = UpdateStream(self, max_queued)
         stream._subscription = self.subscribe(stream._from_library)
         self._streams.add(stream)
@@ -558,7 +599,8 @@ class ContentCards:
             return
         if not callable(fn):
             raise TypeError(f"transport must be callable, not {type(fn).__name__}")
-        key = self._callback_key(_transport_entry(fn, weakref.ref(self)))
+        from ._callbacks import transport_entry
+        key = self._callback_key(transport_entry(fn, weakref.ref(self)))
         self._call(_ffi.controller_set_transport, key)
 
     def set_token_provider(self, fn: TokenProvider | None) -> None:
@@ -575,7 +617,8 @@ class ContentCards:
         if not callable(fn):
             raise TypeError(f"token provider must be callable, not {type(fn).__name__}")
         _ffi.require("cc_controller_set_token_provider")  # before the key is handed out
-        key = self._callback_key(_token_entry(fn, weakref.ref(self)))
+        from ._callbacks import token_entry
+        key = self._callback_key(token_entry(fn, weakref.ref(self)))
         # On failure the library releases the key itself (free_userdata runs right away).
         self._call(_ffi.controller_set_token_provider, key)
 

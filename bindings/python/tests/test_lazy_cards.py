@@ -1,6 +1,7 @@
-"""The cards of ``cards()`` are read lazily: each keeps its own part of the feed's
-text until a field is read. Nothing of it may show: every card equals the one built from the
-whole feed parsed at once, field by field, whatever its text holds."""
+"""The cards of ``cards()`` are read lazily: each keeps the feed's text and where its part is
+(the library's offsets, cc_controller_feed_indexed) until a field is read. Nothing of it may
+show: every card equals the one built from the whole feed parsed at once, field by field,
+whatever its text holds, also with a library that gives no offsets (found by the separator)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from typing import Any
 import pytest
 
 import contentcards as cc
+from contentcards import _ffi
 from contentcards import cards as cards_module
+from contentcards import controller as controller_module
 from conftest import open_sample
 
 # Texts that look like the place where one card ends and the next begins, and extras whose
@@ -58,6 +61,35 @@ def test_lazy_cards_equal_the_whole_feed_parsed(tricky: cc.ContentCards) -> None
         assert got.to_json() == want.to_json()
     assert tricky.cards("coupon_code") == eager(tricky, "coupon_code")
     assert tricky.cards(["nothing"]) == []
+    with cc.ContentCards() as empty:
+        assert empty.cards() == []
+
+
+def test_the_librarys_offsets_are_the_cards_bounds(tricky: cc.ContentCards) -> None:
+    # cc_controller_feed_indexed: the same text as cc_controller_feed, and each span one card.
+    for class_types in (None, "coupon_code", ["nothing"]):
+        text, offsets = tricky._call(_ffi.controller_feed_indexed,
+                                     None if class_types is None else
+                                     json.dumps([class_types] if isinstance(class_types, str)
+                                                else class_types).encode())
+        assert text.decode() == tricky.cards_json(class_types)
+        cards = json.loads(text)
+        assert len(offsets) == len(cards) + 1 and offsets[-1] == len(text)
+        assert [json.loads(text[a:b - 1]) for a, b in zip(offsets, offsets[1:])] == cards
+        assert all(text[b - 1:b] in (b",", b"]") for b in offsets[1:])
+        assert offsets == (cards_module._offsets(text) or [2])
+    with cc.ContentCards() as empty:
+        assert empty._call(_ffi.controller_feed_indexed, None) == (b"[]", [2])
+
+
+def test_a_library_without_offsets_gives_the_same_cards(tricky: cc.ContentCards,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A library older than the package (no cc_controller_feed_indexed): the bounds are found
+    # by the separator in the text, and the cards are the same.
+    expected = tricky.cards()
+    monkeypatch.setattr(controller_module, "_FEED_INDEXED", False)
+    assert tricky.cards() == expected == eager(tricky)
+    assert tricky.cards("coupon_code") == eager(tricky, "coupon_code")
     with cc.ContentCards() as empty:
         assert empty.cards() == []
 
@@ -122,14 +154,17 @@ def test_threads_reading_the_same_lazy_cards_see_the_same_values() -> None:
 
 
 def test_a_feed_text_not_in_the_writers_form_is_parsed_whole() -> None:
-    assert cards_module._lazy_cards(b"[]") is None
-    assert cards_module._lazy_cards(b' [{"id":"a"}]') is None
+    assert cards_module._offsets(b"[]") is None
+    assert cards_module._offsets(b' [{"id":"a"}]') is None
 
 
 def test_a_card_whose_text_is_not_json_says_so_when_read() -> None:
     # Never from the library; if it ever were, the error is the package's ParseError.
-    cards = cards_module._lazy_cards(b'[{"id":"a",},{"id":"b","type":"classic"}]')
-    assert cards is not None and len(cards) == 2
+    text = b'[{"id":"a",},{"id":"b","type":"classic"}]'
+    offsets = cards_module._offsets(text)
+    assert offsets == [1, 13, len(text)]
+    cards = cards_module._lazy_cards(text, offsets)
+    assert len(cards) == 2
     with pytest.raises(cc.ParseError, match="not JSON"):
         cards[0].title  # noqa: B018
     with pytest.raises(cc.ParseError, match="missing"):
