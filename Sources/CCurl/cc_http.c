@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,9 @@ enum {
     CURLINFO_RESPONSE_CODE = 0x200000 + 2,
     CURL_ERROR_SIZE = 256
 };
+
+// OpenSSL's crypto.h (stable since 1.1.1b).
+#define OPENSSL_INIT_NO_ATEXIT 0x00080000L
 
 typedef size_t (*write_fn)(char *, size_t, size_t, void *);
 
@@ -104,6 +108,18 @@ static void load_curl(void) {
     LOAD(slist_append, "curl_slist_append");
     LOAD(slist_free_all, "curl_slist_free_all");
 #undef LOAD
+    // OpenSSL (libcurl's TLS here) registers OPENSSL_cleanup with atexit when it is first
+    // initialised, unless told not to. The library's threads use libcurl (a background refresh,
+    // an image prefetch, the hint stream) and may still be inside it, even initialising it,
+    // when the host calls exit(): the cleanup then freed OpenSSL's locks under them, and the
+    // host crashed on its way out (tests/c/test_exit_with_curl.c). Initialised here first,
+    // without that handler, OpenSSL is left to the end of the process. A host that initialised
+    // OpenSSL before has its own handler, which this cannot change; one that wants the cleanup
+    // calls OPENSSL_cleanup() itself. Looked up through libcurl's handle, so only when libcurl
+    // brought OpenSSL (not the GnuTLS flavour).
+    int (*openssl_init)(uint64_t, const void *) = NULL;
+    *(void **)(&openssl_init) = dlsym(lib, "OPENSSL_init_crypto");
+    if (openssl_init) openssl_init(OPENSSL_INIT_NO_ATEXIT, NULL);
     // curl_global_init is not thread-safe; pthread_once makes it run exactly once.
     if (curl.global_init(CURL_GLOBAL_ALL) != CURLE_OK) {
         snprintf(curl.error, sizeof curl.error, "curl_global_init failed");

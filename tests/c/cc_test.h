@@ -52,6 +52,25 @@ static int cc_test_passed, cc_test_failed;
 
 #define CHECK_CONTAINS(haystack, needle) CHECK((haystack) != NULL && strstr((haystack), (needle)) != NULL)
 
+/* `text` with every `from` replaced by `to` (malloc'd). */
+static inline char *cc_test_replaced(const char *text, const char *from, const char *to) {
+    size_t n = 0, from_len = strlen(from), to_len = strlen(to);
+    for (const char *p = strstr(text, from); p; p = strstr(p + from_len, from)) n++;
+    char *out = malloc(strlen(text) + n * to_len + 1), *w = out;
+    if (!out) return NULL;
+    for (const char *p = text, *hit; ; p = hit + from_len) {
+        hit = strstr(p, from);
+        size_t keep = hit ? (size_t)(hit - p) : strlen(p);
+        memcpy(w, p, keep);
+        w += keep;
+        if (!hit) break;
+        memcpy(w, to, to_len);
+        w += to_len;
+    }
+    *w = 0;
+    return out;
+}
+
 static inline int cc_test_finish(const char *name) {
     printf("%s: %d passed, %d failed\n", name, cc_test_passed, cc_test_failed);
     return cc_test_failed == 0 ? 0 : 1;

@@ -36,8 +36,9 @@ static cc_controller *open_built(cc_config *config, int *rc) {
 static char *read_file(const char *path, size_t *size) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
-    char *data = malloc(1 << 20);
+    char *data = malloc((1 << 20) + 1);
     *size = data ? fread(data, 1, 1 << 20, f) : 0;
+    if (data) data[*size] = 0;   /* also a C string */
     fclose(f);
     return data;
 }
@@ -329,15 +330,18 @@ static void test_handles(void) {
 
 /* Relative paths are resolved once, at open (cc_controller_open): a host that changes its
  * working directory afterwards still refreshes from, stores into and delivers events to the
- * directory it opened in, and leaves nothing in the new one. */
+ * directory it opened in, and leaves nothing in the new one. The feed's images point at port
+ * 1 of the loopback (refused at once: no network), and the test waits for their prefetch. */
 static void test_relative_paths(void) {
     char home[512], elsewhere[512], cwd[1024], path[1100];
     cc_test_make_dir(home, sizeof home, "cc-relative");
     cc_test_make_dir(elsewhere, sizeof elsewhere, "cc-elsewhere");
     if (!getcwd(cwd, sizeof cwd) || chdir(home) != 0) { cc_test_failed++; return; }
     size_t size = 0;
-    char *feed = read_file(CC_SAMPLE_FEED, &size);
-    CHECK(feed != NULL && write_file("feed.json", feed, size));
+    char *sample = read_file(CC_SAMPLE_FEED, &size);
+    char *feed = sample ? cc_test_replaced(sample, "https://cdn.example.com/", "http://127.0.0.1:1/") : NULL;
+    CHECK(feed != NULL && write_file("feed.json", feed, strlen(feed)));
+    free(sample);
     free(feed);
     cc_controller *c = NULL;
     CHECK_OK(cc_controller_open(&c, "{\"userId\":\"u-1\",\"refreshTokens\":0,\"storagePath\":\"store\","
@@ -357,6 +361,7 @@ static void test_relative_paths(void) {
         snprintf(path, sizeof path, "\"storagePath\":\"%s/store\"", home);
         CHECK_CONTAINS(diagnostics, path);
         cc_string_free(diagnostics);
+        CHECK_OK(cc_controller_wait_images(NULL, c, 10));
     }
     CHECK_OK(cc_controller_close(c));
     snprintf(path, sizeof path, "%s/events.jsonl", home);

@@ -7,7 +7,6 @@ directory it opened in, and leaves nothing in the new one. The same scenario as
 from __future__ import annotations
 
 import os
-import shutil
 from typing import Any
 
 import pytest
@@ -20,7 +19,11 @@ def test_a_change_of_directory_after_open_moves_nothing(tmp_path: Any, sample_fe
     home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
     home.mkdir()
     elsewhere.mkdir()
-    shutil.copy(sample_feed, home / "feed.json")
+    # The images point at port 1 of the loopback (refused at once: no network), and their
+    # prefetch is waited for.
+    with open(sample_feed, encoding="utf-8") as f:
+        feed = f.read().replace("https://cdn.example.com/", "http://127.0.0.1:1/")
+    (home / "feed.json").write_text(feed, encoding="utf-8")
     monkeypatch.chdir(home)
     with cc.ContentCards(user_id="u-1", refresh_tokens=0, storage_path="store",
                          source={"file": "feed.json"}, events={"file": "events.jsonl"},
@@ -32,6 +35,7 @@ def test_a_change_of_directory_after_open_moves_nothing(tmp_path: Any, sample_fe
         c.flush_events(10)
         c.change_user("u-2")
         assert c.diagnostics().storage_path == str(home / "store")
+        c.wait_for_images(10)
     assert (home / "events.jsonl").exists()
     assert (home / "store" / "contentcards.sqlite").exists()
     assert list(elsewhere.iterdir()) == []
