@@ -17,7 +17,7 @@ extension ContentCardsController {
             do throws(StoreError) {
                 let rows = try store.pendingEvents(limit: limit > 0 ? limit : Int.max, maxBytes: Int.max)
                 return PendingEvents(pending: try store.pendingEventCount(), failedAttempts: delivery.attempt,
-                                     events: rows.map(\.event), attempts: rows.map { delivery.eventAttempts[$0.sequence] ?? 0 })
+                                     events: rows.map(\.event), attempts: rows.map { delivery.eventAttempts[$0.event.id] ?? 0 })
             } catch { throw ContentCardsError(.storage, error.message) }
         }
     }

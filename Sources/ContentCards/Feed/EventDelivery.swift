@@ -20,10 +20,11 @@ final class EventDelivery: @unchecked Sendable {
     var scheduled = false
     /// Failed delivery attempts in a row since the last delivery (the backoff's exponent).
     var attempt = 0
-    /// Failed delivery attempts of each event in this process, by outbox sequence: only events
-    /// of batches that failed (the oldest, which go out first), removed once delivered or
-    /// dropped (the outbox's listing shows them; the store keeps no count).
-    var eventAttempts: [Int64: Int] = [:]
+    /// Failed delivery attempts of each event in this process, by event id (not its outbox
+    /// number, which schema 4 may give again, `deleteEvents`): only events of batches that
+    /// failed (the oldest, which go out first), removed once delivered or dropped (the outbox's
+    /// listing shows them; the store keeps no count).
+    var eventAttempts: [String: Int] = [:]
     /// The thread inside the sink (the events transport) while a delivery waits for it.
     var thread: pthread_t?
     /// Sink calls still running that a delivery abandoned at its deadline (a FIFO, a stalled
@@ -97,7 +98,7 @@ final class EventDelivery: @unchecked Sendable {
             controller.lock.withLock {
                 switch outcome {
                 case .delivered, .drop:
-                    do throws(StoreError) { try controller.store?.deleteEvents(batch.map(\.sequence)) } catch {
+                    do throws(StoreError) { try controller.store?.deleteEvents(batch) } catch {
                         failure = ContentCardsError(.storage, error.message)
                         return
                     }
@@ -110,10 +111,10 @@ final class EventDelivery: @unchecked Sendable {
                         controller.record.deliveredEvents += batch.count
                     }
                     attempt = 0
-                    for row in batch { eventAttempts[row.sequence] = nil }
+                    for row in batch { eventAttempts[row.event.id] = nil }
                 case .retry(let e):
                     failure = e
-                    for row in batch { eventAttempts[row.sequence, default: 0] += 1 }
+                    for row in batch { eventAttempts[row.event.id, default: 0] += 1 }
                 }
             }
             switch outcome {

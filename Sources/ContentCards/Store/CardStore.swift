@@ -52,7 +52,7 @@ struct PendingEvent {
 /// WAL mode so that readers never wait for a writer and two processes can share it. Every
 /// mutation is one transaction. With no directory the store lives in memory.
 final class CardStore {
-    static let schemaVersion: Int64 = 3
+    static let schemaVersion: Int64 = 4
     static let fileName = "contentcards.sqlite"
 
     let db: SQLiteDatabase
@@ -210,6 +210,7 @@ final class CardStore {
         if found.version < 1 { try migrateTo1() }
         if found.version < 2 { try migrateTo2() }
         if found.version < 3 { try migrateTo3() }
+        if found.version < 4 { try migrateTo4() }
         // An in-memory store writes no cards (see `apply`): no column for them.
         if !isInMemory && !found.hasChecksum { try addChecksumColumn() }
         if found.appID == 0 && !found.isEmpty {
@@ -332,6 +333,37 @@ final class CardStore {
     private func migrateTo3() throws(StoreError) {
         try db.transaction { () throws(StoreError) in
             try db.execute("PRAGMA user_version = 3;")
+        }
+    }
+
+    /// Schema 4: the outbox without the unique index on event ids and without AUTOINCREMENT.
+    /// Each logged event is a commit of its own, and both cost pages written to the WAL at every
+    /// commit (the index's page, `sqlite_sequence`'s): about 3.4 pages a logged impression
+    /// became 2 (docs/PERFORMANCE.md, "Durable logging"). Ids are 128 random bits, never looked
+    /// up; AUTOINCREMENT kept a delivered batch's sequence numbers from being given again to
+    /// new events, which a delivery that deleted by number alone (another process may deliver
+    /// the same outbox) could then have deleted unsent. Deliveries delete by number and id now
+    /// (`deleteEvents`). The table is copied, in order; `sqlite_sequence` stays (SQLite never
+    /// drops it), without a row for events.
+    private func migrateTo4() throws(StoreError) {
+        try db.transaction { () throws(StoreError) in
+            try db.execute("""
+                CREATE TABLE events_4 (
+                    seq INTEGER PRIMARY KEY,
+                    id TEXT NOT NULL,
+                    type TEXT NOT NULL,
+                    card_id TEXT,
+                    class_type TEXT,
+                    user_id TEXT NOT NULL,
+                    time REAL NOT NULL
+                );
+                INSERT INTO events_4 (seq, id, type, card_id, class_type, user_id, time)
+                    SELECT seq, id, type, card_id, class_type, user_id, time FROM events ORDER BY seq;
+                DROP TABLE events;
+                ALTER TABLE events_4 RENAME TO events;
+                DELETE FROM sqlite_sequence WHERE name = 'events';
+                PRAGMA user_version = 4;
+                """)
         }
     }
 
@@ -548,11 +580,14 @@ final class CardStore {
         return try s.step() ? Int(s.int(0)) : 0
     }
 
-    func deleteEvents(_ sequences: [Int64]) throws(StoreError) {
-        guard !sequences.isEmpty else { return }
+    /// Deletes delivered events, each by its number and its id: a number can be given again
+    /// once the newest events are gone (schema 4 has no AUTOINCREMENT), and another process
+    /// delivering the same outbox may have deleted these and logged new ones meanwhile.
+    func deleteEvents(_ events: [PendingEvent]) throws(StoreError) {
+        guard !events.isEmpty else { return }
         try db.transaction { () throws(StoreError) in
-            let s = try statement("DELETE FROM events WHERE seq = ?")
-            for seq in sequences { try s.run([.int(seq)]) }
+            let s = try statement("DELETE FROM events WHERE seq = ? AND id = ?")
+            for e in events { try s.run([.int(e.sequence), .text(e.event.id)]) }
         }
     }
 }

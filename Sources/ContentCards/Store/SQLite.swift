@@ -49,6 +49,7 @@ final class SQLiteDatabase {
     deinit { close() }
 
     func close() {
+        control = [:]   // finalized while the connection is open (none in a fork child: see deinit)
         if let handle {
             self.handle = nil
             if isInherited { return }   // leaked in a child of fork(): never touched
@@ -125,16 +126,34 @@ final class SQLiteDatabase {
         try inTransaction(beginning: "BEGIN IMMEDIATE", body)
     }
 
+    /// BEGIN, BEGIN IMMEDIATE, COMMIT and ROLLBACK, each prepared once. Through `execute`
+    /// (sqlite3_exec) each was parsed again at every transaction: with a logged event a commit
+    /// of its own, the parser was a few percent of every log call.
+    private var control: [String: SQLiteStatement] = [:]
+
+    /// Runs one of the transaction statements (`control`).
+    private func runControl(_ sql: String) throws(StoreError) {
+        let statement: SQLiteStatement
+        if let prepared = control[sql] {
+            statement = prepared
+        } else {
+            statement = try prepare(sql)
+            control[sql] = statement
+        }
+        defer { statement.reset() }   // also after a failure: a statement left stepped is active
+        while try statement.step() {}
+    }
+
     /// `begin`, then `body`, then COMMIT; ROLLBACK when anything throws.
     private func inTransaction<T>(beginning begin: String, _ body: () throws(StoreError) -> T) throws(StoreError) -> T {
         try ForkSafety.sqlite { () throws(StoreError) -> T in   // never open across a fork()
-            try execute(begin)
+            try runControl(begin)
             do throws(StoreError) {
                 let value = try body()
-                try execute("COMMIT")
+                try runControl("COMMIT")
                 return value
             } catch {
-                try? execute("ROLLBACK")
+                try? runControl("ROLLBACK")
                 throw error
             }
         }

@@ -76,8 +76,8 @@ import Glibc
                 let p = try page(of: d, "PRAGMA page_count"); return (p.page / 2, p.size) }, { _ in UInt8.random(in: 0...255) }),
             ("the root page of the cards table, zeroed", { d in
                 try page(of: d, "SELECT rootpage FROM sqlite_master WHERE name = 'cards'") }, { _ in 0 }),
-            ("a page of the events index", { d in
-                try page(of: d, "SELECT rootpage FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events'") }, { i in UInt8(truncatingIfNeeded: i &* 31) }),
+            ("the root page of the events table", { d in
+                try page(of: d, "SELECT rootpage FROM sqlite_master WHERE name = 'events'") }, { i in UInt8(truncatingIfNeeded: i &* 31) }),
             ("the last page", { d in
                 try page(of: d, "PRAGMA page_count") }, { _ in 0xFF }),
         ]
