@@ -87,53 +87,84 @@ extension ContentCardsController {
     /// then writes the events and changed cards of all of them in one transaction. A call
     /// refused (or naming an unknown card) fails alone; a transaction that fails fails every
     /// call in it, and nothing of any is recorded. With the lock held; the outcomes in order.
+    ///
+    /// The transaction is begun first and the check for other connections' commits
+    /// (`reloadIfChangedElsewhere`) runs inside it: with the write lock held it sees every
+    /// commit, and it needs no read transaction of its own, whose locks on the `-shm` file were
+    /// two of a logged event's eight `fcntl` calls (docs/PERFORMANCE.md, "Durable logging").
     private func writeLocked(_ calls: [PendingLog]) -> [Result<(LogResult, FeedCounts), ContentCardsError>] {
-        do throws(ContentCardsError) { try reloadIfChangedElsewhere() } catch {
-            return calls.map { _ in .failure(error) }
+        var decided = DecidedLogs(count: calls.count)
+        // Until the calls are decided a failure (closed, BEGIN refused, the reload) is every
+        // call's; after, only the recorded calls' (the refused ones keep their own outcome).
+        var failedBeforeDeciding = true
+        do throws(ContentCardsError) {
+            try inWriteTransaction { () throws(ContentCardsError) in
+                try reloadIfChangedElsewhere()
+                failedBeforeDeciding = false
+                decided = decide(calls)
+                if !decided.recorded.isEmpty { try persist(decided.changes, for: userID) }
+            }
+        } catch {
+            if failedBeforeDeciding { return calls.map { _ in .failure(error) } }
+            for (i, _) in decided.recorded { decided.outcomes[i] = .failure(error) }
+            return decided.finished()
         }
-        var outcomes: [Result<(LogResult, FeedCounts), ContentCardsError>?] = Array(repeating: nil, count: calls.count)
-        var changes = StoreChanges()
+        if !decided.recorded.isEmpty {
+            feed.publish(&decided.changes)
+            let counts = currentCounts()
+            for (i, result) in decided.recorded { decided.outcomes[i] = .success((result, counts)) }
+        }
+        return decided.finished()
+    }
+
+    /// Decides each call in order against the cards as the calls before it left them: the
+    /// events and changed cards to write, the calls recorded, and the outcomes of those that
+    /// were not (refused, unknown card).
+    private func decide(_ calls: [PendingLog]) -> DecidedLogs {
+        var decided = DecidedLogs(count: calls.count)
         var changed: [String: Card] = [:]      // cards changed by earlier calls of this batch
         var changedOrder: [String] = []
-        var recorded: [(Int, LogResult)] = []
         for (i, call) in calls.enumerated() {
             guard let cardID = call.cardID, let decide = call.decide else {
                 let event = Event(id: eventIDs.next(), kind: .feedDisplayed, cardID: nil, classType: nil,
                                   userID: userID, time: clock.now())
-                changes.events.append(event)
-                recorded.append((i, .recorded(eventID: event.id, stateChanged: false)))
+                decided.changes.events.append(event)
+                decided.recorded.append((i, .recorded(eventID: event.id, stateChanged: false)))
                 continue
             }
             guard let card = changed[cardID] ?? feed.stored.cards[cardID] else {
                 let e = Self.unknownCard(cardID)
                 record.lastError = e
-                outcomes[i] = .failure(e)
+                decided.outcomes[i] = .failure(e)
                 continue
             }
             let kind: Event.Kind, next: Card?
             do throws(ContentCardsError) { (kind, next) = try decide(card) } catch {
                 record.lastError = error
-                outcomes[i] = .failure(error)
+                decided.outcomes[i] = .failure(error)
                 continue
             }
             let event = Event(id: eventIDs.next(), kind: kind, cardID: card.id, classType: card.classType,
                               userID: userID, time: clock.now())
-            changes.events.append(event)
+            decided.changes.events.append(event)
             if let next, changed.updateValue(next, forKey: next.id) == nil { changedOrder.append(next.id) }
-            if kind == .dismissal { changes.dismissalsAdded.append(card.id) }
-            recorded.append((i, .recorded(eventID: event.id, stateChanged: next != nil)))
+            if kind == .dismissal { decided.changes.dismissalsAdded.append(card.id) }
+            decided.recorded.append((i, .recorded(eventID: event.id, stateChanged: next != nil)))
         }
-        if !recorded.isEmpty {
-            changes.upserts = changedOrder.compactMap { changed[$0] }
-            do throws(ContentCardsError) {
-                try persist(changes, for: userID)
-                feed.publish(&changes)
-                let counts = currentCounts()
-                for (i, result) in recorded { outcomes[i] = .success((result, counts)) }
-            } catch {
-                for (i, _) in recorded { outcomes[i] = .failure(error) }
-            }
-        }
-        return outcomes.map { $0 ?? .failure(ContentCardsError(.internal, "a log call was not decided")) }
+        decided.changes.upserts = changedOrder.compactMap { changed[$0] }
+        return decided
+    }
+}
+
+/// What `decide` made of a batch of log calls.
+private struct DecidedLogs {
+    var changes = StoreChanges()
+    /// The calls to record (their index in the batch) with their result once written.
+    var recorded: [(Int, LogResult)] = []
+    var outcomes: [Result<(LogResult, FeedCounts), ContentCardsError>?]
+    init(count: Int) { outcomes = Array(repeating: nil, count: count) }
+
+    func finished() -> [Result<(LogResult, FeedCounts), ContentCardsError>] {
+        outcomes.map { $0 ?? .failure(ContentCardsError(.internal, "a log call was not decided")) }
     }
 }

@@ -184,6 +184,25 @@ public final class ContentCardsController: @unchecked Sendable {
         }
     }
 
+    /// Runs `body` in one write transaction of the store (the writes of `persist` and the reads
+    /// of `reloadIfChangedElsewhere` inside it join it), committed when `body` returns and
+    /// rolled back when it throws, its error rethrown as it is; a failed BEGIN or COMMIT is
+    /// `.storage`. Called with the lock held.
+    func inWriteTransaction(_ body: () throws(ContentCardsError) -> Void) throws(ContentCardsError) {
+        guard let store else { throw Self.closedError }
+        var failure: ContentCardsError?
+        do throws(StoreError) {
+            try store.db.transaction { () throws(StoreError) in
+                do throws(ContentCardsError) { try body() } catch {
+                    failure = error
+                    throw StoreError(error.message)   // rolls the transaction back
+                }
+            }
+        } catch {
+            throw failure ?? ContentCardsError(.storage, "cannot save to the store: \(error.message)")
+        }
+    }
+
     /// Persists changes; on failure nothing in memory changes either. Called with the lock held.
     func persist(_ changes: StoreChanges, for user: String) throws(ContentCardsError) {
         guard let store else { throw Self.closedError }

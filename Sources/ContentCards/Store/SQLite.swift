@@ -121,10 +121,19 @@ final class SQLiteDatabase {
     }
 
     /// Runs `body` in one IMMEDIATE transaction (the write lock is taken up front, so two
-    /// processes never deadlock upgrading a read to a write), rolling back on error.
+    /// processes never deadlock upgrading a read to a write), rolling back on error. Inside a
+    /// write transaction already (a batch of log calls: `inWriteTransaction`), `body` simply
+    /// runs in it, and its error rolls back the whole.
     func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
-        try inTransaction(beginning: "BEGIN IMMEDIATE", body)
+        if inWriteTransaction { return try body() }
+        inWriteTransaction = true
+        defer { inWriteTransaction = false }
+        return try inTransaction(beginning: "BEGIN IMMEDIATE", body)
     }
+
+    /// Inside `transaction`'s body. (Kept here rather than asked of SQLite: sqlite3_txn_state
+    /// came with SQLite 3.34, newer than some systems the library supports.)
+    private var inWriteTransaction = false
 
     /// BEGIN, BEGIN IMMEDIATE, COMMIT and ROLLBACK, each prepared once. Through `execute`
     /// (sqlite3_exec) each was parsed again at every transaction: with a logged event a commit
