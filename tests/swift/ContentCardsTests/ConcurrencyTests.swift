@@ -15,7 +15,7 @@ import Testing
         let errors = UpdateLog()
         try shared.subscribe { updates.add($0) }
         let ids = ["tile-1", "tile-2", "tile-3", "msg-1", "msg-2", "msg-3", "coupon-1", "coupon-control"]
-        DispatchQueue.concurrentPerform(iterations: 8) { worker in
+        TestThreads.run(8) { worker in
             for round in 0..<60 {
                 let c = (worker + round) % 3 == 0 ? other : shared
                 let id = ids[(worker + round) % ids.count]
@@ -51,7 +51,7 @@ import Testing
         for _ in 0..<5 {
             let c = try makeController()
             try c.refresh()
-            DispatchQueue.concurrentPerform(iterations: 4) { worker in
+            TestThreads.run(4) { worker in
                 if worker == 0 { usleep(2000); c.close(); return }
                 for _ in 0..<100 {
                     _ = try? c.cards()

@@ -26,7 +26,7 @@ import Testing
         let results = UpdateLog()
         let group = DispatchGroup()
         func log(_ id: String) {
-            DispatchQueue.global().async(group: group) {
+            TestThreads.start(in: group) {
                 if let r = try? c.logImpression(cardID: id), r.recorded {
                     results.add(FeedUpdate(reason: .impression, error: nil, cardID: id, counts: FeedCounts(), sync: nil))
                 }
@@ -59,7 +59,7 @@ import Testing
         c.lock.lock()
         let outcomes = LogOutcomes()
         let group = DispatchGroup()
-        DispatchQueue.global().async(group: group) { outcomes.add("first", Result { try c.logImpression(cardID: "msg-1") }) }
+        TestThreads.start(in: group) { outcomes.add("first", Result { try c.logImpression(cardID: "msg-1") }) }
         #expect(Self.waitUntil { c.logBatch.state.writing })
         let calls: [(String, () throws -> LogResult)] = [
             ("dismiss", { try c.logDismissal(cardID: "tile-1") }),
@@ -70,7 +70,7 @@ import Testing
             ("feed", { try c.logFeedDisplayed() }),
         ]
         for (i, call) in calls.enumerated() {
-            DispatchQueue.global().async(group: group) { outcomes.add(call.0, Result { try call.1() }) }
+            TestThreads.start(in: group) { outcomes.add(call.0, Result { try call.1() }) }
             #expect(Self.waitUntil { c.logBatch.state.queued == i + 1 })   // in this order
         }
         c.lock.unlock()
@@ -96,7 +96,7 @@ import Testing
         let ids = (0..<16).map { "g\($0)" }
         try c.apply("[" + ids.map { Fixtures.wire($0, extra: #""db":true,"u":"https://example.com/\#($0)""#) }.joined(separator: ",") + "]")
         let outcomes = LogOutcomes()
-        DispatchQueue.concurrentPerform(iterations: 8) { worker in
+        TestThreads.run(8) { worker in
             for round in 0..<40 {
                 let id = ids[(worker * 5 + round) % ids.count]
                 let key = "\(worker)-\(round)"
@@ -132,7 +132,7 @@ import Testing
             let c = try makeController(storage: dir)
             try c.refresh()
             let outcomes = LogOutcomes()
-            DispatchQueue.concurrentPerform(iterations: 6) { worker in
+            TestThreads.run(6) { worker in
                 if worker == 0 {
                     usleep(UInt32(500 + round * 700))
                     c.close()
@@ -168,7 +168,7 @@ import Testing
             if n % 7 == 0 { fromCallbacks.add("cb-\(n)", Result { try c.logFeedDisplayed() }) }
         }
         let outcomes = LogOutcomes()
-        DispatchQueue.concurrentPerform(iterations: 4) { worker in
+        TestThreads.run(4) { worker in
             for i in 0..<100 { outcomes.add("\(worker)-\(i)", Result { try c.logImpression(cardID: "tile-\(1 + i % 3)") }) }
         }
         sub.cancel()

@@ -291,7 +291,7 @@ import Glibc
             ids.add(s.id)
         }
         for _ in 0..<4 { add() }
-        DispatchQueue.concurrentPerform(iterations: 4) { worker in
+        TestThreads.run(4) { worker in
             for i in 0..<20 {
                 switch (worker + i + seed) % 5 {
                 case 0: _ = try? c.logImpression(cardID: ["a", "b", "c"][i % 3])
@@ -330,7 +330,7 @@ import Glibc
         for _ in 0..<200 {
             let c = try makeController()
             let attempts = Counter(), removed = Counter()
-            DispatchQueue.concurrentPerform(iterations: 3) { worker in
+            TestThreads.run(3) { worker in
                 if worker == 0 {
                     usleep(UInt32.random(in: 0...300))
                     c.close()

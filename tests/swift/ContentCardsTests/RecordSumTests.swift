@@ -186,7 +186,7 @@ import Testing
             }
             try storeRows(dir, "ALTER TABLE cards DROP COLUMN checksum")
             let failures = Messages()
-            DispatchQueue.concurrentPerform(iterations: 6) { _ in
+            TestThreads.run(6) { _ in
                 do { _ = try CardStore(directory: dir) } catch { failures.add("\(error)") }
             }
             #expect(failures.all.isEmpty, "\(failures.all)")

@@ -71,7 +71,7 @@ import Testing
     @Test func everyBodyRunsExactlyOnceUnderConcurrentHandOffs() {
         let cache = ThreadCache(maxIdle: 3, idleSeconds: 0.001)
         let ran = Counter()
-        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+        TestThreads.run(4) { _ in
             for _ in 0..<500 { #expect(cache.run { ran.add() } == 0) }
         }
         #expect(Self.waitUntil { ran.count == 2000 })
