@@ -14,7 +14,6 @@ import os
 
 from . import _ffi
 from .cards import Card
-from .errors import ParseError
 
 # typing is not imported at run time (it would slow `import contentcards`); mypy reads this as True.
 TYPE_CHECKING = False
@@ -25,7 +24,6 @@ if TYPE_CHECKING:
     from typing_extensions import TypeAlias
 
     from .convert import ContentCardable
-    from .errors import ContentCardsError
 
 __all__ = ["CardRef", "card_id", "dumps", "dumps_small", "filter_json", "timeout"]
 
@@ -41,20 +39,26 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"a value of type {type(value).__name__} is not JSON serializable")
 
 
-def _for_library(encode: Callable[[Any], str], value: Any, error: type[ContentCardsError],
-                 what: str) -> bytes:
-    """``encode(value)`` as the library's UTF-8 bytes; ``error`` (naming ``what``) when the
-    value cannot be JSON."""
+def _for_library(encode: Callable[[Any], str], value: Any, error: str, what: str) -> bytes:
+    """``encode(value)`` as the library's UTF-8 bytes; the exception of contentcards.errors
+    named ``error`` (naming ``what``) when the value cannot be JSON. By name: the errors module
+    is imported when one is raised, not by opening a controller (docs/PERFORMANCE.md)."""
     try:
         text = encode(value)
     except ValueError as exc:  # NaN, infinity, a circular reference
-        raise error(f"{what} cannot be JSON: {exc}") from exc
+        raise _error(error)(f"{what} cannot be JSON: {exc}") from exc
     except RecursionError as exc:
-        raise error(f"{what} is nested too deeply") from exc
+        raise _error(error)(f"{what} is nested too deeply") from exc
     return _ffi.cstr(text, what)
 
 
-def dumps(value: Any, error: type[ContentCardsError], what: str) -> bytes:
+def _error(name: str) -> type[Exception]:
+    from . import errors
+    cls: type[Exception] = getattr(errors, name)
+    return cls
+
+
+def dumps(value: Any, error: str, what: str) -> bytes:
     """``value`` as JSON text for the library; ``error`` (naming ``what``) when it cannot be."""
     import json
     return _for_library(lambda v: json.dumps(v, default=_json_default, allow_nan=False, ensure_ascii=False),
@@ -105,7 +109,7 @@ def _small(value: Any, open_: set[int]) -> str:
     return _small(_json_default(value), open_)
 
 
-def dumps_small(value: Any, error: type[ContentCardsError], what: str) -> bytes:
+def dumps_small(value: Any, error: str, what: str) -> bytes:
     """``dumps`` for the few hundred bytes of a configuration or a filter, without importing
     json: its import (1.3 ms, most of it loading the _json extension) was an eighth of opening
     a controller and reading its first feed from Python. The same text as json.dumps's, but for
@@ -121,7 +125,7 @@ def filter_json(class_types: Iterable[str] | str | None) -> bytes | None:
     for name in names:
         if not isinstance(name, str):
             raise TypeError(f"class types must be str, not {type(name).__name__}")
-    return dumps_small(names, ParseError, "class-type filter")
+    return dumps_small(names, "ParseError", "class-type filter")
 
 
 def card_id(card: CardRef) -> str:

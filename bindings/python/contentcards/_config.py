@@ -12,7 +12,6 @@ from collections.abc import Mapping
 
 from . import _ffi
 from ._arguments import dumps_small
-from .errors import ConfigError
 
 # typing is not imported at run time (it would slow `import contentcards`); mypy reads this as True.
 TYPE_CHECKING = False
@@ -109,4 +108,4 @@ def config_json(config: Mapping[str, Any] | str | bytes | None,
         if name == "known_class_types" and value is not None and not isinstance(value, str):
             value = list(value)
         merged[CONFIG_KEYS[name]] = value
-    return dumps_small(merged, ConfigError, "configuration")
+    return dumps_small(merged, "ConfigError", "configuration")

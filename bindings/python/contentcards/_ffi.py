@@ -353,22 +353,61 @@ def controller_feed_bytes(handle: int, filter_json: bytes | None) -> bytes:
             lib.cc_string_free(out)
 
 
-def controller_feed_indexed(handle: int, filter_json: bytes | None) -> tuple[bytes, list[int]]:
-    """The feed's UTF-8 bytes and where each card of it begins: the card count plus one offsets,
-    the last the text's length (cc_controller_feed_indexed). `Controller.cards` makes a lazy
-    card of each span without scanning the text."""
+class LibraryText:
+    """Bytes the library allocated, handed on without a copy and freed (``cc_string_free``)
+    when the last holder lets go: the feed's text that the lazy cards of ``cards()`` share.
+
+    Why not ``ctypes.string_at``: copying the feed of 1,000 cards into a fresh ``bytes`` was
+    0.38 ms of a program's first ``cards()``, nearly all of it the page faults of the copy's
+    656 KB (docs/PERFORMANCE.md, "Python open and first feed"); the library's buffer is
+    already written. A slice (``text[start:end]``) is a copy of that part, as a slice of
+    ``bytes`` is. Nothing writes the buffer after the library returns it, so any thread may
+    read it; it is freed only once nothing holds this object."""
+
+    __slots__ = ("_address", "_length")
+
+    def __init__(self, address: int, length: int) -> None:
+        self._address = address
+        self._length = length
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __getitem__(self, span: slice) -> bytes:
+        start, stop, step = span.indices(self._length)
+        if step != 1:
+            raise ValueError("LibraryText slices have a step of 1")
+        return ctypes.string_at(self._address + start, stop - start) if stop > start else b""
+
+    def __bytes__(self) -> bytes:
+        return ctypes.string_at(self._address, self._length)
+
+    def __del__(self) -> None:
+        address, self._address, self._length = self._address, 0, 0
+        if address:
+            try:
+                lib.cc_string_free(address)
+            except Exception:  # noqa: BLE001 - at interpreter exit, `lib` may be gone already
+                pass
+
+
+def controller_feed_indexed(handle: int, filter_json: bytes | None) -> tuple[LibraryText, list[int]]:
+    """The feed's UTF-8 text, as the library wrote it (not copied), and where each card of it
+    begins: the card count plus one offsets, the last the text's length
+    (cc_controller_feed_indexed). `Controller.cards` makes a lazy card of each span without
+    scanning the text."""
     out, offsets, length, count = c_void_p(), c_void_p(), c_size_t(), c_size_t()
-    try:
-        lib.cc_controller_feed_indexed(ctypes.byref(out), ctypes.byref(length), ctypes.byref(offsets),
-                                       ctypes.byref(count), handle, filter_json)
-        if not out.value or not offsets.value:
-            raise error_for(-99, "cc_controller_feed_indexed succeeded but returned no feed")
-        # A pointer's slice is a list of ints made in C (no array type made per length).
-        return (ctypes.string_at(out.value, length.value),
-                ctypes.cast(offsets, POINTER(c_size_t))[:count.value + 1])
-    finally:
-        if out.value:
-            lib.cc_string_free(out)
+    lib.cc_controller_feed_indexed(ctypes.byref(out), ctypes.byref(length), ctypes.byref(offsets),
+                                   ctypes.byref(count), handle, filter_json)
+    if not out.value:
+        raise error_for(-99, "cc_controller_feed_indexed succeeded but returned no feed")
+    # Owned from here: freed with the text, also when what follows fails.
+    text = LibraryText(out.value, length.value)
+    if not offsets.value:
+        raise error_for(-99, "cc_controller_feed_indexed succeeded but returned no offsets")
+    # A pointer's slice is a list of ints made in C (no array type made per length). The
+    # offsets live in the text's allocation: read now, while `text` holds it.
+    return text, ctypes.cast(offsets, POINTER(c_size_t))[:count.value + 1]
 
 
 def controller_card(handle: int, card_id: bytes) -> str:

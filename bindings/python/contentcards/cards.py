@@ -7,13 +7,14 @@ import types
 from collections.abc import Mapping
 
 from ._value import Value
-from .errors import ParseError
 
 # typing is not imported at run time (it would slow `import contentcards`); mypy reads this as True.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime
     from typing import Any
+
+    from ._ffi import LibraryText
 
 __all__ = ["Card", "CardType", "json_number", "normalize_class_type"]
 
@@ -83,6 +84,14 @@ _FIELDS: tuple[tuple[str, str, str, bool], ...] = (
 )
 
 
+def _parse_error(message: str) -> Exception:
+    """``contentcards.errors.ParseError(message)``. The errors module (some twenty classes) is
+    imported when the first error is raised, not with the cards: opening a controller and
+    reading its feed need neither (docs/PERFORMANCE.md, "Python open and first feed")."""
+    from .errors import ParseError
+    return ParseError(message)
+
+
 def _check(key: str, value: Any, kind: str, nullable: bool) -> Any:
     if value is None and nullable:
         return None
@@ -93,8 +102,8 @@ def _check(key: str, value: Any, kind: str, nullable: bool) -> Any:
         "object": isinstance(value, Mapping),
     }[kind]
     if not ok:
-        raise ParseError(f"card field {key!r} must be a {kind}"
-                         f"{' or null' if nullable else ''}, not {type(value).__name__}")
+        raise _parse_error(f"card field {key!r} must be a {kind}"
+                            f"{' or null' if nullable else ''}, not {type(value).__name__}")
     return value
 
 
@@ -117,9 +126,10 @@ class Card(Value):
     every field is; the hash leaves ``extras`` out.
 
     The cards of :meth:`ContentCards.cards` are read lazily: each keeps the feed's text (one
-    ``bytes`` the feed's cards share) and where its part of it is, until one of its fields is
+    buffer the feed's cards share) and where its part of it is, until one of its fields is
     first read, and then takes all of them at once and lets go of the text (a feed of 4,000
-    cards is handed over without parsing 4,000 cards nobody draws). So a card never read keeps
+    cards is handed over without parsing 4,000 cards nobody draws; the buffer is the one the
+    library wrote, not a copy, freed when no card holds it). So a card never read keeps
     the whole feed's text alive. Nothing else of this shows: the values, equality, hash, repr
     and pickling are those of a card built field by field.
     """
@@ -223,16 +233,16 @@ class Card(Value):
         """A Card from one card of the boundary JSON (a decoded dict with the long keys).
         Raises ParseError when a field is missing or of the wrong type."""
         if not isinstance(data, Mapping):
-            raise ParseError(f"a card must be a JSON object, not {type(data).__name__}")
+            raise _parse_error(f"a card must be a JSON object, not {type(data).__name__}")
         values: dict[str, Any] = {}
         for key, attribute, kind, nullable in _FIELDS:
             if key not in data:
-                raise ParseError(f"card field {key!r} is missing")
+                raise _parse_error(f"card field {key!r} is missing")
             values[attribute] = _check(key, data[key], kind, nullable)
         try:
             values["type"] = CardType(values["type"])
         except ValueError:
-            raise ParseError(f"unknown card type {values['type']!r}") from None
+            raise _parse_error(f"unknown card type {values['type']!r}") from None
         for key in ("created_timestamp", "expires_at_timestamp"):
             values[key] = int(values[key])
         if values["image_aspect_ratio"] is not None:
@@ -240,7 +250,7 @@ class Card(Value):
         extras = {}
         for name, value in values["extras"].items():
             if not isinstance(name, str) or not isinstance(value, str):
-                raise ParseError("card extras must map strings to strings")
+                raise _parse_error("card extras must map strings to strings")
             extras[name] = value
         values["extras"] = types.MappingProxyType(extras)
         return cls(**values)
@@ -332,7 +342,7 @@ def _set_fields(card: Card, d: dict[str, Any]) -> None:
     set_image_path(card, d["imagePath"])
 
 
-def _lazy_cards(feed: bytes, offsets: list[int]) -> list[Card]:
+def _lazy_cards(feed: bytes | LibraryText, offsets: list[int]) -> list[Card]:
     """The cards of a feed text of the library, given where each begins (`offsets`: one a card
     and, last, the text's length, as cc_controller_feed_indexed gives them; each card is
     followed by one byte, a `,` or the closing `]`). Each card holds the feed and its bounds
@@ -362,14 +372,14 @@ def _offsets(feed: bytes) -> list[int] | None:
     return offsets
 
 
-def _fill(card: Card, span: tuple[bytes, int, int]) -> None:
+def _fill(card: Card, span: tuple[bytes | LibraryText, int, int]) -> None:
     """Sets every field of a lazy card from its span of the feed, then lets go of the feed."""
     import json
     feed, start, end = span
     try:
         d = json.loads(feed[start:end])
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError: never from the library
-        raise ParseError(f"a card of the feed is not JSON: {exc}") from None
+        raise _parse_error(f"a card of the feed is not JSON: {exc}") from None
     try:
         _set_fields(card, d)
     except (KeyError, TypeError, ValueError):

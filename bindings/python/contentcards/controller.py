@@ -29,8 +29,6 @@ from ._config import CONFIG_KEYS
 from ._config import config_json as _config_json
 from ._config import unknown_keyword as _unknown_keyword
 from .cards import Card, _lazy_cards, _offsets
-from .errors import (AuthError, ClosedError, ContentCardsError, InvalidHandleError, ParseError,
-                     TransportError, error_for)
 
 # What only some calls need is imported by those calls, on first use: the values they return
 # (.results), the callbacks' entries (._callbacks, with .tokens and .transport), waiting for
@@ -43,6 +41,8 @@ from .errors import (AuthError, ClosedError, ContentCardsError, InvalidHandleErr
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable, TypeVar
+
+    from . import errors as _errors
 
     # typing_extensions: these came to typing after Python 3.9 (typeshed has it, for any version)
     from typing_extensions import Concatenate, Never, ParamSpec
@@ -61,6 +61,21 @@ if TYPE_CHECKING:
     P = ParamSpec("P")
     T = TypeVar("T")
 else:
+    class _LazyErrors:
+        """``contentcards.errors``, imported when a name of it is first needed: when a call
+        fails (an ``except`` clause's names are looked up only then) or raises. Importing its
+        twenty classes with the controller was 0.25 ms of opening one and reading its feed,
+        which raise nothing (docs/PERFORMANCE.md, "Python open and first feed"). After the
+        first use the module itself takes this object's place."""
+
+        def __getattr__(self, name: str) -> object:
+            global _errors
+            from . import errors
+            _errors = errors
+            return getattr(errors, name)
+
+    _errors = _LazyErrors()
+
     def __getattr__(name: str) -> object:
         """Subscriber, Subscription and UpdateStream, from .subscriptions on first use."""
         if name in ("Subscriber", "Subscription", "UpdateStream"):
@@ -178,7 +193,7 @@ class ContentCards:
             return
         try:
             self._close_handle(handle)
-        except InvalidHandleError:
+        except _errors.InvalidHandleError:
             pass
         for stream in list(self._streams):
             stream._end()
@@ -214,7 +229,7 @@ class ContentCards:
             return "<ContentCards closed>"
         try:
             return f"<ContentCards user_id={self.user_id!r}>"
-        except ContentCardsError:
+        except _errors.ContentCardsError:
             return "<ContentCards>"
 
     def _call(self, function: Callable[Concatenate[int, P], T], *args: P.args,
@@ -223,12 +238,12 @@ class ContentCards:
         close raced with the call (the library then reports an invalid handle)."""
         handle = self._handle
         if handle is None:
-            raise ClosedError("the controller is closed")
+            raise _errors.ClosedError("the controller is closed")
         try:
             return function(handle, *args, **kwargs)
-        except (InvalidHandleError, ClosedError) as exc:
+        except (_errors.InvalidHandleError, _errors.ClosedError) as exc:
             if self._handle is None:
-                raise ClosedError("the controller was closed during the call") from exc
+                raise _errors.ClosedError("the controller was closed during the call") from exc
             raise
 
     def _callback_key(self, entry: Callable[..., Any]) -> int:
@@ -237,7 +252,7 @@ class ContentCards:
         key = _ffi.callbacks.add(entry)
         if self._handle is None:
             _ffi.callbacks.release(key)  # never handed to the library
-            raise ClosedError("the controller is closed")
+            raise _errors.ClosedError("the controller is closed")
         return key
 
     def _record_subscriber_error(self, exc: BaseException) -> None:
@@ -256,12 +271,12 @@ class ContentCards:
         self._transport_error = self._token_error = None
         try:
             return interruptible(lambda: self._call(function, *args, **kwargs))
-        except TransportError as exc:
+        except _errors.TransportError as exc:
             cause = self._transport_error
             if cause is not None and exc.__cause__ is None:
                 exc.__cause__ = cause
             raise
-        except AuthError as exc:
+        except _errors.AuthError as exc:
             failure = self._token_error
             if failure is not None and exc.__cause__ is None and failure[0] in exc.message:
                 exc.__cause__ = failure[1]
@@ -305,7 +320,7 @@ class ContentCards:
         try:
             return await asyncio.wait_for(future, seconds)
         except asyncio.TimeoutError:
-            raise error_for(-9, f"the refresh did not finish within {timeout} s; its outcome "
+            raise _errors.error_for(-9, f"the refresh did not finish within {timeout} s; its outcome "
                                 "will reach the subscribers") from None
 
     def refresh_in_background(self, timeout: float | None = None) -> None:
@@ -319,7 +334,7 @@ class ContentCards:
         """Hands in cards the application got itself: a sync response object or a JSON array of
         server cards (text, bytes, or a decoded list/dict), merged exactly as a refresh."""
         if isinstance(payload, (list, dict)):
-            data = _dumps(payload, ParseError, "payload")
+            data = _dumps(payload, "ParseError", "payload")
         elif isinstance(payload, (str, bytes, bytearray, memoryview)):
             data = _ffi.cstr(payload, "payload")
         else:

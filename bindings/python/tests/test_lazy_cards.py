@@ -68,10 +68,13 @@ def test_lazy_cards_equal_the_whole_feed_parsed(tricky: cc.ContentCards) -> None
 def test_the_librarys_offsets_are_the_cards_bounds(tricky: cc.ContentCards) -> None:
     # cc_controller_feed_indexed: the same text as cc_controller_feed, and each span one card.
     for class_types in (None, "coupon_code", ["nothing"]):
-        text, offsets = tricky._call(_ffi.controller_feed_indexed,
-                                     None if class_types is None else
-                                     json.dumps([class_types] if isinstance(class_types, str)
-                                                else class_types).encode())
+        shared, offsets = tricky._call(_ffi.controller_feed_indexed,
+                                       None if class_types is None else
+                                       json.dumps([class_types] if isinstance(class_types, str)
+                                                  else class_types).encode())
+        text = bytes(shared)
+        assert len(shared) == len(text) and shared[:] == text and shared[5:-3] == text[5:-3]
+        assert shared[len(text):] == b"" == shared[3:2]
         assert text.decode() == tricky.cards_json(class_types)
         cards = json.loads(text)
         assert len(offsets) == len(cards) + 1 and offsets[-1] == len(text)
@@ -79,7 +82,55 @@ def test_the_librarys_offsets_are_the_cards_bounds(tricky: cc.ContentCards) -> N
         assert all(text[b - 1:b] in (b",", b"]") for b in offsets[1:])
         assert offsets == (cards_module._offsets(text) or [2])
     with cc.ContentCards() as empty:
-        assert empty._call(_ffi.controller_feed_indexed, None) == (b"[]", [2])
+        shared, offsets = empty._call(_ffi.controller_feed_indexed, None)
+        assert (bytes(shared), offsets) == (b"[]", [2])
+
+
+class CountingFrees:
+    """The library's functions, with its frees of the feed's text counted (by address)."""
+
+    def __init__(self, lib: Any) -> None:
+        self._lib = lib
+        self.freed: list[int] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._lib, name)
+
+    def cc_string_free(self, address: Any) -> None:
+        self.freed.append(address if isinstance(address, int) else address.value)
+        self._lib.cc_string_free(address)
+
+
+def test_the_feeds_text_is_freed_once_when_its_last_card_lets_go(
+        tricky: cc.ContentCards, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The lazy cards share the library's own buffer (not a copy): it must live while any card
+    # still needs it, whichever card goes last, and then be freed exactly once.
+    expected = eager(tricky)
+    counting = CountingFrees(_ffi.lib)
+    monkeypatch.setattr(_ffi, "lib", counting)
+
+    def frees_since(mark: int, address: int) -> int:   # malloc may hand an address out again
+        return counting.freed[mark:].count(address)
+
+    for last in (0, len(expected) - 1, 3):
+        mark = len(counting.freed)
+        cards = tricky.cards()
+        address = cards[0]._text[0]._address
+        keep = cards[last]
+        del cards
+        assert frees_since(mark, address) == 0
+        assert keep == expected[last] and keep.to_json() == expected[last].to_json()
+        assert frees_since(mark, address) == 1      # read: the card let go of the text
+    mark = len(counting.freed)
+    cards = tricky.cards()
+    address = cards[0]._text[0]._address
+    read = [card.title for card in cards[1:]]   # every card but the first has let go
+    assert read == [card.title for card in expected[1:]] and frees_since(mark, address) == 0
+    first = cards[0]
+    del cards
+    assert frees_since(mark, address) == 0
+    del first                                   # never read: dropped with its text
+    assert frees_since(mark, address) == 1
 
 
 def test_a_library_without_offsets_gives_the_same_cards(tricky: cc.ContentCards,

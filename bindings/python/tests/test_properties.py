@@ -199,15 +199,15 @@ def test_dumps_small_writes_what_json_dumps_writes(value: Any) -> None:
     on, for the library to refuse as invalid UTF-8)."""
     from contentcards import _arguments
     try:
-        expected = _arguments.dumps(value, cc.ConfigError, "configuration")
+        expected = _arguments.dumps(value, "ConfigError", "configuration")
     except cc.ContentCardsError as exc:
         with pytest.raises(type(exc)):
-            _arguments.dumps_small(value, cc.ConfigError, "configuration")
+            _arguments.dumps_small(value, "ConfigError", "configuration")
         return
-    assert _arguments.dumps_small(value, cc.ConfigError, "configuration") == \
+    assert _arguments.dumps_small(value, "ConfigError", "configuration") == \
         json.dumps(value, ensure_ascii=False, separators=(",", ":"),
                    default=_arguments._json_default).encode("utf-8", "surrogatepass")
-    assert json.loads(_arguments.dumps_small(value, cc.ConfigError, "configuration")
+    assert json.loads(_arguments.dumps_small(value, "ConfigError", "configuration")
                       .decode("utf-8", "surrogatepass")) == json.loads(expected.decode("utf-8", "surrogatepass"))
 
 
@@ -216,15 +216,15 @@ def test_dumps_small_refuses_what_json_dumps_refuses() -> None:
     loop: list[Any] = []
     loop.append(loop)
     with pytest.raises(cc.ConfigError, match="Circular reference"):
-        _arguments.dumps_small({"a": loop}, cc.ConfigError, "configuration")
+        _arguments.dumps_small({"a": loop}, "ConfigError", "configuration")
     with pytest.raises(TypeError, match="keys must be str"):
-        _arguments.dumps_small({(1, 2): 1}, cc.ConfigError, "configuration")
+        _arguments.dumps_small({(1, 2): 1}, "ConfigError", "configuration")
     with pytest.raises(TypeError, match="not JSON serializable"):
-        _arguments.dumps_small({"a": object()}, cc.ConfigError, "configuration")
+        _arguments.dumps_small({"a": object()}, "ConfigError", "configuration")
     deep: Any = []
     for _ in range(100_000):
         deep = [deep]
     with pytest.raises(cc.ConfigError, match="nested too deeply"):
-        _arguments.dumps_small(deep, cc.ConfigError, "configuration")
+        _arguments.dumps_small(deep, "ConfigError", "configuration")
     assert _arguments.dumps_small({"p": __import__("pathlib").Path("/x"), "s": {"b", "a"}},
-                                  cc.ConfigError, "configuration") == b'{"p":"/x","s":["a","b"]}'
+                                  "ConfigError", "configuration") == b'{"p":"/x","s":["a","b"]}'
