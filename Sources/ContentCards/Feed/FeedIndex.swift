@@ -106,6 +106,8 @@ struct FeedIndex {
     private(set) var entries: [Entry] = []
     private(set) var classTypes: [String] = []
     private var classTypeIndex: [String: Int32] = [:]
+    /// Up to how many class types `classTypeID` compares a name with each instead of hashing it.
+    static let classTypesCompared = 8
     private var tallies: Tallies?
 
     init() {}
@@ -194,7 +196,14 @@ struct FeedIndex {
     }
 
     private mutating func classTypeID(_ name: String) -> Int32 {
-        if let known = classTypeIndex[name] { return known }
+        // A feed has a handful of class types: comparing the name with each (its bytes, after
+        // its length) costs less than hashing it, which was a quarter of building the index of
+        // 1,000 cards at open (docs/PERFORMANCE.md, "Cold start"). Past a few, the table.
+        if classTypes.count <= Self.classTypesCompared {
+            for (i, known) in classTypes.enumerated() where known == name { return Int32(i) }
+        } else if let known = classTypeIndex[name] {
+            return known
+        }
         let id = Int32(classTypes.count)
         classTypes.append(name)
         classTypeIndex[name] = id

@@ -6,9 +6,13 @@ import Testing
 /// changes): after any sequence of changes it must answer exactly as an index built from the
 /// cards from scratch, and as the plain rules of `FeedView` do.
 @Suite struct FeedIndexTests {
+    /// More class types than `FeedIndex.classTypesCompared`: the index finds the first few by
+    /// comparing names, the rest in its table, and the cards must not tell.
     static let types = ["home_tile", "coupon_code", "", "message_full_page"]
+        + (1...(FeedIndex.classTypesCompared + 2)).map { "extra_type_\($0)" }
     static let filters: [ClassTypeFilter] = [.all, ClassTypeFilter(["home_tile"]),
-                                             ClassTypeFilter(["coupon_code", ""]), ClassTypeFilter(["nope"])]
+                                             ClassTypeFilter(["coupon_code", ""]), ClassTypeFilter(["nope"]),
+                                             ClassTypeFilter(["extra_type_1", "extra_type_\(FeedIndex.classTypesCompared + 2)"])]
 
     struct Random {
         var state: UInt64
