@@ -118,7 +118,7 @@ final class CardStore {
             // without one a persistent WAL would keep the size of the largest sync ever written.
             var persist: Int32 = 1
             _ = sqlite3_file_control(db.handle, "main", SQLITE_FCNTL_PERSIST_WAL, &persist)
-            try? db.execute("PRAGMA journal_size_limit=4194304")
+            try? db.execute("PRAGMA journal_size_limit=\(Checkpointer.walSizeLimit)")
             let checkpointer = Checkpointer(path: location)
             checkpointer.install(on: db)
             self.checkpointer = checkpointer
@@ -267,7 +267,7 @@ final class CardStore {
         return Inspection(version: version, appID: appID, isEmpty: isEmpty, isWAL: isWAL, hasChecksum: hasChecksum)
     }
 
-    private func pragmaInt(_ sql: String) throws(StoreError) -> Int64 {
+    func pragmaInt(_ sql: String) throws(StoreError) -> Int64 {
         let s = try db.prepare(sql)
         defer { s.reset() }
         return try s.step() ? s.int(0) : 0

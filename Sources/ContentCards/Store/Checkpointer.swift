@@ -16,9 +16,16 @@ import CSQLite
 final class Checkpointer: @unchecked Sendable {
     /// WAL frames after a commit that start a checkpoint: SQLite's own default.
     static let frames: Int32 = 1000
-    /// WAL frames past which the writer checkpoints itself: the bound on the WAL (4 MiB of
-    /// 1 KiB pages) under writes that never pause.
+    /// WAL frames past which the writer checkpoints itself: the bound on the WAL (16.5 MB of
+    /// 4 KiB pages, each frame a page and a 24-byte header) under writes that never pause.
     static let highWater: Int32 = 4000
+    /// What a WAL is cut back to after a checkpoint (`journal_size_limit`): above its size at
+    /// `highWater`, so that the WAL the writer's own checkpoint lets start over is reused as
+    /// it is, not cut back first (an `ftruncate` and an `fdatasync`: 3 to 4 ms of the next
+    /// logged impression, measured with the limit at 4 MiB). The WAL is no larger at its
+    /// largest than before; a WAL that a large sync grew past the limit is still cut back, and
+    /// a closed store's to nothing.
+    static let walSizeLimit = 20 << 20
 
     private let path: String
     private let queue = WorkQueue()
@@ -35,11 +42,16 @@ final class Checkpointer: @unchecked Sendable {
     /// A checkpoint (this object's, or the writer's own through `exclusive`) is running.
     private var running = false
     private var completed = 0
+    /// The most WAL frames a background checkpoint found copied into the database file.
+    private var copied: Int32 = 0
 
     init(path: String) { self.path = path }
 
     /// Checkpoints run so far (tests, diagnostics).
     var runs: Int { lock.withLock { completed } }
+    /// The most WAL frames one of them found copied (tests: a checkpoint that copies nothing
+    /// is no checkpoint).
+    var framesCopied: Int { lock.withLock { Int(copied) } }
 
     /// Hooks the writer's connection: from now on its commits ask for checkpoints here.
     func install(on db: SQLiteDatabase) {
@@ -79,25 +91,40 @@ final class Checkpointer: @unchecked Sendable {
     }
 
     private func run() {
-        let handle: OpaquePointer? = lock.withLock {
+        // The run is this thread's from here: `close` and `exclusive` wait for `running` to
+        // end before they touch `connection`, so it is used below without the lock (which is
+        // never held while SQLite runs: see `lock`).
+        let claimed: Bool = lock.withLock {
             scheduled = false
-            guard !closed, !running else { return nil }
-            if connection == nil {
-                // A failure here only leaves the WAL longer: the next commit past the mark asks
-                // again, and the writer's close checkpoints whatever is left.
-                connection = try? SQLiteDatabase(path: path)
-            }
-            guard let connection, let handle = connection.handle, !connection.isInherited else { return nil }
+            guard !closed, !running else { return false }
             running = true
-            return handle
+            return true
         }
-        guard let handle else { return }
-        _ = ForkSafety.sqlite { sqlite3_wal_checkpoint_v2(handle, "main", SQLITE_CHECKPOINT_PASSIVE, nil, nil) }
-        lock.withLock {
-            running = false
-            completed += 1
-            idle.broadcast()
+        guard claimed else { return }
+        var copiedNow: Int32 = -1
+        defer {
+            lock.withLock {
+                running = false
+                if copiedNow >= 0 { completed += 1; copied = max(copied, copiedNow) }
+                idle.broadcast()
+            }
         }
+        if connection == nil {
+            // A connection that has read nothing has not opened the WAL, and SQLite takes a
+            // checkpoint asked of it for one of a database not in WAL mode: it returns at
+            // once, copying nothing (its frame counts are -1). Every background checkpoint
+            // before this read did just that, and the writer copied the whole WAL itself at
+            // `highWater`: a logged impression in 4,000 took 12 to 20 ms (docs/PERFORMANCE.md).
+            // A failure here only leaves the WAL longer: the next commit past the mark asks
+            // again, and the writer's close checkpoints whatever is left.
+            if let opened = try? SQLiteDatabase(path: path), (try? opened.execute("PRAGMA schema_version")) != nil {
+                connection = opened
+            }
+        }
+        guard let connection, let handle = connection.handle, !connection.isInherited else { return }
+        var inLog: Int32 = -1, done: Int32 = -1
+        _ = ForkSafety.sqlite { sqlite3_wal_checkpoint_v2(handle, "main", SQLITE_CHECKPOINT_PASSIVE, &inLog, &done) }
+        copiedNow = max(done, 0)
     }
 
     /// Runs `body` (a checkpoint of the writer's own, e.g. one that truncates the WAL) with no

@@ -84,6 +84,9 @@ import Testing
 /// Checkpoints of a file store run on the store's own thread (Store/Checkpointer.swift), never
 /// inside a logging call: the WAL stays bounded and nothing logged is lost.
 @Suite struct CheckpointerTests {
+    /// A frame of the WAL: a page of a file store (4 KiB) and its 24-byte header.
+    static let frameBytes = 4096 + 24
+
     @Test func checkpointsRunOffTheWritersThreadAndTheWALStaysBounded() throws {
         let dir = Fixtures.temporaryDirectory("checkpoint")
         defer { Fixtures.removeTree(dir) }
@@ -92,17 +95,33 @@ import Testing
         for i in 0..<4000 { _ = try c.logImpression(cardID: "c\(i % 50)") }
         let deadline = Date().addingTimeInterval(10)
         while (c.lock.withLock { c.store?.checkpointer?.runs ?? 0 }) == 0 && Date() < deadline { usleep(10_000) }
-        let runs = c.lock.withLock { c.store?.checkpointer?.runs ?? 0 }
+        let (runs, copied) = c.lock.withLock { (c.store?.checkpointer?.runs ?? 0, c.store?.checkpointer?.framesCopied ?? 0) }
         #expect(runs > 0)
+        // A run that copies nothing is no checkpoint: SQLite answers a checkpoint asked of a
+        // connection that has not read the file yet as one of a database not in WAL mode.
+        #expect(copied > 0, "background checkpoints copied no frame")
         // Asked for once per 1,000 more frames, not at every commit past the mark: 4,000
-        // impressions write some 14,000 frames (a run queued at every commit was about 2,500).
+        // impressions write some 4,000 frames (a run queued at every commit was about 2,500).
         #expect(runs <= 30, "\(runs) checkpoint runs")
         var st = stat()
         #expect(stat(dir + "/contentcards.sqlite-wal", &st) == 0)
-        #expect(st.st_size < 8 << 20)
+        #expect(st.st_size <= (Int(Checkpointer.highWater) + 1000) * Self.frameBytes)
         c.close()
         let again = try ContentCardsController(json: #"{"userId":"u","storagePath":"\#(dir)","refreshTokens":0}"#)
         #expect(try again.pendingEvents() == 4000)
         again.close()
+    }
+
+    /// The WAL that the writer's own checkpoint (at `highWater`) lets start over is reused as it
+    /// is: the size limit is above it, and no call pays for cutting the file back.
+    @Test func theWALSizeLimitIsAboveItsSizeAtHighWater() throws {
+        let dir = Fixtures.temporaryDirectory("checkpoint-limit")
+        defer { Fixtures.removeTree(dir) }
+        let store = try CardStore(directory: dir)
+        defer { store.close() }
+        let pageSize = Int(try store.pragmaInt("PRAGMA page_size"))
+        #expect(pageSize + 24 == Self.frameBytes)
+        #expect(Int(try store.pragmaInt("PRAGMA journal_size_limit")) == Checkpointer.walSizeLimit)
+        #expect(Checkpointer.walSizeLimit > Int(Checkpointer.highWater) * (pageSize + 24))
     }
 }
