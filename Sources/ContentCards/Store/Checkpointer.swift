@@ -44,6 +44,16 @@ final class Checkpointer: @unchecked Sendable {
     private var completed = 0
     /// The most WAL frames a background checkpoint found copied into the database file.
     private var copied: Int32 = 0
+    /// Checkpoints the writer ran itself at `highWater`.
+    private var writerCopies = 0
+    /// The WAL's frames after the latest commit, and what the latest background run found
+    /// copied of them.
+    private var lastFrames: Int32 = 0
+    private var copiedThrough: Int32 = -1
+    /// A run is waiting on the scheduler for the frames written during the last one.
+    private var tailArmed = false
+    /// How long after a run the frames written during it are copied (see `run`).
+    static let tailDelay = 0.1
 
     init(path: String) { self.path = path }
 
@@ -52,17 +62,29 @@ final class Checkpointer: @unchecked Sendable {
     /// The most WAL frames one of them found copied (tests: a checkpoint that copies nothing
     /// is no checkpoint).
     var framesCopied: Int { lock.withLock { Int(copied) } }
+    /// Checkpoints the writer had to run itself, the background having fallen behind.
+    var writerCheckpoints: Int { lock.withLock { writerCopies } }
+    /// Whether the latest background run copied every frame written so far (the next commit
+    /// then starts the WAL over).
+    var caughtUp: Bool { lock.withLock { copiedThrough == lastFrames } }
 
     /// Hooks the writer's connection: from now on its commits ask for checkpoints here.
     func install(on db: SQLiteDatabase) {
         sqlite3_wal_hook(db.handle, { context, handle, _, frames in
+            guard let context else { return SQLITE_OK }
+            let checkpointer = Unmanaged<Checkpointer>.fromOpaque(context).takeUnretainedValue()
             if frames >= Checkpointer.highWater {
                 // Writes outpaced the background checkpoints, whose copies never catch up with
                 // a WAL that keeps growing (a WAL restarts only once wholly copied): the writer
                 // copies what is left itself, as SQLite would, so the next commit restarts it.
+                checkpointer.lock.withLock { checkpointer.writerCopies += 1 }
                 _ = sqlite3_wal_checkpoint_v2(handle, "main", SQLITE_CHECKPOINT_PASSIVE, nil, nil)
-            } else if frames >= Checkpointer.frames, let context {
-                Unmanaged<Checkpointer>.fromOpaque(context).takeUnretainedValue().schedule(frames: frames)
+            } else {
+                // Every commit, also below the mark: the frame count falling is how a restart
+                // of the WAL is seen (asked only past the mark, a restart went unseen whenever
+                // the count came back to exactly where the last checkpoint was asked for, and
+                // the next was asked for at twice the mark).
+                checkpointer.schedule(frames: frames)
             }
             return SQLITE_OK
         }, Unmanaged.passUnretained(self).toOpaque())
@@ -81,7 +103,11 @@ final class Checkpointer: @unchecked Sendable {
     /// (3,800 thread wake-ups in 6,000 logged impressions) that had next to nothing to copy.
     private func schedule(frames: Int32) {
         let start: Bool = lock.withLock {
-            if frames < askedAt { askedAt = 0 }     // the WAL started over
+            if frames < lastFrames {                // the WAL started over: none of it copied
+                askedAt = 0
+                copiedThrough = -1
+            }
+            lastFrames = frames
             guard frames >= askedAt + Self.frames, !scheduled && !closed && !running else { return false }
             askedAt = frames
             scheduled = true
@@ -90,23 +116,47 @@ final class Checkpointer: @unchecked Sendable {
         if start { queue.async { [self] in run() } }
     }
 
-    private func run() {
+    private func run(tail: Bool = false) {
         // The run is this thread's from here: `close` and `exclusive` wait for `running` to
         // end before they touch `connection`, so it is used below without the lock (which is
         // never held while SQLite runs: see `lock`).
         let claimed: Bool = lock.withLock {
-            scheduled = false
+            if !tail { scheduled = false }
             guard !closed, !running else { return false }
+            // A follow-up that finds nothing written since the last copy has nothing to do.
+            if tail && copiedThrough == lastFrames { return false }
             running = true
             return true
         }
         guard claimed else { return }
         var copiedNow: Int32 = -1
         defer {
-            lock.withLock {
+            // A run copies the frames written before it began; those written meanwhile wait
+            // for the next. Under writes that go on, that is the next mark; when they stop
+            // (a burst of logging, then a pause) nothing would ask, the WAL could not start
+            // over, and it would grow burst after burst to `highWater`, where the writer
+            // copies it itself (4-5 ms of one call). So a run that copied something is
+            // followed by another `tailDelay` later, until one finds nothing new: the writer
+            // has paused, the WAL is wholly copied, and its next commit starts it over.
+            let armTail: Bool = lock.withLock {
                 running = false
-                if copiedNow >= 0 { completed += 1; copied = max(copied, copiedNow) }
+                var progressed = false
+                if copiedNow >= 0 {
+                    completed += 1
+                    copied = max(copied, copiedNow)
+                    progressed = copiedNow != copiedThrough
+                    copiedThrough = copiedNow
+                }
                 idle.broadcast()
+                guard progressed, !closed, !tailArmed else { return false }
+                tailArmed = true
+                return true
+            }
+            if armTail {
+                Scheduler.shared.schedule(after: Self.tailDelay, on: queue) { [self] in
+                    lock.withLock { tailArmed = false }
+                    run(tail: true)
+                }
             }
         }
         if connection == nil {
@@ -123,8 +173,10 @@ final class Checkpointer: @unchecked Sendable {
         }
         guard let connection, let handle = connection.handle, !connection.isInherited else { return }
         var inLog: Int32 = -1, done: Int32 = -1
-        _ = ForkSafety.sqlite { sqlite3_wal_checkpoint_v2(handle, "main", SQLITE_CHECKPOINT_PASSIVE, &inLog, &done) }
-        copiedNow = max(done, 0)
+        let rc = ForkSafety.sqlite { sqlite3_wal_checkpoint_v2(handle, "main", SQLITE_CHECKPOINT_PASSIVE, &inLog, &done) }
+        // Counted only when it checkpointed a WAL (a failure, or a connection that sees no
+        // WAL, reports -1).
+        if rc == SQLITE_OK && done >= 0 { copiedNow = done }
     }
 
     /// Runs `body` (a checkpoint of the writer's own, e.g. one that truncates the WAL) with no
@@ -153,6 +205,9 @@ final class Checkpointer: @unchecked Sendable {
             defer { connection = nil }
             return connection
         }
+        // A run waiting for the tail of the WAL is not needed (the writer's close checkpoints
+        // everything), and the scheduler would hold this object until its deadline.
+        Scheduler.shared.cancel(on: [queue])
         last?.close()
     }
 }
