@@ -61,6 +61,9 @@ final class CardStore {
     let isInMemory: Bool
     /// A file store's checkpoints, off the writer's thread (Checkpointer.swift).
     private(set) var checkpointer: Checkpointer?
+    /// How the last load read the records of schema 3: by their sums (`decodeSummed`, what a
+    /// store the library wrote takes) or value by value (tests: the fast path is taken).
+    private(set) var lastLoad = (summed: 0, fullyChecked: 0)
 
     var statements: [String: SQLiteStatement] = [:]
     /// Found whole at open (checked, or stamped as checked): what lets close stamp it.
@@ -433,6 +436,8 @@ final class CardStore {
         // One card's scratch space, reused for the next.
         var fields = CardFields()
         var writer = JSONWriter(reservingCapacity: 1024)
+        var summed = 0, checked = 0
+        defer { lastLoad = (summed, checked) }
         while try cards.step() {
             // A row that no longer decodes is skipped rather than failing the whole feed (and
             // counted: `unreadableStoredCards`).
@@ -445,8 +450,10 @@ final class CardStore {
                 // A record with its sum is read as written; any other is checked value by value.
                 if !cards.isNull(2), cards.int(2) == RecordSum.of(bytes),
                    let card = StoredCard.decodeSummed(bytes, id: id, knownClassTypes: decoder.knownClassTypes) {
+                    summed += 1
                     return card
                 }
+                checked += 1
                 return StoredCard.decode(bytes, id: id, knownClassTypes: decoder.knownClassTypes, scratch: &writer)
             }
             if let card { loaded.append(card) }

@@ -116,6 +116,30 @@ import Testing
         #expect(rows == 3)
     }
 
+    /// A store the library wrote is read by the records' sums, every one of them, and a
+    /// record whose sum no longer matches is the one read in full (the two readings give the
+    /// same cards, so only counting them shows which was taken).
+    @Test func aReopenedStoreIsReadByItsSums() throws {
+        let dir = Fixtures.temporaryDirectory()
+        defer { Fixtures.removeTree(dir) }
+        let ids = (0..<30).map { "s\($0)" }
+        do {
+            let c = try makeController(storage: dir)
+            try c.apply(Fixtures.payload(ids.map { Fixtures.wire($0, extra: #""e":{"class_type":"home_tile","k":"v"}"#) }, full: true))
+            _ = try c.logImpression(cardID: "s3")
+            c.close()
+        }
+        func load() throws -> (summed: Int, fullyChecked: Int) {
+            let store = try CardStore(directory: dir)
+            defer { store.close() }
+            #expect(try store.load(user: "u-1", decoder: PayloadDecoder()).cards.count == ids.count)
+            return store.lastLoad
+        }
+        #expect(try load() == (summed: ids.count, fullyChecked: 0))
+        try storeRows(dir, "UPDATE cards SET checksum = checksum + 1 WHERE id = 's7'")
+        #expect(try load() == (summed: ids.count - 1, fullyChecked: 1))
+    }
+
     /// A record edited after it was written no longer matches its sum and is checked in full:
     /// an edit that leaves it valid is read, one that does not is skipped and counted.
     @Test func anEditedRecordIsCheckedInFull() throws {
