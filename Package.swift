@@ -34,7 +34,8 @@ let package = Package(
         // The C side of the hot paths: the thread's last error, the badge cells, and the
         // exported cc_controller_counts that reads them without a lock.
         .target(name: "CContentCardsFast", path: "Sources/CContentCardsFast",
-                cSettings: [.headerSearchPath("../../include")]),
+                cSettings: [.headerSearchPath("../../include"),
+                            .define("CC_COUNT_CELL_HITS", .when(configuration: .debug))]),
         // Definitions that take the place of others in the library's link: the glibc floor
         // (compiled in by `make lib`, with CC_GLIBC_FLOOR) and the Swift runtime's command-line
         // stubs. Nothing imports them (no headers: their folder stands for the include folder);

@@ -172,6 +172,15 @@ extern int ccint_controller_counts(int64_t *out_total, int64_t *out_unviewed, in
 
 struct cc_counts { int64_t total, unviewed, unread; };
 
+#ifdef CC_COUNT_CELL_HITS
+static __thread uint64_t cc_cell_hits;
+uint64_t ccint_cell_hits_on_this_thread(void) { return cc_cell_hits; }
+#define CC_CELL_HIT() (cc_cell_hits++)
+#else
+uint64_t ccint_cell_hits_on_this_thread(void) { return 0; }
+#define CC_CELL_HIT() ((void)0)
+#endif
+
 /* The unfiltered counts from the handle's badge cell; 0 when they cannot be served from it
  * (a filter, a file store, no counts yet, a card expired since, a closed or foreign handle). */
 static int cc_counts_from_cell(struct cc_counts *out, cc_controller *controller) {
@@ -199,6 +208,7 @@ static int cc_counts_from_cell(struct cc_counts *out, cc_controller *controller)
     out->total = total;
     out->unviewed = unviewed;
     out->unread = unread;
+    CC_CELL_HIT();
     return 1;
 }
 
