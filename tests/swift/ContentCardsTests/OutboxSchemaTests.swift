@@ -5,6 +5,57 @@ import Testing
 /// Schema 4: the outbox without the unique index on ids and without AUTOINCREMENT (fewer pages
 /// written by each logged event, docs/PERFORMANCE.md, "Durable logging").
 @Suite struct OutboxSchemaTests {
+    /// A new store is made at schema 4 at once (the migrations' statements were 36 KB of every
+    /// in-memory controller), with the tables, columns and indexes of a store that schema 1
+    /// made and the migrations brought to 4; only `sqlite_sequence`, which AUTOINCREMENT made,
+    /// is not there.
+    @Test func aNewStoreHasTheSchemaOfAMigratedOne() throws {
+        func shape(_ dir: String) throws -> [String] {
+            let db = try SQLiteDatabase(path: dir + "/contentcards.sqlite")
+            defer { db.close() }
+            var out: [String] = []
+            let version = try db.prepare("PRAGMA user_version")
+            out.append("version \(try version.step() ? version.int(0) : -1)")
+            version.reset()
+            let tables = try db.prepare("""
+                SELECT m.name, p.name, p.type, p."notnull", p.pk, coalesce(p.dflt_value, '')
+                FROM sqlite_master m, pragma_table_info(m.name) p WHERE m.type = 'table' ORDER BY m.name, p.cid
+                """)
+            while try tables.step() { out.append((0..<6).map { tables.text($0) ?? "" }.joined(separator: " ")) }
+            tables.reset()
+            let indexes = try db.prepare("""
+                SELECT m.name, i.name, i."unique" FROM sqlite_master m, pragma_index_list(m.name) i
+                WHERE m.type = 'table' ORDER BY m.name, i.name
+                """)
+            while try indexes.step() { out.append("index " + (0..<3).map { indexes.text($0) ?? "" }.joined(separator: " ")) }
+            indexes.reset()
+            return out
+        }
+        let fresh = Fixtures.temporaryDirectory("schema-fresh")
+        let migrated = Fixtures.temporaryDirectory("schema-migrated")
+        defer { Fixtures.removeTree(fresh); Fixtures.removeTree(migrated) }
+        try makeController(storage: fresh).close()
+        do {   // a store as schema 1 made it
+            let db = try SQLiteDatabase(path: migrated + "/contentcards.sqlite")
+            try db.execute("""
+                CREATE TABLE cards (user_id TEXT NOT NULL, id TEXT NOT NULL, created INTEGER NOT NULL,
+                    is_test INTEGER NOT NULL DEFAULT 0, body TEXT NOT NULL, PRIMARY KEY (user_id, id)) WITHOUT ROWID;
+                CREATE TABLE dismissals (user_id TEXT NOT NULL, card_id TEXT NOT NULL, PRIMARY KEY (user_id, card_id)) WITHOUT ROWID;
+                CREATE TABLE cursors (user_id TEXT PRIMARY KEY, last_full_sync_at INTEGER NOT NULL, last_card_updated_at INTEGER NOT NULL);
+                CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, type TEXT NOT NULL,
+                    card_id TEXT, class_type TEXT, user_id TEXT NOT NULL, time REAL NOT NULL);
+                PRAGMA user_version = 1;
+                PRAGMA application_id = \(CardStore.applicationID);
+                """)
+            db.close()
+        }
+        try makeController(storage: migrated).close()
+        let migratedShape = try shape(migrated).filter { !$0.hasPrefix("sqlite_sequence ") }
+        #expect(try shape(fresh) == migratedShape)
+        #expect(migratedShape.first == "version 4" && migratedShape.contains { $0.hasPrefix("sync_state ") })
+        #expect(try !shape(fresh).contains { $0.hasPrefix("sqlite_sequence") })
+    }
+
     /// A store of schema 3 (AUTOINCREMENT, a unique index on ids) goes to 4 at open with its
     /// events as they were, in order, and delivers them all.
     @Test func aStoreOfSchema3KeepsItsEventsInOrder() throws {
