@@ -376,8 +376,11 @@ def _fill(card: Card, span: tuple[bytes | LibraryText, int, int]) -> None:
     """Sets every field of a lazy card from its span of the feed, then lets go of the feed."""
     import json
     feed, start, end = span
+    # The library's buffer through its memoryview (no method call: this runs for every card
+    # read), or the bytes of a library without offsets.
+    text = feed[start:end] if isinstance(feed, bytes) else feed.view[start:end].tobytes()
     try:
-        d = json.loads(feed[start:end])
+        d = json.loads(text)
     except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError: never from the library
         raise _parse_error(f"a card of the feed is not JSON: {exc}") from None
     try:
