@@ -280,8 +280,6 @@ final class CardStore {
         return try s.step() ? s.int(0) : 0
     }
 
-    /// Schema 1. Migrations run in order inside one transaction each; a later schema adds
-    /// `migrateTo2` and so on.
     /// The tables of cards, dismissals and cursors, as schema 1 made them and every schema since
     /// keeps them (a file store's `checksum` column is added apart: `addChecksumColumn`).
     private static let cardTables = """
@@ -347,6 +345,8 @@ final class CardStore {
         }
     }
 
+    /// Schema 1. Migrations run in order inside one transaction each; a later schema adds
+    /// `migrateTo2` and so on.
     private func migrateTo1() throws(StoreError) {
         try db.transaction { () throws(StoreError) in
             try db.execute(Self.cardTables + """

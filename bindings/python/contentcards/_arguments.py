@@ -46,16 +46,10 @@ def _for_library(encode: Callable[[Any], str], value: Any, error: str, what: str
     try:
         text = encode(value)
     except ValueError as exc:  # NaN, infinity, a circular reference
-        raise _error(error)(f"{what} cannot be JSON: {exc}") from exc
+        raise _ffi.error_class(error)(f"{what} cannot be JSON: {exc}") from exc
     except RecursionError as exc:
-        raise _error(error)(f"{what} is nested too deeply") from exc
+        raise _ffi.error_class(error)(f"{what} is nested too deeply") from exc
     return _ffi.cstr(text, what)
-
-
-def _error(name: str) -> type[Exception]:
-    from . import errors
-    cls: type[Exception] = getattr(errors, name)
-    return cls
 
 
 def dumps(value: Any, error: str, what: str) -> bytes:

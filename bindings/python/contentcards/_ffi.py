@@ -46,6 +46,15 @@ def error_for(code: int, message: str, retry_after: float | None = None) -> Cont
     from .errors import error_for as make
     return make(code, message, retry_after)
 
+
+def error_class(name: str) -> type[ContentCardsError]:
+    """The class of :mod:`contentcards.errors` named ``name`` (``"ParseError"``), the module
+    imported on first use as for :func:`error_for`: the modules an open needs name the errors
+    they may raise through this, so that an open that raises nothing imports none of them."""
+    from . import errors
+    cls: type[ContentCardsError] = getattr(errors, name)
+    return cls
+
 __all__ = [
     "CALLBACK_KEY_NONE", "FREE_TRAMPOLINE", "NEWER", "SIGNATURES", "TOKEN_TRAMPOLINE",
     "TRANSPORT_TRAMPOLINE", "UPDATE_TRAMPOLINE", "TransportRequestStruct", "callbacks", "cstr",

@@ -6,6 +6,7 @@ import enum
 import types
 from collections.abc import Mapping
 
+from . import _ffi
 from ._value import Value
 
 # typing is not imported at run time (it would slow `import contentcards`); mypy reads this as True.
@@ -85,11 +86,10 @@ _FIELDS: tuple[tuple[str, str, str, bool], ...] = (
 
 
 def _parse_error(message: str) -> Exception:
-    """``contentcards.errors.ParseError(message)``. The errors module (some twenty classes) is
-    imported when the first error is raised, not with the cards: opening a controller and
-    reading its feed need neither (docs/PERFORMANCE.md, "Python open and first feed")."""
-    from .errors import ParseError
-    return ParseError(message)
+    """``contentcards.errors.ParseError(message)``; the errors module comes in with the first
+    error (``_ffi.error_class``), not with the cards (docs/PERFORMANCE.md, "Python open and
+    first feed")."""
+    return _ffi.error_class("ParseError")(message)
 
 
 def _check(key: str, value: Any, kind: str, nullable: bool) -> Any:
