@@ -331,7 +331,7 @@ final class CardStore {
     /// migrations' statements were what made a fresh in-memory store's connection take 76 KB
     /// instead of 40 (SQLite's per-connection memory for the schema's rebuilds, and the
     /// dropped table's pages, which an in-memory database keeps): 1,000 controllers in 84 MB
-    /// instead of 48 (docs/PERFORMANCE.md, "Memory"). The same tables as a migrated store, but
+    /// instead of 49 (docs/PERFORMANCE.md, "Memory"). The same tables as a migrated store, but
     /// for `sqlite_sequence`, which only AUTOINCREMENT made (OutboxSchemaTests compares them).
     private func createSchema4() throws(StoreError) {
         try db.transaction { () throws(StoreError) in
