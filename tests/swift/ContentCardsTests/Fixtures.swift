@@ -68,7 +68,9 @@ func makeController(_ extra: String = "", clock: ManualClock = ManualClock(1_763
 final class UpdateLog: @unchecked Sendable {
     private let lock = NSLock()
     private var items: [FeedUpdate] = []
-    func add(_ u: FeedUpdate) { lock.lock(); items.append(u); lock.unlock() }
+    /// Returns how many updates there are with this one: each caller its own number.
+    @discardableResult
+    func add(_ u: FeedUpdate) -> Int { lock.lock(); defer { lock.unlock() }; items.append(u); return items.count }
     var all: [FeedUpdate] { lock.lock(); defer { lock.unlock() }; return items }
     var reasons: [FeedUpdate.Reason] { all.map(\.reason) }
 }
