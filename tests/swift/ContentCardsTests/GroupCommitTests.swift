@@ -180,6 +180,91 @@ import Testing
     }
 }
 
+/// The writer's wait for the threads of the last session (LogBatch.gatherLastSession): what
+/// makes calls of several threads share transactions when a transaction is shorter than a
+/// wake-up. Tested on a batch of its own, with a `write` that records each batch's calls.
+@Suite struct GatherTests {
+    /// Each batch's call names, in order; a call named "hold" is written only once `gate` opens.
+    final class Writes: @unchecked Sendable {
+        private let lock = NSLock()
+        private var items: [[String]] = []
+        let gate = DispatchSemaphore(value: 0)
+        var all: [[String]] { lock.lock(); defer { lock.unlock() }; return items }
+        func write(_ calls: [PendingLog]) -> [Result<(LogResult, FeedCounts), ContentCardsError>] {
+            let names = calls.map { $0.cardID ?? "" }
+            lock.lock(); items.append(names); lock.unlock()
+            if names.contains("hold") { gate.wait() }
+            return calls.map { _ in .success((.recorded(eventID: "e", stateChanged: false), FeedCounts())) }
+        }
+    }
+
+    static func call(_ batch: LogBatch, _ writes: Writes, _ name: String, in group: DispatchGroup) {
+        TestThreads.start(in: group) {
+            _ = batch.submit(PendingLog(cardID: name, decide: nil), write: writes.write)
+        }
+    }
+
+    /// A session of three calls from three threads: "hold" written alone, then "b" and "c",
+    /// queued behind it, in the writer's next batch.
+    static func sessionOfThree(_ batch: LogBatch, _ writes: Writes) {
+        let group = DispatchGroup()
+        call(batch, writes, "hold", in: group)
+        #expect(GroupCommitTests.waitUntil { batch.state.writing })
+        call(batch, writes, "b", in: group)
+        call(batch, writes, "c", in: group)
+        #expect(GroupCommitTests.waitUntil { batch.state.queued == 2 })
+        writes.gate.signal()
+        #expect(group.wait(timeout: .now() + 10) == .success)
+        #expect(writes.all.map { $0.sorted() } == [["hold"], ["b", "c"]])
+    }
+
+    /// After a writer wrote three threads' calls, the next writer waits for three calls
+    /// before it writes (before: it wrote its own call alone, at once).
+    @Test func theNextWriterWaitsForAsManyCalls() {
+        let batch = LogBatch(gatherWindow: 30)
+        let writes = Writes()
+        Self.sessionOfThree(batch, writes)
+        let group = DispatchGroup()
+        Self.call(batch, writes, "d", in: group)
+        #expect(GroupCommitTests.waitUntil { batch.state.writing && batch.state.queued == 1 })
+        Self.call(batch, writes, "e", in: group)
+        #expect(GroupCommitTests.waitUntil { batch.state.queued == 2 })
+        #expect(writes.all.count == 2)   // still nothing written: it waits for a third
+        Self.call(batch, writes, "f", in: group)
+        #expect(group.wait(timeout: .now() + 10) == .success)
+        #expect(writes.all.count == 3)
+        #expect(writes.all.last?.sorted() == ["d", "e", "f"])
+        #expect(batch.state.gathered == 1 && batch.state.gaveUp == 0)
+    }
+
+    /// A writer waits at most its window: a lone call after a session of three is written,
+    /// alone, and the session after it (one call) makes the next writer wait for nothing.
+    @Test func aWriterWaitsNoLongerThanItsWindow() {
+        let batch = LogBatch(gatherWindow: 0.05)
+        let writes = Writes()
+        Self.sessionOfThree(batch, writes)
+        for name in ["d", "e"] {
+            _ = batch.submit(PendingLog(cardID: name, decide: nil), write: writes.write)
+        }
+        #expect(writes.all.suffix(2) == [["d"], ["e"]])
+        // "d" gave up waiting (or, if this thread came later than the window, did not wait);
+        // "e", after a session of one, did not wait.
+        #expect(batch.state.gathered == 0 && batch.state.gaveUp <= 1)
+    }
+
+    /// One thread logging: every batch holds one call, and no writer ever waits.
+    @Test func aThreadLoggingAloneNeverWaits() throws {
+        let c = try makeController()
+        try c.refresh()
+        let before = c.logBatch.state
+        for i in 0..<200 { _ = try c.logImpression(cardID: "tile-\(1 + i % 3)") }
+        let after = c.logBatch.state
+        #expect(after.batches - before.batches == 200)
+        #expect(after.gathered == before.gathered && after.gaveUp == before.gaveUp)
+    }
+}
+
+
 /// The outcomes of log calls made on several threads, by name.
 final class LogOutcomes: @unchecked Sendable {
     private let lock = NSLock()
