@@ -19,22 +19,28 @@
 /// less than a sleeping thread takes to wake. Left alone, the threads of a batch are still
 /// waking when the thread that wrote it calls again, finds no writer and writes its next
 /// call alone: batches of one, and 4 threads logging no more than one (0.9×). So after a
-/// writer wrote calls of several threads, the next writer waits (at most `gatherWindow`) for
-/// as many calls to queue, and a waiting call yields its core instead of sleeping for its
-/// first `spinWindow`, so that it sees its outcome and calls again without a wake-up. Both
-/// are bounded, and neither happens to a thread logging alone (docs/PERFORMANCE.md, "Group
-/// commit").
+/// writer wrote calls of several threads, the next writer waits (about `gatherWindow` at
+/// most: the deadline is checked between yields) for a call of each to queue, and a waiting
+/// call yields its core instead of sleeping for about its first `spinWindow`, so that it sees
+/// its outcome and calls again without a wake-up. Both are bounded, and neither happens to a
+/// thread logging alone (docs/PERFORMANCE.md, "Group commit").
 final class LogBatch {
     private let lock = Lock()
     private let written = Condition()
     private var waiting: [PendingLog] = []
     private var writing = false
     private var transactions = 0
-    /// Calls the last writer wrote, in all its batches, and when it finished (monotonic).
-    private var lastSessionCalls = 0
+    /// Threads whose calls the last writer wrote, in all its batches (each thread once: one
+    /// that called again within the session is still one thread to wait for), and when a
+    /// session of several threads last finished (monotonic).
+    private var lastSessionThreads = 0
     private var lastSessionEnd = 0.0
-    private var gathered = 0, gaveUp = 0
+    /// Writers that waited and got the calls they waited for, gave up at the deadline, or did
+    /// not wait because the last session of several threads was too long ago.
+    private var gathered = 0, gaveUp = 0, stale = 0
     private let gatherWindow: Double
+    /// The most threads a writer waits for.
+    static let maxGathered = 64
 
     /// Batches a writer writes for other threads after its own.
     static let extraBatches = 2
@@ -48,9 +54,9 @@ final class LogBatch {
     }
 
     /// What the tests look at: the calls queued behind a writer, whether one writes, how many
-    /// batches were written, and how often a writer waited for calls and got them or gave up.
-    var state: (queued: Int, writing: Bool, batches: Int, gathered: Int, gaveUp: Int) {
-        lock.withLock { (waiting.count, writing, transactions, gathered, gaveUp) }
+    /// batches were written, and what writers did about the threads of the last session.
+    var state: (queued: Int, writing: Bool, batches: Int, gathered: Int, gaveUp: Int, stale: Int) {
+        lock.withLock { (waiting.count, writing, transactions, gathered, gaveUp, stale) }
     }
 
     /// Returns `call`'s outcome once it is written, by this thread (`write`, given the calls
@@ -78,13 +84,15 @@ final class LogBatch {
             // queued meanwhile, whose threads would otherwise have to wake and run first.
             writing = true
             gatherLastSession()
-            var calls = 0
+            var threads: [pthread_t] = []
             var rounds = 0
             while !waiting.isEmpty && (call.outcome == nil || rounds <= Self.extraBatches) {
                 rounds += 1
                 var batch: [PendingLog] = []
                 swap(&batch, &waiting)
-                calls += batch.count
+                for c in batch where threads.count < Self.maxGathered && !threads.contains(where: { pthread_equal($0, c.thread) != 0 }) {
+                    threads.append(c.thread)
+                }
                 lock.unlock()
                 let outcomes = write(batch)
                 lock.lock()
@@ -97,21 +105,21 @@ final class LogBatch {
                 written.broadcast()
             }
             writing = false
-            lastSessionCalls = calls
-            if calls > 1 { lastSessionEnd = monotonicSeconds() }
+            lastSessionThreads = threads.count
+            if threads.count > 1 { lastSessionEnd = monotonicSeconds() }
         }
     }
 
     /// With the lock held and `writing` set: when the last session wrote calls of several
-    /// threads and ended less than a window ago, waits (yielding, at most `gatherWindow`) until
-    /// as many calls are queued. A thread that logs alone never waits: its sessions hold one
-    /// call. Threads that stopped logging cost one window, once: the session that follows
-    /// holds fewer calls.
+    /// threads and ended less than a window ago, waits (yielding; the deadline is checked
+    /// between yields) until a call of each of them could be queued. A thread that logs alone
+    /// never waits: its sessions hold its calls only. Threads that stopped logging cost one
+    /// window, once: the session that follows holds fewer threads.
     private func gatherLastSession() {
-        let target = lastSessionCalls
+        let target = lastSessionThreads
         guard target > 1, waiting.count < target else { return }
         let now = monotonicSeconds()
-        guard now - lastSessionEnd < gatherWindow else { return }
+        guard now - lastSessionEnd < gatherWindow else { stale += 1; return }
         let deadline = now + gatherWindow
         while waiting.count < target {
             if monotonicSeconds() >= deadline { gaveUp += 1; return }
@@ -135,11 +143,14 @@ final class PendingLog {
 
     let cardID: String?
     let decide: Decide?
+    /// The calling thread: a writer waits for as many threads as its last session had.
+    let thread: pthread_t
     /// Set by the writer with the batch's lock held.
     fileprivate(set) var outcome: Result<(LogResult, FeedCounts), ContentCardsError>?
 
-    init(cardID: String?, decide: Decide?) {
+    init(cardID: String?, decide: Decide?, thread: pthread_t = pthread_self()) {
         self.cardID = cardID
         self.decide = decide
+        self.thread = thread
     }
 }
