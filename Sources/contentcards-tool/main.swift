@@ -10,6 +10,12 @@
 //                                                 after each call returns (the crash test kills
 //                                                 it at random points; with T > 1 the calls
 //                                                 share transactions: group commit)
+//   contentcards-tool fork-calls CONFIG_JSON N [T]
+//                                                 T threads (4) log, refresh, apply and read
+//                                                 without pause while another forks N times;
+//                                                 each child calls every entry point of the
+//                                                 inherited controller, which must refuse at
+//                                                 once (ForkCalls.swift); prints "forks N: ok"
 import ContentCards
 import ContentCardsC
 #if canImport(Glibc)
@@ -129,7 +135,14 @@ case "log-loop":
     } catch {
         fail(error.message)
     }
+#if os(Linux)
+case "fork-calls":
+    guard args.count >= 4, let forks = Int(args[3]) else { fail("fork-calls needs a count") }
+    let threads = args.count >= 5 ? max(Int(args[4]) ?? 4, 2) : 4
+    forkCalls(controller, forks: forks, threads: threads)
+#endif
 default:
     fail("unknown command \(args[1])")
 }
+
 controller.close()

@@ -5,6 +5,7 @@ extension ContentCardsController {
     /// merge as a refresh, with no rate limit. A bare array is a non-full sync.
     @discardableResult
     public func apply(_ payload: String) throws(ContentCardsError) -> SyncSummary {
+        try refuseIfInherited()
         var copy = payload
         // A String's bytes are valid UTF-8: not checked again.
         return try copy.withUTF8 { bytes in Result { () throws(ContentCardsError) in try apply(bytes: bytes, checkedUTF8: true) } }.get()
@@ -12,7 +13,8 @@ extension ContentCardsController {
 
     @discardableResult
     public func apply(bytes: UnsafeBufferPointer<UInt8>) throws(ContentCardsError) -> SyncSummary {
-        try apply(bytes: bytes, checkedUTF8: false)
+        try refuseIfInherited()
+        return try apply(bytes: bytes, checkedUTF8: false)
     }
 
     /// `apply(bytes:)` for bytes the caller has already checked are valid UTF-8 (the C

@@ -1,7 +1,8 @@
 extension ContentCardsController {
     /// The controller's diagnostics; available after close too (with `closed` true).
     public func diagnostics() -> Diagnostics {
-        lock.withLock {
+        if isInherited { return inheritedDiagnostics() }
+        return lock.withLock {
             let now = clock.now()
             let limit = refresher.limiter.state(now: now)
             let pending = (try? store?.pendingEventCount()) ?? 0

@@ -2,7 +2,8 @@
 extension ContentCardsController {
     /// Events in the outbox of this store, every user's (each event keeps its own user).
     public func pendingEvents() throws(ContentCardsError) -> Int {
-        try lock.withLock { () throws(ContentCardsError) in
+        try refuseIfInherited()
+        return try lock.withLock { () throws(ContentCardsError) in
             guard let store else { throw Self.closedError }
             do throws(StoreError) { return try store.pendingEventCount() } catch { throw ContentCardsError(.storage, error.message) }
         }
@@ -12,7 +13,8 @@ extension ContentCardsController {
     /// (0: all), with the number pending, the delivery attempts that failed in a row since
     /// the last delivery by this controller, and each event's failed attempts in this process.
     public func listPendingEvents(limit: Int = 0) throws(ContentCardsError) -> PendingEvents {
-        try lock.withLock { () throws(ContentCardsError) in
+        try refuseIfInherited()
+        return try lock.withLock { () throws(ContentCardsError) in
             guard let store else { throw Self.closedError }
             do throws(StoreError) {
                 let rows = try store.pendingEvents(limit: limit > 0 ? limit : Int.max, maxBytes: Int.max)
@@ -32,6 +34,7 @@ extension ContentCardsController {
     /// background with backoff); `.noSource` when no event sink is configured.
     @discardableResult
     public func flushEvents(timeout: Double? = nil) throws(ContentCardsError) -> FlushResult {
+        try refuseIfInherited()
         let timeout = Self.clampTimeout(timeout ?? configuration.timeoutSeconds)
         Scheduler.shared.kick()
         return try delivery.deliver(for: self, until: monotonicSeconds() + timeout)

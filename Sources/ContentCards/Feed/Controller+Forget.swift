@@ -34,6 +34,7 @@ extension ContentCardsController {
     /// Everything stored for `user` (nil: the current user) as one JSON document, the same
     /// bytes in C, Python and Swift (docs/schema/export.schema.json).
     public func exportUser(_ user: String? = nil) throws(ContentCardsError) -> String {
+        try refuseIfInherited()
         let (user, stored, events): (String, StoredUser, [Event]) = try lock.withLock { () throws(ContentCardsError) in
             guard let store else { throw Self.closedError }
             let user = user ?? userID
@@ -53,6 +54,7 @@ extension ContentCardsController {
     @discardableResult
     public func forgetUser(_ user: String? = nil, pending: PendingEventsChoice = .flush,
                            timeout: Double? = nil) throws(ContentCardsError) -> ForgetReceipt {
+        try refuseIfInherited()
         let user = try lock.withLock { () throws(ContentCardsError) -> String in
             try checkOpen()
             return user ?? userID

@@ -25,6 +25,7 @@ extension ContentCardsController {
     /// Waits at most `timeout` seconds for the queued prefetches to finish; what the cache did.
     /// `.noSource` when no image cache is configured.
     public func waitForImages(timeout: Double? = nil) throws(ContentCardsError) -> ImageStats {
+        try refuseIfInherited()
         try lock.withLock { () throws(ContentCardsError) in try checkOpen() }
         guard let images else {
             throw ContentCardsError(.noSource, "no image cache is configured (\"images\")")

@@ -80,7 +80,9 @@ extension ContentCardsController {
     }
 
     private func written(_ call: PendingLog) -> Result<(LogResult, FeedCounts), ContentCardsError> {
-        logBatch.submit(call) { calls in lock.withLock { writeLocked(calls) } }
+        // Before the batch's lock, which a parent's thread may hold (Controller+Fork.swift).
+        if isInherited { return .failure(Self.inheritedError) }
+        return logBatch.submit(call) { calls in lock.withLock { writeLocked(calls) } }
     }
 
     /// Decides each call in order, each against the cards as the calls before it left them,

@@ -6,13 +6,15 @@ extension ContentCardsController {
     /// Marks the card read; records a `read` event when it was unread.
     @discardableResult
     public func markRead(cardID: String) throws(ContentCardsError) -> LogResult {
-        try setRead(true, cardIDs: [cardID], reason: .read, single: cardID).first ?? .refused("already read")
+        try refuseIfInherited()
+        return try setRead(true, cardIDs: [cardID], reason: .read, single: cardID).first ?? .refused("already read")
     }
 
     /// Marks the card unread; records an `unread` event when it was read.
     @discardableResult
     public func markUnread(cardID: String) throws(ContentCardsError) -> LogResult {
-        try setRead(false, cardIDs: [cardID], reason: .unread, single: cardID).first ?? .refused("already unread")
+        try refuseIfInherited()
+        return try setRead(false, cardIDs: [cardID], reason: .unread, single: cardID).first ?? .refused("already unread")
     }
 
     /// Marks every visible card passing `filter` read (control cards too, which no badge counts),
@@ -20,7 +22,8 @@ extension ContentCardsController {
     /// cards changed.
     @discardableResult
     public func markAllRead(_ filter: ClassTypeFilter = .all) throws(ContentCardsError) -> Int {
-        try setRead(true, cardIDs: nil, filter: filter, reason: .read, single: nil).count
+        try refuseIfInherited()
+        return try setRead(true, cardIDs: nil, filter: filter, reason: .read, single: nil).count
     }
 
     /// The unread count of the visible feed passing `filter` (control cards left out).

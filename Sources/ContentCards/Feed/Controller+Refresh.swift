@@ -47,6 +47,7 @@ extension ContentCardsController {
     /// (`.refused`): that refresh is the one waiting for the callback.
     @discardableResult
     public func refresh(timeout: Double? = nil) throws(ContentCardsError) -> SyncSummary {
+        try refuseIfInherited()
         let timeout = Self.clampTimeout(timeout ?? configuration.timeoutSeconds)
         let deadline = monotonicSeconds() + timeout
         let me = pthread_self()
@@ -82,6 +83,7 @@ extension ContentCardsController {
     @discardableResult
     public func refreshInBackground(timeout: Double? = nil,
                                     completion: (@Sendable (Result<SyncSummary, ContentCardsError>) -> Void)? = nil) throws(ContentCardsError) -> Bool {
+        try refuseIfInherited()
         switch try beginRefresh() {
         case .joined(let ticket):
             guard let completion else { return false }

@@ -29,7 +29,7 @@ extension ContentCardsController {
     public typealias BadgeObserver = @Sendable (_ counts: FeedCounts, _ validBefore: Double) -> Void
 
     public func observeBadge(_ observer: BadgeObserver?) {
-        guard storeIsInMemory else { return }
+        guard storeIsInMemory, !isInherited else { return }
         feed.observe(observer)
     }
 }

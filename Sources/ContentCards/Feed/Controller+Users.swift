@@ -3,6 +3,7 @@
 /// keep the user they were logged for; a refresh running for the previous user is discarded.
 extension ContentCardsController {
     public func changeUser(_ newUserID: String) throws(ContentCardsError) {
+        try refuseIfInherited()
         let counts: FeedCounts? = try lock.withLock { () throws(ContentCardsError) -> FeedCounts? in
             guard let store else { throw Self.closedError }
             if newUserID == userID { return nil }

@@ -25,6 +25,9 @@ public final class ContentCardsController: @unchecked Sendable {
     let changed = Condition()
     /// Log calls waiting to be written, together (LogBatch.swift); its own lock guards it.
     let logBatch = LogBatch()
+    /// Its fork generation and first user: inherited in a child of fork() (Controller+Fork.swift).
+    let forkGeneration = ForkSafety.generation
+    let openedUserID: String
     var store: CardStore?
     var userID: String
     /// The published feed (PublishedFeed.swift): the current user's cards, the index, the
@@ -71,6 +74,8 @@ public final class ContentCardsController: @unchecked Sendable {
         decoder = PayloadDecoder(limits: .init(maxBytes: configuration.maxPayloadBytes, maxDepth: 64),
                                  knownClassTypes: configuration.knownClassTypes)
         userID = configuration.userID
+        openedUserID = configuration.userID
+        Self.prepareForFork()
         storeIsInMemory = configuration.storagePath == nil
         refresher = Refresher(source: Self.makeSource(configuration, hostTransport, tokens),
                               limiter: RateLimiter(capacity: configuration.refreshTokens,
@@ -150,6 +155,7 @@ public final class ContentCardsController: @unchecked Sendable {
     /// the request's user (docs/WIRE.md, "Per-user tokens"). Tokens of an earlier provider are
     /// forgotten.
     public func setTokenProvider(_ provider: TokenProvider?) throws(ContentCardsError) {
+        try refuseIfInherited()
         try lock.withLock { () throws(ContentCardsError) in try checkOpen() }
         tokens.set(provider)
     }
@@ -157,6 +163,7 @@ public final class ContentCardsController: @unchecked Sendable {
     /// Sets (or with nil, removes) the host's transport, used where the configuration says
     /// `{"callback": true}`.
     public func setTransport(_ transport: Transport?) throws(ContentCardsError) {
+        try refuseIfInherited()
         try lock.withLock { () throws(ContentCardsError) in try checkOpen() }
         hostTransport.set(transport)
     }
@@ -212,8 +219,11 @@ public final class ContentCardsController: @unchecked Sendable {
     }
 
     /// Closes the store and removes every subscriber. Idempotent; later calls fail with `.closed`.
-    /// A refresh or delivery still running finishes without touching anything.
+    /// A refresh or delivery still running finishes without touching anything. In a child of
+    /// fork(), a controller opened before the fork is let go without touching anything
+    /// (Controller+Fork.swift).
     public func close() {
+        if isInherited { return }
         let wasOpen: Bool = lock.withLock {
             guard let store else { return false }
             store.close()
@@ -235,7 +245,9 @@ public final class ContentCardsController: @unchecked Sendable {
         }
     }
 
-    public var isClosed: Bool { lock.withLock { store == nil } }
+    /// True once closed; also in a child of fork() for a controller opened before the fork,
+    /// which is not open there (Controller+Fork.swift).
+    public var isClosed: Bool { isInherited || lock.withLock { store == nil } }
 
     /// The queues the process's `Scheduler` may hold this controller's timers for (the
     /// automatic refresh, expiry, delivery): cancelled at close.
@@ -245,7 +257,8 @@ public final class ContentCardsController: @unchecked Sendable {
 
     /// The visible feed in order (pinned, newest, id), optionally filtered by class types.
     public func cards(_ filter: ClassTypeFilter = .all) throws(ContentCardsError) -> [Card] {
-        withImagePaths(try read { () throws(ContentCardsError) in
+        try refuseIfInherited()
+        return withImagePaths(try read { () throws(ContentCardsError) in
             // Sized once (`compactMap` grows by doubling: new memory, new page faults, each time).
             let ids = feed.index.ids(filter, now: clock.now())
             var cards: [Card] = []
@@ -259,6 +272,7 @@ public final class ContentCardsController: @unchecked Sendable {
     /// text `cc_controller_feed` returns: for handing a feed on (a web view, a cache, another
     /// process) without building a `Card` of each.
     public func cardsJSON(_ filter: ClassTypeFilter = .all) throws(ContentCardsError) -> String {
+        try refuseIfInherited()
         var none: [Int]? = nil
         return try feedJSON(filter, offsets: &none).string
     }
@@ -312,7 +326,8 @@ public final class ContentCardsController: @unchecked Sendable {
     /// A stored card by id, visible or not (dismissed and expired cards are returned too, with
     /// their flags); `.notFound` when the user has no such card.
     public func card(id: String) throws(ContentCardsError) -> Card {
-        try read { () throws(ContentCardsError) in
+        try refuseIfInherited()
+        return try read { () throws(ContentCardsError) in
             guard let card = feed.stored.cards[id] else { throw Self.unknownCard(id) }
             return withImagePaths([card])[0]
         }
@@ -329,7 +344,8 @@ public final class ContentCardsController: @unchecked Sendable {
 
     /// Total and unviewed counts of the visible feed, optionally for a filter (one screen's badge).
     public func counts(_ filter: ClassTypeFilter = .all) throws(ContentCardsError) -> FeedCounts {
-        try read { () throws(ContentCardsError) in
+        try refuseIfInherited()
+        return try read { () throws(ContentCardsError) in
             let counts = feed.index.counts(filter, now: clock.now())
             feed.publishBadge()       // a count may have recounted (a card expired)
             return counts
@@ -339,57 +355,12 @@ public final class ContentCardsController: @unchecked Sendable {
     public func unviewedCount(_ filter: ClassTypeFilter = .all) throws(ContentCardsError) -> Int { try counts(filter).unviewed }
     public func totalCount(_ filter: ClassTypeFilter = .all) throws(ContentCardsError) -> Int { try counts(filter).total }
 
-    /// The current user.
-    public var currentUserID: String { lock.withLock { userID } }
-
-    // MARK: Subscriptions
-
-    /// Adds a subscriber, called after every refresh, apply, user change and logged change.
-    /// `onRemove` runs exactly once, when the subscriber is removed or the controller closes.
-    @discardableResult
-    public func subscribe(_ callback: @escaping @Sendable (FeedUpdate) -> Void,
-                          onRemove: (@Sendable () -> Void)? = nil) throws(ContentCardsError) -> Subscription {
-        // The subscriber list itself refuses once close has emptied it, so a subscribe that
-        // crosses a close on another thread is either removed by that close or refused here.
-        let open = lock.withLock { store != nil }
-        guard open, let id = subscribers.add(callback, onRemove: onRemove) else {
-            onRemove?()
-            throw Self.closedError
-        }
-        return Subscription(id: id, subscribers: subscribers)
-    }
-
-    /// The state as an update (reason `.current`, the counts of the whole visible feed now):
-    /// what a new subscriber draws before the first change reaches it.
-    public func currentUpdate() throws(ContentCardsError) -> FeedUpdate {
-        let counts = try counts()
-        return FeedUpdate(reason: .current, error: nil, cardID: nil, counts: counts, sync: nil)
-    }
-
-    /// Removes a subscriber by id; false when there is none (already removed, or closed).
-    @discardableResult
-    public func unsubscribe(_ id: UInt64) -> Bool { subscribers.remove(id) }
+    /// The current user (in a child of fork(), of a controller opened before the fork: the
+    /// user it was opened with, Controller+Fork.swift).
+    public var currentUserID: String { isInherited ? openedUserID : lock.withLock { userID } }
 
     /// The counts for an update. Called with the lock held.
     func currentCounts() -> FeedCounts {
         feed.lock.withLock { feed.index.counts(.all, now: clock.now()) }
     }
-}
-
-/// A subscription; `cancel()` unsubscribes (immediately, and idempotently).
-///
-/// It holds the controller's subscriber list (not the controller), so it stays valid after the
-/// controller is gone; cancelling then does nothing. (Not a weak reference: Swift keeps weak
-/// references in a side table that leak checkers cannot trace, and nothing here needs one.)
-public final class Subscription: @unchecked Sendable {
-    public let id: UInt64
-    private let subscribers: Subscribers
-
-    init(id: UInt64, subscribers: Subscribers) {
-        self.id = id; self.subscribers = subscribers
-    }
-
-    /// Returns false when it was already cancelled.
-    @discardableResult
-    public func cancel() -> Bool { subscribers.remove(id) }
 }

@@ -22,6 +22,7 @@ extension ContentCardsController {
     /// Hands in a hint that `user`'s cards (nil: the current user's) may have changed; see
     /// `HintState`. Returns at once; a hint for another user is ignored.
     public func hint(user: String? = nil) throws(ContentCardsError) {
+        try refuseIfInherited()
         let hintAt = monotonicSeconds()
         let enqueue: Bool = try lock.withLock { () throws(ContentCardsError) -> Bool in
             try checkOpen()

@@ -55,12 +55,18 @@ final class Subscribers: @unchecked Sendable {
     private var closed = false
     /// Where a long cascade of updates continues (a library thread, started on demand).
     let later = WorkQueue()
+    /// The fork generation it was made in. In a child of fork() its lock may be held by a
+    /// parent's thread, and the calls `remove` would wait for are on threads that do not
+    /// exist: there it adds, removes and calls nothing (Controller+Fork.swift).
+    private let forkGeneration = ForkSafety.generation
+    private var isInherited: Bool { forkGeneration != ForkSafety.generation }
 
     /// Adds a subscriber; `onRemove` runs exactly once when it is removed (or the controller
     /// closes). Nil once `removeAll` has run (the controller closed): nothing was added, and
     /// the caller runs `onRemove` itself.
     func add(_ callback: @escaping @Sendable (FeedUpdate) -> Void, onRemove: (@Sendable () -> Void)? = nil) -> UInt64? {
-        lock.withLock {
+        if isInherited { return nil }
+        return lock.withLock {
             if closed { return nil }
             nextID += 1
             entries.append(Entry(id: nextID, callback: callback, onRemove: onRemove))
@@ -73,6 +79,7 @@ final class Subscribers: @unchecked Sendable {
     /// callback (then `onRemove` runs when that call returns).
     @discardableResult
     func remove(_ id: UInt64) -> Bool {
+        if isInherited { return false }
         let mayWait = !CallbackContext.isInsideCallback
         let found: (entry: Entry, runNow: Bool)? = lock.withLock {
             guard let index = entries.firstIndex(where: { $0.id == id }) else { return nil }
@@ -92,6 +99,7 @@ final class Subscribers: @unchecked Sendable {
 
     /// Removes every subscriber, and refuses any added later (at close).
     func removeAll() {
+        if isInherited { return }
         let ids = lock.withLock {
             closed = true
             return entries.map(\.id)
@@ -99,12 +107,13 @@ final class Subscribers: @unchecked Sendable {
         for id in ids { remove(id) }
     }
 
-    var count: Int { lock.withLock { entries.count } }
+    var count: Int { isInherited ? 0 : lock.withLock { entries.count } }
 
     /// Tells every subscriber of `update`. Must be called with no controller lock held. From
     /// inside a callback the update is queued and delivered once the outermost callback of
     /// this thread has returned.
     func notify(_ update: FeedUpdate) {
+        if isInherited { return }
         let context = CallbackContext.current
         if context.depth > 0 {
             context.pending.append((self, update))

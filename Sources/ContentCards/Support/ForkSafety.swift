@@ -35,8 +35,15 @@ package enum ForkSafety {
     nonisolated(unsafe) public private(set) static var generation: UInt64 = 0
 
     private static let registryLock = Lock()
-    nonisolated(unsafe) private static var locks: [Lock] = []
-    nonisolated(unsafe) private static var childHooks: [() -> Void] = []
+    /// The registered locks and child hooks, in fixed slots read by index: the handlers run
+    /// in the child no code that the parent never ran. (Iterating a Swift array there asked
+    /// the Swift runtime for its `Sequence` conformance the first time, under a runtime lock
+    /// that a parent thread could hold at the fork: a child hung in it; ForkTests.) The
+    /// library registers six locks; past `slots`, a lock is not held across fork().
+    private static let slots = 32
+    nonisolated(unsafe) private static let locks = UnsafeMutablePointer<Unmanaged<Lock>>.allocate(capacity: slots)
+    nonisolated(unsafe) private static let childHooks = UnsafeMutablePointer<() -> Void>.allocate(capacity: slots)
+    nonisolated(unsafe) private static var lockCount = 0, hookCount = 0
 
     private static let installed: Void = {
         // SQLite's allocator statistics take a global mutex on every allocation; the library
@@ -53,8 +60,13 @@ package enum ForkSafety {
     package static func holdAcrossFork(_ lock: Lock, child: (() -> Void)? = nil) {
         install()
         registryLock.withLock {
-            locks.append(lock)
-            if let child { childHooks.append(child) }
+            guard lockCount < slots else { return }
+            (locks + lockCount).initialize(to: .passRetained(lock))
+            lockCount += 1
+            if let child {
+                (childHooks + hookCount).initialize(to: child)
+                hookCount += 1
+            }
         }
     }
 
@@ -81,24 +93,33 @@ package enum ForkSafety {
         return try body()
     }
 
+    /// The guard first, then the registry: a thread inside an SQLite section may register a
+    /// lock (the first use of a lazily made one, such as the event ids' random pool inside a
+    /// log call's transaction) and so wait for the registry. Taking the registry first, the
+    /// fork held it while waiting for that thread to leave its section: both waited forever
+    /// (seen in a host that forked while its threads logged; ForkTests).
     private static func prepare() {
-        registryLock.lock()
         pthread_rwlock_wrlock(guardLock)
-        for lock in locks { lock.lock() }
+        registryLock.lock()
+        var i = 0
+        while i < lockCount { locks[i].takeUnretainedValue().lock(); i += 1 }
     }
 
     private static func parent() {
-        for lock in locks.reversed() { lock.unlock() }
-        pthread_rwlock_unlock(guardLock)
+        var i = lockCount
+        while i > 0 { i -= 1; locks[i].takeUnretainedValue().unlock() }
         registryLock.unlock()
+        pthread_rwlock_unlock(guardLock)
     }
 
     private static func child() {
         generation &+= 1
-        for hook in childHooks { hook() }
-        for lock in locks.reversed() { lock.unlock() }
+        var i = 0
+        while i < hookCount { childHooks[i](); i += 1 }
+        i = lockCount
+        while i > 0 { i -= 1; locks[i].takeUnretainedValue().unlock() }
+        registryLock.unlock()
         // The rwlock is write-held by the parent's thread id; start it afresh (one thread here).
         initGuard(guardLock)
-        registryLock.unlock()
     }
 }

@@ -100,6 +100,11 @@ final class Scheduler: @unchecked Sendable {
 
     let lock = Lock()
     private let condition = Condition()
+    /// The jobs a child of fork() inherited, kept (never released).
+    private final class KeptJobs {
+        let jobs: [Job]
+        init(_ jobs: [Job]) { self.jobs = jobs }
+    }
     private var jobs: [Job] = []           // kept sorted by (deadline, order)
     private var order: UInt64 = 0
     private var started = false
@@ -113,9 +118,13 @@ final class Scheduler: @unchecked Sendable {
         // to fork()'s prepare handler.
         _ = ThreadCache.shared
         // A child of fork() has no timer thread, and the jobs are the parent's controllers'
-        // (inherited, unusable there): forget both.
+        // (inherited, unusable there): forget both. The jobs are leaked, not released: their
+        // release could run any deinit in the child, code the parent may never have run
+        // (ForkSafety.swift says why that matters).
+        _ = KeptJobs([])   // its metadata made here, not first in a child
         ForkSafety.holdAcrossFork(lock) { [self] in
-            jobs.removeAll()
+            _ = Unmanaged.passRetained(KeptJobs(jobs))
+            jobs = []
             started = false
         }
     }

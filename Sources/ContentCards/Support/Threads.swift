@@ -59,8 +59,13 @@ final class ThreadCache: @unchecked Sendable {
     private var idle = 0
     private var handed: [ThreadBody] = []
     private var started = 0
-    /// Bodies a parent had handed over at a fork, kept (never released) in the child.
-    nonisolated(unsafe) private static var leftInChild: [[ThreadBody]] = []
+    /// Bodies a parent had handed over at a fork, kept (never released) in the child: boxed
+    /// and leaked, not appended to a list, so that the child runs no code the parent never
+    /// ran (ForkSafety.swift says why).
+    private final class Kept {
+        let bodies: [ThreadBody]
+        init(_ bodies: [ThreadBody]) { self.bodies = bodies }
+    }
 
     init(maxIdle: Int, idleSeconds: Double) {
         self.maxIdle = maxIdle
@@ -75,12 +80,13 @@ final class ThreadCache: @unchecked Sendable {
         // child hook): `Scheduler` starts its timer thread with its lock held, so holding both
         // across a fork, in whatever order they were registered, could deadlock the parent
         // against a thread taking them in the other order.
+        _ = Kept([])   // its metadata made here, not first in a child
         ForkSafety.holdAcrossFork(Lock()) { [self] in
             _ = Unmanaged.passRetained(lock)
             lock = Lock()
             _ = Unmanaged.passRetained(wake)
             wake = Condition()
-            ThreadCache.leftInChild.append(handed)
+            _ = Unmanaged.passRetained(Kept(handed))
             handed = []
             idle = 0
         }
