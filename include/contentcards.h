@@ -65,7 +65,8 @@
  *                returns CC_E_STORAGE ("inherited across fork()"), except cc_controller_close,
  *                which releases the handle without touching its store (the parent keeps using
  *                it). The library holds its locks across fork() (pthread_atfork), so a child
- *                never hangs on a lock another thread held, including SQLite's.
+ *                never hangs on a lock another thread held, including SQLite's; fork() itself
+ *                waits only for the SQLite calls and write transactions in progress.
  *   Never trap.  No input makes the library abort the host process.
  */
 #ifndef CONTENTCARDS_H
