@@ -91,7 +91,7 @@ if args.count >= 5 && args[1] == "stages" {
 }
 
 guard args.count >= 3 else {
-    fail("usage: contentcards-tool feed CONFIG_JSON | log-loop CONFIG_JSON N")
+    fail("usage: contentcards-tool feed CONFIG_JSON | log-loop CONFIG_JSON N [T] | fork-calls CONFIG_JSON N [T]")
 }
 
 let controller: ContentCardsController
@@ -144,5 +144,4 @@ case "fork-calls":
 default:
     fail("unknown command \(args[1])")
 }
-
 controller.close()

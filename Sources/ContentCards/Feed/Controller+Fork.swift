@@ -23,7 +23,7 @@ extension ContentCardsController {
     /// The first thing every throwing public call does.
     @inline(__always)
     func refuseIfInherited() throws(ContentCardsError) {
-        if forkGeneration != ForkSafety.generation { throw Self.inheritedError }
+        if isInherited { throw Self.inheritedError }
     }
 
     /// `diagnostics()` of an inherited controller: closed, the user and storage it was opened

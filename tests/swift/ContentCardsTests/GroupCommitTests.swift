@@ -221,15 +221,22 @@ import Testing
         #expect(writes.all.map { $0.sorted() } == [["hold"], ["b", "c"]])
     }
 
+    /// A session of three calls (`sessionOfThree`, "b" and "c" as if by `thread`) on a batch
+    /// that waits up to 30 s, then "d" alone: returned once d's writer is waiting for others.
+    static func writerAfterSession(as thread: pthread_t? = nil) -> (LogBatch, Writes, DispatchGroup) {
+        let batch = LogBatch(gatherWindow: 30)
+        let writes = Writes()
+        sessionOfThree(batch, writes, as: thread)
+        let group = DispatchGroup()
+        call(batch, writes, "d", in: group)
+        #expect(GroupCommitTests.waitUntil { batch.state.writing && batch.state.queued == 1 })
+        return (batch, writes, group)
+    }
+
     /// After a writer wrote three threads' calls, the next writer waits for three calls
     /// before it writes (before: it wrote its own call alone, at once).
     @Test func theNextWriterWaitsForACallOfEachThread() {
-        let batch = LogBatch(gatherWindow: 30)
-        let writes = Writes()
-        Self.sessionOfThree(batch, writes)
-        let group = DispatchGroup()
-        Self.call(batch, writes, "d", in: group)
-        #expect(GroupCommitTests.waitUntil { batch.state.writing && batch.state.queued == 1 })
+        let (batch, writes, group) = Self.writerAfterSession()
         Self.call(batch, writes, "e", in: group)
         #expect(GroupCommitTests.waitUntil { batch.state.queued == 2 })
         #expect(writes.all.count == 2)   // still nothing written: it waits for a third
@@ -244,12 +251,7 @@ import Testing
     /// two threads, the next writer writes once two calls are queued (counting calls, it
     /// would wait for a third that no thread is left to make).
     @Test func theNextWriterWaitsForThreadsNotCalls() {
-        let batch = LogBatch(gatherWindow: 30)
-        let writes = Writes()
-        Self.sessionOfThree(batch, writes, as: pthread_self())   // "hold"'s thread and this one
-        let group = DispatchGroup()
-        Self.call(batch, writes, "d", in: group)
-        #expect(GroupCommitTests.waitUntil { batch.state.writing && batch.state.queued == 1 })
+        let (batch, writes, group) = Self.writerAfterSession(as: pthread_self())   // "hold"'s thread and this one
         #expect(writes.all.count == 2)
         Self.call(batch, writes, "e", in: group)
         #expect(group.wait(timeout: .now() + 10) == .success)
