@@ -39,7 +39,7 @@ package enum ForkSafety {
     /// in the child no code that the parent never ran. (Iterating a Swift array there asked
     /// the Swift runtime for its `Sequence` conformance the first time, under a runtime lock
     /// that a parent thread could hold at the fork: a child hung in it; ForkTests.) The
-    /// library registers six locks; past `slots`, a lock is not held across fork().
+    /// library registers nine locks; past `slots`, a lock is not held across fork().
     private static let slots = 32
     nonisolated(unsafe) private static let locks = UnsafeMutablePointer<Unmanaged<Lock>>.allocate(capacity: slots)
     nonisolated(unsafe) private static let childHooks = UnsafeMutablePointer<() -> Void>.allocate(capacity: slots)
