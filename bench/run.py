@@ -103,17 +103,22 @@ def report(bench: Bench) -> None:
           f"{cold['c_process_ms'] / cold['true_process_ms']:.1f}x it; one that only loads the library: "
           f"{cold['c_load_only_process_ms']} ms); "
           f"open {cold['c_open_ms']:.2f} ms, first feed {cold['c_first_feed_ms']:.2f} ms")
+    print(f"   limit: the same rows read through SQLite alone (bench/sqlite_floor.c, {cold['sqlite_floor_cards']} cards): "
+          f"{cold['sqlite_floor_process_ms']} ms, {cold['sqlite_floor_process_ms'] / cold['true_process_ms']:.1f}x an empty "
+          f"process; the C process is {cold['c_process_ms'] / cold['sqlite_floor_process_ms']:.1f}x it")
     print(f"   the same after the file changed (no stamp: every page checked): {cold['c_checked_process_ms']} ms")
     print(f"   Python process {cold['py_process_ms']} ms (bare interpreter: {cold['py_bare_process_ms']} ms); "
           f"import {cold['py_import_ms']} ms, open + first feed {cold['py_open_and_feed_ms']} ms\n")
 
     log = bench.logging()
     bench.results["logging"] = log
-    print(f"4. Logging, durable impressions (file store, WAL): {log['per_second']:.0f}/s; "
-          f"latency p50 {log['p50_us']} us, p99 {log['p99_us']} us, max {log['max_us']} us")
+    print(f"4. Logging, durable impressions (file store, WAL; medians of {log['runs']} interleaved runs): "
+          f"{log['per_second']:.0f}/s; latency p50 {log['p50_us']} us, p99 {log['p99_us']} us, max {log['max_us']} us")
     four = log["threads_4"]
     print(f"   from 4 threads at once (group commit): {four['per_second']:.0f}/s in all, "
-          f"{log['threads_4_vs_1']}x one thread; latency p50 {four['p50_us']} us, p99 {four['p99_us']} us\n")
+          f"{log['threads_4_vs_1']}x one thread; latency p50 {four['p50_us']} us, p99 {four['p99_us']} us")
+    print(f"   each run, one thread: {', '.join(f'{x:.0f}' for x in log['per_second_runs'])}; "
+          f"4 threads: {', '.join(f'{x:.0f}' for x in four['per_second_runs'])}\n")
 
     mem = bench.memory()
     bench.results["memory"] = mem
