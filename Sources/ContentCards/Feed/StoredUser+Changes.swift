@@ -36,7 +36,7 @@ extension StoredUser {
             var card = Card.empty
             swap(&card, &changes.upserts[i])
             let facts = FeedIndex.Facts(card)
-            let old = cards.updateValue(card, forKey: CardKey(facts.id))
+            let old = cards.updateValue(consume card, forKey: CardKey(facts.id))
             transitions.append(Transition(old: old.map(FeedIndex.Facts.init), new: facts))
         }
         // What is left is empty cards: let their array go before the feed index is built (a
