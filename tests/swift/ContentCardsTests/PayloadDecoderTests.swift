@@ -45,6 +45,31 @@ import Testing
         #expect(c.classType == "")
     }
 
+    /// The decoder reuses one set of field slots from card to card and empties them with a
+    /// mask: a field the next card lacks must read as absent, not as the last card's value.
+    @Test func aCardNeverSeesTheFieldsOfTheCardBefore() throws {
+        let json = #"""
+        [{"id":"full","tp":"captioned_image","ca":1,"ea":9,"v":true,"cl":true,"d":true,"rd":true,"p":true,
+          "db":true,"t":true,"uw":true,"u":"https://a.example/","i":"https://a.example/i.png",
+          "image_alt":"alt","ar":2.0,"tt":"title","ds":"description","dm":"a.example",
+          "e":{"class_type":"home_tile"}},
+         {"id":"bare","tp":"short_news","ca":2,"ds":"only this"}]
+        """#
+        let payload = try decoder.decode(json)
+        #expect(payload.leftOut.isEmpty)
+        let bare = try #require(payload.cards.last)
+        #expect(bare.card.id == "bare")
+        #expect(bare.read == nil)
+        let c = bare.card
+        #expect(c.expiresAt == Card.neverExpires)
+        #expect(!c.viewed && !c.clicked && !c.dismissed && !c.read && !c.pinned && !c.dismissible && !c.isTest)
+        #expect(!c.openURLInWebView)
+        #expect(c.url == nil && c.image == nil && c.imageAltText == nil && c.imageAspectRatio == nil)
+        #expect(c.title == nil && c.domain == nil)
+        #expect(c.cardDescription == "only this")
+        #expect(c.extras.isEmpty && c.classType == "")
+    }
+
     @Test func nullCountsAsAbsent() throws {
         let c = try #require(try decoder.decode(#"[{"id":"a","tp":"short_news","ca":5,"ds":"d","u":null,"p":null,"e":null}]"#).cards.first?.card)
         #expect(c.url == nil && !c.pinned && c.extras.isEmpty)
