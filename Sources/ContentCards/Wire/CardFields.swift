@@ -69,18 +69,28 @@ struct CardFields {
 
     /// Empties the fields for the next card, keeping their memory.
     mutating func reset(source: UnsafeBufferPointer<UInt8>?) {
+        empty()
+        self.source = source ?? UnsafeBufferPointer(start: nil, count: 0)
+    }
+
+    private mutating func empty() {
         slots.clear()
         if !strings.isEmpty { strings.removeAll(keepingCapacity: true) }
         extras = .absent
         entries.removeAll(keepingCapacity: true)
-        self.source = source ?? UnsafeBufferPointer(start: nil, count: 0)
     }
 
     // MARK: Reading
 
     /// Reads a card object from the token stream (the parser at its `{`), keeping the fields
-    /// the card rules know and stepping over the others.
+    /// the card rules know and stepping over the others. A card of the common shape is read
+    /// in one pass (`readCommonShape`); any other, from its start again, token by token.
     mutating func read(_ parser: inout Parser) throws(JSONError) {
+        let start = parser.pos, depth = parser.depth
+        if readCommonShape(&parser) { return }
+        empty()
+        parser.pos = start
+        parser.depth = depth
         var cursor = try parser.beginObject()
         while true {
             let known: KnownKey
@@ -102,6 +112,15 @@ struct CardFields {
                 try parser.skipValue()
             }
         }
+    }
+
+    // What the one-pass reader (CardFields+Fast.swift) keeps, as the general reader keeps it.
+    func setSlot(_ i: Int, _ field: Field) { slots[i] = field }
+    mutating func setEntries() { entries.removeAll(keepingCapacity: true); extras = .entries }
+    mutating func appendEntry(_ entry: Entry) { entries.append(entry) }
+    mutating func keep(_ text: String) -> Field {
+        strings.append(text)
+        return Field(kind: .string, start: strings.count - 1)
     }
 
     /// Extras: strings as they are, any other value as its JSON text.

@@ -60,6 +60,8 @@ extension Parser {
         var low: UInt64 = 0
         var high: UInt64 = 0
 
+        init(low: UInt64, high: UInt64) { self.low = low; self.high = high }
+
         init?(_ raw: UnsafeBufferPointer<UInt8>) {
             guard raw.count <= 16 else { return nil }
             for i in 0..<raw.count {

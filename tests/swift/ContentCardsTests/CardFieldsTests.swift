@@ -1,0 +1,96 @@
+import Foundation
+import Testing
+@testable import ContentCards
+
+/// The card reader takes the common shape of a card in one pass (`CardFields+Fast.swift`) and
+/// gives every other card to the general reader, from its start. Each shape below is decoded
+/// from the token stream (one pass or general, as the card's shape decides) and from a parsed
+/// tree (the parsed-value path, which shares neither), and the two payloads must be equal:
+/// the same cards with the same bodies, the same cards left out for the same reasons.
+@Suite struct CardFieldsTests {
+    static let base = #""id":"c","tp":"short_news","ca":5,"ds":"d""#
+
+    static let shapes: [String] = [
+        // The common shape, with and without white space.
+        #"[{"id":"c","tp":"captioned_image","ca":1,"ea":2,"v":true,"cl":false,"d":false,"rd":true,"p":true,"db":true,"t":false,"uw":true,"u":"https://a.example/x","i":"https://a.example/i.png","image_alt":"alt","ar":1.5,"tt":"T","ds":"D","dm":"a.example","e":{"class_type":"home_tile","b":"2","a":"1"}}]"#,
+        "[ {\n \"id\" : \"c\" ,\t\"tp\" :\r\n\"banner_image\", \"ca\": 7, \"i\": \"x\", \"e\" : { \"k\" : \"v\" } } ]",
+        // Values with escapes (read in the one pass), and names with escapes (a known name
+        // spelled with one: the card goes to the general reader).
+        #"[{"id":"c\u00e9","tp":"short_news","ca":5,"ds":"a \"quoted\" \/ text\n","u":"https:\/\/a.example\/","tt":"\ud834\udd1e"}]"#,
+        #"[{"\u0069d":"c\u00e9","tp":"short_news","ca":5,"ds":"a \"quoted\" \/ text\n","u":"https:\/\/a.example\/"}]"#,
+        #"[{"id":"c","tp":"short_news","ca":5,"ds":"d","e":{"cl\u0061ss_type":"Home_Tile","k\"":"v\\"}}]"#,
+        // Extras of other types, and extras that are not an object.
+        #"[{"id":"c","tp":"short_news","ca":5,"ds":"d","e":{"n":1.50,"o":{"x":[1,{"y":null}]},"t":true,"z":null}}]"#,
+        "[{\(base),\"e\":null}]", "[{\(base),\"e\":\"s\"}]", "[{\(base),\"e\":[]}]", "[{\(base),\"e\":{}}]",
+        // A repeated name: the last one wins, extras too.
+        "[{\(base),\"ds\":\"second\",\"e\":{\"a\":\"1\"},\"e\":{\"b\":\"2\"}}]",
+        "[{\(base),\"e\":{\"a\":\"1\"},\"e\":null}]",
+        // Names the card does not know: short, long, non-ASCII, empty; values of every kind.
+        "[{\(base),\"zz\":{\"a\":[1,2,{\"b\":\"c\"}]},\"a_name_longer_than_sixteen\":[true,false,null],\"é\":1,\"\":\"x\"}]",
+        "[{\(base),\"ids\":\"not the id\",\"i\":null,\"cards\":[1],\"user_id\":\"u\"}]",
+        // Numbers of every grammar, and fields of the wrong type (the card is left out).
+        #"[{"id":"c","tp":"captioned_image","ca":1e3,"ea":-0.0,"i":"x","tt":"t","ds":"d","ar":1.0E+2}]"#,
+        #"[{"id":"c","tp":"captioned_image","ca":1700000000,"i":"x","tt":"t","ds":"d","ar":-12345678901234567890.5e-3}]"#,
+        "[{\(base),\"v\":\"yes\"}]", "[{\(base),\"ca\":\"5\"}]", "[{\(base),\"u\":1}]", "[{\(base),\"tt\":{}}]",
+        "[{\(base),\"tt\":[]}]", "[{\"tp\":\"short_news\",\"ca\":5,\"ds\":\"d\"}]", "[{}]", "[{},{\(base)}]",
+        // DEL and non-ASCII text (written escaped, and as they are).
+        "[{\(base),\"tt\":\"a\u{7F}b\",\"dm\":\"ünïcödé ✓ 𝄞\"}]",
+        // A card that is not an object, and several cards.
+        "[1,\"x\",null,{\(base)},[{\(base)}]]",
+        "{\"cards\":[{\(base)},{\"id\":\"d\",\"tp\":\"control\",\"ca\":6}],\"full_sync\":true}",
+    ]
+
+    @Test(arguments: shapes)
+    func theOnePassReaderReadsAsTheGeneralOne(_ json: String) throws {
+        let decoder = PayloadDecoder()
+        let bytes = Array(json.utf8)
+        let streamed = try decoder.decode(bytes)
+        let parsed = try decoder.decode(JSONReader.parse(bytes))
+        #expect(streamed == parsed)
+    }
+
+    /// Input that is not JSON is refused: the one-pass reader gives up on it, and the general
+    /// reader reports it (a card the one-pass reader took would be decoded, and pass).
+    @Test(arguments: [
+        "[{\(base),\"ca\":01}]", "[{\(base),\"v\":tru}]", "[{\(base),\"v\":nul}]", "[{\(base),}]",
+        "[{\(base) \"x\":1}]", "[{\(base),\"x\"}]", "[{\(base),\"x\":}]", "[{\(base),\"e\":{\"a\":1,}}]",
+        "[{\(base),\"e\":{\"a\"}}]", "[{\(base),\"u\":\"\\x\"}]", "[{\(base),\"u\":\"a\nb\"}]", "[{\(base)",
+        "[{\(base),\"e\":{\"a\":\"b\"", "[{\"id\":\"c", "[{\(base),\"d\":-}]", "[{\(base),\"ar\":1.}]",
+    ])
+    func malformedCardsAreRefused(_ json: String) throws {
+        let decoder = PayloadDecoder()
+        let bytes = Array(json.utf8)
+        var streamError: String?
+        do { _ = try decoder.decode(bytes) } catch { streamError = error.message }
+        #expect(streamError != nil)
+        #expect((try? JSONReader.parse(bytes)) == nil)
+        #expect(streamError?.hasPrefix("payload is not valid JSON: ") == true)
+    }
+
+    /// Each card leaves the parser at the depth it found it: a thousand cards with extras
+    /// under the default limit of 64 levels.
+    @Test func manyCardsLeaveTheDepthAsTheyFoundIt() throws {
+        let card = "{\(Self.base),\"e\":{\"k\":\"v\"},\"x\":[{\"y\":1}]}"
+        let json = "[" + Array(repeating: card, count: 1000).enumerated()
+            .map { $0.element.replacingOccurrences(of: "\"id\":\"c\"", with: "\"id\":\"c\($0.offset)\"") }
+            .joined(separator: ",") + "]"
+        let payload = try PayloadDecoder().decode(Array(json.utf8))
+        #expect(payload.cards.count == 1000)
+        #expect(payload.leftOut.isEmpty)
+    }
+
+    /// The nesting limit counts a card and its extras whichever reader reads them.
+    @Test func theNestingLimitHoldsForBothReaders() throws {
+        let json = Array("[{\(Self.base),\"e\":{\"a\":\"b\"}}]".utf8)
+        var limits = JSONReader.Limits()
+        limits.maxDepth = 2
+        #expect(throws: PayloadError.self) { try PayloadDecoder(limits: limits).decode(json) }
+        limits.maxDepth = 3
+        #expect(try PayloadDecoder(limits: limits).decode(json).cards.count == 1)
+        let nested = Array("[{\(Self.base),\"x\":{\"y\":{\"z\":1}}}]".utf8)
+        limits.maxDepth = 3
+        #expect(throws: PayloadError.self) { try PayloadDecoder(limits: limits).decode(nested) }
+        limits.maxDepth = 4
+        #expect(try PayloadDecoder(limits: limits).decode(nested).cards.count == 1)
+    }
+}
