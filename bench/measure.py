@@ -355,7 +355,7 @@ class Bench:
     # 7 -------------------------------------------------------------------------------------
 
     def stages(self) -> dict[str, Any] | None:
-        tool = os.path.join(ROOT, ".build", "release", "contentcards-tool")
+        tool = os.path.join(ROOT, ".build-bench", "release", "contentcards-tool")
         if not os.path.exists(tool):
             return None
         path, _ = self.payload_file(10_000)
