@@ -42,10 +42,11 @@ extension CardFields {
                 // Only an object here; null or another type is the general reader's.
                 guard base[p] == 0x7B, readExtrasCommonShape(&parser, base, n, &p) else { return false }
             } else if let k = known, let slot = CardFields.slot(k) {
-                guard let field = readValue(&parser, base, n, &p) else { return false }
+                guard let field = readValue(&parser, base, n, &p, keep: true) else { return false }
                 setSlot(slot, field)
             } else {
-                guard readValue(&parser, base, n, &p) != nil else { return false }
+                // Stepped over, as the general reader does: an escaped string is checked, not kept.
+                guard readValue(&parser, base, n, &p, keep: false) != nil else { return false }
             }
             skipSpace()
             guard p < n else { return false }
@@ -92,9 +93,11 @@ extension CardFields {
     }
 
     /// The value at `p`, as the general reader keeps it (`read(value:)`), with `p` past it;
-    /// nil to give up. Objects and arrays are stepped over by the parser itself.
+    /// nil to give up. Objects and arrays are stepped over by the parser itself. `keep` false:
+    /// a value only stepped over (`skipValue`), whose escaped text is checked and not kept.
     @inline(__always)
-    private mutating func readValue(_ parser: inout Parser, _ base: UnsafePointer<UInt8>, _ n: Int, _ p: inout Int) -> Field? {
+    private mutating func readValue(_ parser: inout Parser, _ base: UnsafePointer<UInt8>, _ n: Int, _ p: inout Int,
+                                    keep: Bool) -> Field? {
         let c = base[p]
         switch c {
         case 0x22:
@@ -103,7 +106,7 @@ extension CardFields {
             if span.escaped {
                 parser.pos = p
                 guard let text = try? parser.string(span) else { return nil }
-                return keep(text)
+                return keep ? self.keep(text) : Field(kind: .string)
             }
             return Field(kind: .span, start: span.start, end: span.end, ascii: span.ascii, plain: span.plain)
         case 0x74:

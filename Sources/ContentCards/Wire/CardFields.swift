@@ -123,6 +123,15 @@ struct CardFields {
         return Field(kind: .string, start: strings.count - 1)
     }
 
+    /// Everything a read leaves, as text: the tests compare the one-pass reader's with the
+    /// general reader's (`CardFieldsTests`).
+    var readState: String {
+        func text(_ f: Field) -> String { "\(f.kind) \(f.start)-\(f.end) \(f.ascii) \(f.plain)" }
+        let fields = (0..<Slots.count).map { text(slots[$0]) }
+        let kept = entries.map { "\(text($0.key)) = \(text($0.value))" }
+        return "slots \(fields) strings \(strings) extras \(extras) entries \(kept)"
+    }
+
     /// Extras: strings as they are, any other value as its JSON text.
     private mutating func readExtras(_ parser: inout Parser) throws(JSONError) {
         entries.removeAll(keepingCapacity: true)

@@ -49,6 +49,51 @@ import Testing
         #expect(streamed == parsed)
     }
 
+    /// Single cards: those of the common shape (`taken`) must be read by the one-pass reader,
+    /// and leave exactly what the general reader leaves (every slot, kept string, extras entry,
+    /// the parser's position and depth); the others may go either way, and when the one-pass
+    /// reader takes one, the same holds.
+    static let cards: [(json: String, taken: Bool)] = [
+        (#"{"id":"c","tp":"short_news","ca":5,"ds":"d","e":{"class_type":"home_tile","k":"v"}}"#, true),
+        ("{ }", true), ("{\n}", true), ("{}", true),
+        (" {\t\"id\" :\r\n\"c\" , \"e\" : { \"a\" :\t\"1\" ,\n\"b\":\"2\" } }", true),
+        (#"{"id":"c","x":"a\nb","type":"\u00e9","tt":"\u00e9\n"}"#, true),
+        (#"{"abcdefgh":1,"image_alx":2,"openURLInWebView":true,"openURLInWebViewX":[[]],"":null}"#, true),
+        (#"{"id":"c","v":true,"cl":false,"d":null,"ar":-0,"ca":1E-2,"ea":0e0,"x":-1.5e+3}"#, true),
+        (#"{"tt":{"a":{}},"ds":[1,[2,{"b":"\n"}]]}"#, true),
+        ("{\"id\":\"c\",\"a\u{7F}\":1,\"é\":\"ü\"}", true),
+        (#"{"e":{"a":"1"},"e":{"b":"2"}}"#, true),
+        (#"{"e":{"a":"1"},"e":{"b":2}}"#, false), (#"{"e":{"a":"1"},"e":"s"}"#, false),
+        (#"{"e":{"a":"\n"}}"#, false), (#"{"e":{"é":"1","a":"2"}}"#, true),
+        (#"{"\u0078":1}"#, false), (#"{"\u0065":{"a":"b"}}"#, false),
+        (#"{"id":"c","r":1}"#, true),
+    ]
+
+    @Test(arguments: cards.indices)
+    func theOnePassReaderLeavesWhatTheGeneralOneLeaves(_ index: Int) throws {
+        let (json, taken) = Self.cards[index]
+        let bytes = Array(json.utf8)
+        try bytes.withUnsafeBufferPointer { buffer in
+            var fast = Parser(bytes: buffer, maxDepth: 64)
+            fast.validUTF8 = true
+            fast.skipSpace()
+            var fastFields = CardFields()
+            fastFields.reset(source: buffer)
+            let tookIt = fastFields.readCommonShape(&fast)
+            if taken { #expect(tookIt, "\(json)") }
+            guard tookIt else { return }
+            // The general reader alone: input not known to be UTF-8 is never the one pass's.
+            var general = Parser(bytes: buffer, maxDepth: 64)
+            general.skipSpace()
+            var generalFields = CardFields()
+            generalFields.reset(source: buffer)
+            try generalFields.read(&general)
+            #expect(fastFields.readState == generalFields.readState, "\(json)")
+            #expect(fast.pos == general.pos)
+            #expect(fast.depth == general.depth)
+        }
+    }
+
     /// Input that is not JSON is refused: the one-pass reader gives up on it, and the general
     /// reader reports it (a card the one-pass reader took would be decoded, and pass).
     @Test(arguments: [
@@ -56,6 +101,10 @@ import Testing
         "[{\(base) \"x\":1}]", "[{\(base),\"x\"}]", "[{\(base),\"x\":}]", "[{\(base),\"e\":{\"a\":1,}}]",
         "[{\(base),\"e\":{\"a\"}}]", "[{\(base),\"u\":\"\\x\"}]", "[{\(base),\"u\":\"a\nb\"}]", "[{\(base)",
         "[{\(base),\"e\":{\"a\":\"b\"", "[{\"id\":\"c", "[{\(base),\"d\":-}]", "[{\(base),\"ar\":1.}]",
+        "[{\(base),\"v\":true", "[{\(base),\"v\":nullx}]", "[{\(base),\"v\":truee}]", "[{\(base),\"v\":t}]",
+        "[{\(base),\"ca\":1e}]", "[{\(base),\"x\":1e+}]", "[{\(base),\"x\":-a}]", "[{\(base),\"x\":.5}]",
+        "[{\(base),\"x\":+1}]", "[{\(base),\"x\":-01}]", "[{,\(base)}]", "[{\(base),,\"x\":1}]", "[{\(base),\"x\"",
+        "[{\(base),\"a\tb\":1}]", "[{\(base),\"id\u{01}\":1}]", "[{\(base),\"x\":{\"\\q\":1}}]",
     ])
     func malformedCardsAreRefused(_ json: String) throws {
         let decoder = PayloadDecoder()
