@@ -255,7 +255,7 @@ install: cmake
 	cmake --install $(BUILD) --prefix $(PREFIX) --strip
 
 clean:
-	rm -rf $(BUILD) .build .build-tsan
+	rm -rf $(BUILD) .build .build-tsan .build-bench
 
 # The Python distributions in dist/: the sdist (the package and the library's sources) and a
 # wheel built from that sdist alone, repaired by auditwheel and tagged manylinux_2_28_x86_64:
