@@ -17,27 +17,14 @@ extension CardFields {
         let depth = parser.depth
         guard parser.depth + 1 <= parser.maxDepth else { return false }
         var p = parser.pos + 1
-        @inline(__always) func skipSpace() {
-            while p < n {
-                let c = base[p]
-                guard c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 else { return }
-                p &+= 1
-            }
-        }
-        skipSpace()
-        guard p < n else { return false }
-        if base[p] == 0x7D {
-            parser.pos = p &+ 1
+        guard let first = Self.opening(base, n, &p) else { return false }
+        if first == .end {
+            parser.pos = p
             return true
         }
         parser.depth = depth + 1
         while true {
-            guard let known = readName(base, n, &p) else { return false }
-            skipSpace()
-            guard p < n, base[p] == 0x3A else { return false }
-            p &+= 1
-            skipSpace()
-            guard p < n else { return false }
+            guard let known = readName(base, n, &p), Self.colon(base, n, &p) else { return false }
             if known == .e {
                 // Only an object here; null or another type is the general reader's.
                 guard base[p] == 0x7B, readExtrasCommonShape(&parser, base, n, &p) else { return false }
@@ -48,18 +35,64 @@ extension CardFields {
                 // Stepped over, as the general reader does: an escaped string is checked, not kept.
                 guard readValue(&parser, base, n, &p, keep: false) != nil else { return false }
             }
-            skipSpace()
-            guard p < n else { return false }
-            if base[p] == 0x2C {
-                p &+= 1
-                skipSpace()
-                continue
+            guard let next = Self.afterValue(base, n, &p) else { return false }
+            if next == .end {
+                parser.pos = p
+                parser.depth = depth
+                return true
             }
-            guard base[p] == 0x7D else { return false }
-            parser.pos = p &+ 1
-            parser.depth = depth
-            return true
         }
+    }
+
+    /// Where an object's punctuation leaves the reading: at a member's name, or past the
+    /// object's `}`.
+    private enum Step { case member, end }
+
+    @inline(__always)
+    private static func skipSpace(_ base: UnsafePointer<UInt8>, _ n: Int, _ p: inout Int) {
+        while p < n {
+            let c = base[p]
+            guard c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 else { return }
+            p &+= 1
+        }
+    }
+
+    /// Just past an object's `{`: the first member, or the end of an empty object; nil at the
+    /// input's end.
+    @inline(__always)
+    private static func opening(_ base: UnsafePointer<UInt8>, _ n: Int, _ p: inout Int) -> Step? {
+        skipSpace(base, n, &p)
+        guard p < n else { return nil }
+        guard base[p] == 0x7D else { return .member }
+        p &+= 1
+        return .end
+    }
+
+    /// Past a member's name: its `:` and the white space around it, `p` at the value; false to
+    /// give up.
+    @inline(__always)
+    private static func colon(_ base: UnsafePointer<UInt8>, _ n: Int, _ p: inout Int) -> Bool {
+        skipSpace(base, n, &p)
+        guard p < n, base[p] == 0x3A else { return false }
+        p &+= 1
+        skipSpace(base, n, &p)
+        return p < n
+    }
+
+    /// Past a member's value: the next member after a `,`, or the end past the `}`; nil to
+    /// give up.
+    @inline(__always)
+    private static func afterValue(_ base: UnsafePointer<UInt8>, _ n: Int, _ p: inout Int) -> Step? {
+        skipSpace(base, n, &p)
+        guard p < n else { return nil }
+        if base[p] == 0x2C {
+            p &+= 1
+            skipSpace(base, n, &p)
+            return .member
+        }
+        guard base[p] == 0x7D else { return nil }
+        p &+= 1
+        return .end
     }
 
     /// The member name at `p` (its opening quote), `p` moved past its closing quote: which
@@ -143,13 +176,6 @@ extension CardFields {
         guard parser.depth + 1 <= parser.maxDepth else { return false }
         setEntries()
         p &+= 1
-        @inline(__always) func skipSpace() {
-            while p < n {
-                let c = base[p]
-                guard c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 else { return }
-                p &+= 1
-            }
-        }
         @inline(__always) func text() -> Field? {
             guard p < n, base[p] == 0x22, let span = Parser.scanValidString(base, count: n, quote: p), !span.escaped else {
                 return nil
@@ -157,30 +183,13 @@ extension CardFields {
             p = span.end &+ 1
             return Field(kind: .span, start: span.start, end: span.end, ascii: span.ascii, plain: span.plain)
         }
-        skipSpace()
-        guard p < n else { return false }
-        if base[p] == 0x7D {
-            p &+= 1
-            return true
-        }
-        while true {
-            guard let key = text() else { return false }
-            skipSpace()
-            guard p < n, base[p] == 0x3A else { return false }
-            p &+= 1
-            skipSpace()
-            guard let value = text() else { return false }
+        guard var next = Self.opening(base, n, &p) else { return false }
+        while next == .member {
+            guard let key = text(), Self.colon(base, n, &p), let value = text() else { return false }
             appendEntry(Entry(key: key, value: value))
-            skipSpace()
-            guard p < n else { return false }
-            if base[p] == 0x2C {
-                p &+= 1
-                skipSpace()
-                continue
-            }
-            guard base[p] == 0x7D else { return false }
-            p &+= 1
-            return true
+            guard let after = Self.afterValue(base, n, &p) else { return false }
+            next = after
         }
+        return true
     }
 }
