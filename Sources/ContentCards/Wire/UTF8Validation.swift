@@ -27,13 +27,30 @@ package enum UTF8Validation {
         }
     }
 
-    /// Whether all of `bytes` is valid UTF-8; mostly-ASCII text goes eight bytes at a time.
+    /// Whether all of `bytes` is valid UTF-8; mostly-ASCII text goes 32 bytes at a time, then
+    /// eight (a payload is ASCII in runs of a few hundred bytes between its accented letters:
+    /// one test a word made this loop 2.5% of a 10,000-card sync's time).
     package static func isValid(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let base = bytes.baseAddress else { return true }
         let raw = UnsafeRawPointer(base)
+        let high: UInt64 = 0x8080_8080_8080_8080
         var i = 0
         while i < bytes.count {
-            while i + 8 <= bytes.count && raw.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080 == 0 { i += 8 }
+            while i + 32 <= bytes.count {
+                let any = raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                    | raw.loadUnaligned(fromByteOffset: i + 8, as: UInt64.self)
+                    | raw.loadUnaligned(fromByteOffset: i + 16, as: UInt64.self)
+                    | raw.loadUnaligned(fromByteOffset: i + 24, as: UInt64.self)
+                guard any & high == 0 else { break }
+                i += 32
+            }
+            while i + 8 <= bytes.count {
+                let word = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: i, as: UInt64.self)) & high
+                // Straight to the word's first byte that is not ASCII (little-endian: the
+                // lowest set bit), not through the ASCII bytes before it one at a time.
+                guard word == 0 else { i += word.trailingZeroBitCount &>> 3; break }
+                i += 8
+            }
             guard i < bytes.count else { break }
             guard let n = sequenceLength(bytes, at: i) else { return false }
             i += n
