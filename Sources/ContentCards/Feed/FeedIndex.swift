@@ -123,44 +123,6 @@ struct FeedIndex {
         entries = Self.inFeedOrder(all)
     }
 
-    /// `entries` in feed order (`precedes`). Sorted as 16-byte keys (pinned and created packed,
-    /// and the entry's position) compared inline, rather than 48-byte entries through a
-    /// closure (the sort was 3.8% of a 10,000-card sync); entries created in the same second
-    /// are then put in order by id, and moved once into place.
-    static func inFeedOrder(_ entries: [Entry]) -> [Entry] {
-        guard entries.count > 1, entries.count <= Int(UInt32.max) else {
-            return entries.sorted(by: precedes)
-        }
-        /// Ascending (rank, created) is feed order up to the id.
-        struct Key {
-            var rank: UInt8         // 0: pinned, 1: not
-            var created: UInt64     // `created` as an order-preserving unsigned, inverted: newest first
-            var at: UInt32          // the entry's position in `entries`
-        }
-        var keys: [Key] = []
-        keys.reserveCapacity(entries.count)
-        HugePages.adviseCapacity(of: keys)
-        for (i, e) in entries.enumerated() {
-            keys.append(Key(rank: e.pinned ? 0 : 1, created: ~(UInt64(bitPattern: e.created) ^ (1 << 63)), at: UInt32(i)))
-        }
-        keys.sort { a, b in a.rank != b.rank ? a.rank < b.rank : a.created < b.created }
-        // Runs of equal (rank, created): id descending, bytewise.
-        var start = 0
-        while start < keys.count {
-            var end = start + 1
-            while end < keys.count && keys[end].rank == keys[start].rank && keys[end].created == keys[start].created { end += 1 }
-            if end - start > 1 {
-                keys[start..<end].sort { a, b in CardKey.bytewiseLess(entries[Int(b.at)].id, entries[Int(a.at)].id) }
-            }
-            start = end
-        }
-        var sorted: [Entry] = []
-        sorted.reserveCapacity(entries.count)
-        HugePages.adviseCapacity(of: sorted)
-        for key in keys { sorted.append(entries[Int(key.at)]) }
-        return sorted
-    }
-
     // MARK: Order
 
     /// Pinned first, then newest first, then id descending (bytewise): the one feed order.

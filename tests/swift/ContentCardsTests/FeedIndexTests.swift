@@ -118,5 +118,50 @@ import Testing
             #expect(FeedIndex.inFeedOrder(entries).map(\.id) == expected, "round \(round)")
         }
     }
+    /// The radix sort that large batches take (`FeedIndex.radixSortMinimum` entries and up)
+    /// gives the order of `precedes` too: times spread over every byte of an Int64, times
+    /// bunched in a few seconds (most passes skipped), one time for all (every pass skipped
+    /// but the rank's), and every card pinned or none.
+    @Test func theRadixSortIsTheFeedOrder() {
+        var r = Random(state: 7)
+        let spreads: [(String, (inout Random) -> Int64)] = [
+            ("any Int64", { r in Int64(bitPattern: UInt64(r.next(1 << 30)) << 34 ^ UInt64(r.next(1 << 30)) << 4 ^ UInt64(r.next(16))) }),
+            ("both ends", { r in r.next(2) == 0 ? Int64.min + Int64(r.next(300)) : Int64.max - Int64(r.next(300)) }),
+            ("a year of seconds", { r in 1_700_000_000 + Int64(r.next(31_536_000)) }),
+            ("a few seconds", { r in 1_700_000_000 + Int64(r.next(5)) }),
+            ("one second", { _ in 42 }),
+            ("around zero", { r in Int64(r.next(600)) - 300 }),
+        ]
+        for (name, time) in spreads {
+            for (count, pinnedOneIn) in [(FeedIndex.radixSortMinimum, 4), (3_000, 1), (3_000, 1_000_000), (20_000, 7)] {
+                var entries: [FeedIndex.Entry] = []
+                for i in 0..<count {
+                    let card = Card(id: "c\(r.next(1_000_000))-\(i)", created: time(&r), pinned: r.next(pinnedOneIn) == 0,
+                                    content: .classic(.init(cardDescription: "d")))
+                    entries.append(FeedIndex.Entry(FeedIndex.Facts(card), classType: 0))
+                }
+                let expected = entries.sorted(by: FeedIndex.precedes).map(\.id)
+                let got = FeedIndex.inFeedOrder(entries).map(\.id)
+                // The first difference, not two arrays of 20,000 ids, when they differ.
+                let differsAt = got.count != expected.count ? -1 : zip(got, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+                #expect(differsAt == nil, "\(name), \(count) entries")
+            }
+        }
+    }
+
+    @Test func theRadixSortKeepsTheOrderOfEqualKeys() {
+        var r = Random(state: 11)
+        for count in [2, 3, 300, 5_000] {
+            var keys = (0..<count).map { i in
+                FeedIndex.SortKey(created: UInt64(r.next(4)) << 40 | UInt64(r.next(3)), at: UInt32(i), rank: UInt8(r.next(2)))
+            }
+            let expected = keys.enumerated().sorted { a, b in
+                (a.element.rank, a.element.created, a.offset) < (b.element.rank, b.element.created, b.offset)
+            }.map(\.element.at)
+            FeedIndex.radixSort(&keys)
+            let differsAt = zip(keys.map(\.at), expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+            #expect(keys.count == expected.count && differsAt == nil, "\(count) keys")
+        }
+    }
 }
 
