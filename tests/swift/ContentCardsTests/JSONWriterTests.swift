@@ -90,4 +90,41 @@ import Testing
         a.int(7)
         #expect(a.string == "7")
     }
+    /// The text `double` and `rawDouble` must give: a whole number's digits, any other number
+    /// as Swift's `description` (its shortest round-trip form).
+    static func expectedText(_ v: Double) -> String {
+        v == v.rounded(.towardZero) && abs(v) < 1e15 ? String(Int64(v)) : v.description
+    }
+
+    static func written(_ v: Double) -> (plain: String, raw: String) {
+        var w = JSONWriter()
+        w.double(v)
+        var r = JSONWriter()
+        r.rawDouble(v)
+        return (String(decoding: w.bytes, as: UTF8.self), String(decoding: r.bytes, as: UTF8.self))
+    }
+
+    /// The few-decimals path (`JSONWriter.fewDecimals`) gives `description`'s text: decimals
+    /// of one to six places read as Doubles, the nearest Doubles on both sides of them, and
+    /// any Double at all, across and past the path's range (0.001 to 10^9).
+    @Test func numbersWithFewDecimalsAreWrittenAsDescriptionWritesThem() {
+        var r = SplitMix(seed: 0xD0B1E)
+        var values: [Double] = [0.001, 0.0009999, 0.0010001, 0.5, 1.5, 1.777, 0.1, 0.2, 0.3, 1e9 - 0.5, 999_999_999.999999,
+                                1e9 + 0.5, 123.456, 0.000999, 1.0000001, 2.675, 1.005, 0.015625, 1.25e-3]
+        for _ in 0..<20_000 {
+            let decimals = Int(r.next() % 7)
+            var scale = 1.0
+            for _ in 0..<decimals { scale *= 10 }
+            let digits = Double(r.next() % 2_000_000_000_000) / (r.next() % 2 == 0 ? 1 : 1_000)
+            let v = digits / scale
+            values += [v, v.nextUp, v.nextDown, -v]
+            values.append(Double(bitPattern: r.next()))                     // any Double
+            values.append(Double(r.next() % 1_000_000_000) + Double(bitPattern: 0x3FF0_0000_0000_0000 | r.next() >> 12) - 1)
+        }
+        for v in values where v.isFinite {
+            let (plain, raw) = Self.written(v)
+            let expected = Self.expectedText(v)
+            #expect(plain == expected && raw == expected, "\(v.debugDescription)")
+        }
+    }
 }
