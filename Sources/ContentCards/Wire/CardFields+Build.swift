@@ -30,7 +30,7 @@ extension CardFields {
         let isTest = try bool(.t) ?? false
         let url = try nonEmptyText(.u)
         let openURLInWebView = try bool(.uw) ?? false
-        let classType = ClassType.normalize(classTypeValue() ?? "", known: knownClassTypes)
+        let classType = normalizedClassType(known: knownClassTypes)
         let sorted = sortEntries()
         w.removeAll()
         CardBody.writeHead(to: &w, url: url, openURLInWebView: openURLInWebView)

@@ -7,9 +7,35 @@ extension CardFields {
         case .absent, .wrongType: return nil
         case .object(let map): return map[ClassType.extrasKey]
         case .entries:
-            for entry in entries.reversed() where isClassTypeKey(entry.key) { return string(entry.value) }
-            return nil
+            return classTypeEntryValue().map(string)
         }
+    }
+
+    /// The card's class type, normalized (`ClassType.normalize`), then mapped to `""` when
+    /// `known` does not hold it. A payload holds a handful of class types over thousands of
+    /// cards: one met before, as a text without escapes, is found by its raw bytes in
+    /// `classTypes` instead of being made into a `String` and normalized again (520
+    /// instructions a card).
+    mutating func normalizedClassType(known: Set<String>?) -> String {
+        guard case .entries = extras, let value = classTypeEntryValue(), value.kind == .span, value.plain else {
+            return ClassType.normalize(classTypeValue() ?? "", known: known)
+        }
+        let raw = bytes(value)
+        let normalized: String
+        if let kept = classTypes.find(raw) {
+            normalized = kept
+        } else {
+            normalized = ClassType.normalize(string(value))
+            classTypes.keep(raw, normalized)
+        }
+        guard let known else { return normalized }
+        return known.contains(normalized) ? normalized : ""
+    }
+
+    /// The value of the last `class_type` member of the extras read from the stream.
+    func classTypeEntryValue() -> Field? {
+        for entry in entries.reversed() where isClassTypeKey(entry.key) { return entry.value }
+        return nil
     }
 
     func isClassTypeKey(_ key: Field) -> Bool {
@@ -106,5 +132,30 @@ extension CardFields {
             for entry in entries { map[string(entry.key)] = string(entry.value) }
             CardBody.write(extras: map, to: &w)
         }
+    }
+}
+
+/// Raw class-type texts and their normalized `String`s (before the known class types are
+/// applied, which may differ from call to call), at most `capacity` of them: past that, a
+/// payload of many class types normalizes the others each time, as before.
+struct ClassTypeMemo {
+    static let capacity = 16
+    private var raws: [[UInt8]] = []
+    private var values: [String] = []
+
+    func find(_ raw: UnsafeBufferPointer<UInt8>) -> String? {
+        for (i, kept) in raws.enumerated() where kept.count == raw.count {
+            let same = kept.withUnsafeBufferPointer { k in
+                raw.count == 0 || memcmp(k.baseAddress!, raw.baseAddress!, raw.count) == 0
+            }
+            if same { return values[i] }
+        }
+        return nil
+    }
+
+    mutating func keep(_ raw: UnsafeBufferPointer<UInt8>, _ value: String) {
+        guard raws.count < Self.capacity else { return }
+        raws.append(Array(raw))
+        values.append(value)
     }
 }

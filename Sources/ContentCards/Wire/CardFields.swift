@@ -66,6 +66,9 @@ struct CardFields {
     var entries: [Entry] = []
     /// Scratch: `entries` in key order.
     var order: [Int] = []
+    /// The class types met so far, by their raw bytes (`normalizedClassType`): kept from card
+    /// to card, as the fields' memory is.
+    var classTypes = ClassTypeMemo()
 
     /// Empties the fields for the next card, keeping their memory.
     mutating func reset(source: UnsafeBufferPointer<UInt8>?) {

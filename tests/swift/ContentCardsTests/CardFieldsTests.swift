@@ -143,3 +143,31 @@ import Testing
         #expect(try PayloadDecoder(limits: limits).decode(nested).cards.count == 1)
     }
 }
+
+/// A class type met before is taken from the decoder's memo by its raw bytes
+/// (`CardFields.normalizedClassType`): every card must still get what `ClassType.normalize`
+/// gives its own raw value, with and without known class types, past the memo's capacity, and
+/// for raw values that differ only in case, white space or length.
+@Suite struct ClassTypeMemoTests {
+    static let raws = ["coupon_code", " Coupon_Code ", "COUPON_CODE", "coupon_cod", "coupon_code2", "", " ", "é",
+                       "Home_Tile", "home_tile", "home.tile", "a-b"] + (0..<30).map { "type_\($0)" }
+
+    static func payload(_ raws: [String]) -> [UInt8] {
+        let cards = raws.enumerated().map { i, raw in
+            #"{"id":"c\#(i)","tp":"control","ca":\#(i),"e":{"class_type":"\#(raw)","x":"y"}}"#
+        }
+        return Array("[\(cards.joined(separator: ","))]".utf8)
+    }
+
+    @Test(arguments: [nil, Set(["coupon_code", "home_tile", "type_3", "type_29"])] as [Set<String>?])
+    func everyCardGetsItsOwnNormalizedClassType(known: Set<String>?) throws {
+        // Each raw value three times, in an order that meets each again after others.
+        let raws = Self.raws + Self.raws.reversed() + Self.raws
+        let cards = try PayloadDecoder(knownClassTypes: known).decode(Self.payload(raws)).cards
+        try #require(cards.count == raws.count)
+        for (card, raw) in zip(cards, raws) {
+            #expect(card.card.classType == ClassType.normalize(raw, known: known), "\(raw.debugDescription)")
+            #expect(card.card.extras[ClassType.extrasKey] == raw)
+        }
+    }
+}
