@@ -33,9 +33,12 @@ extension CardFields {
         let classType = normalizedClassType(known: knownClassTypes)
         let sorted = sortEntries()
         w.removeAll()
-        CardBody.writeHead(to: &w, url: url, openURLInWebView: openURLInWebView)
-        writeExtras(sorted: sorted, to: &w)
-        CardBody.writeTail(to: &w, classType: classType, content: content)
+        if !writePlainBody(to: &w, url: url, openURLInWebView: openURLInWebView, sorted: sorted,
+                           classType: classType, content: content) {
+            CardBody.writeHead(to: &w, url: url, openURLInWebView: openURLInWebView)
+            writeExtras(sorted: sorted, to: &w)
+            CardBody.writeTail(to: &w, classType: classType, content: content)
+        }
         if w.failed { throw problem("out of memory writing the card") }
         let card = Card(id: id, created: created, expiresAt: expiresAt, viewed: viewed, clicked: clicked,
                         dismissed: dismissed, read: read ?? false, dismissible: dismissible, pinned: pinned,

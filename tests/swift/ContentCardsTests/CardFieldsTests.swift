@@ -171,3 +171,21 @@ import Testing
         }
     }
 }
+
+/// The plain body writer's copy of short pieces (two words that may overlap): every length
+/// copies exactly its bytes, and nothing around them.
+@Suite struct PieceCopyTests {
+    @Test func everyLengthCopiesItsBytesAndNothingElse() {
+        for count in 0...40 {
+            let source = (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+            var target = [UInt8](repeating: 0xEE, count: count + 16)
+            source.withUnsafeBufferPointer { s in
+                target.withUnsafeMutableBufferPointer { t in
+                    if let from = s.baseAddress { CardFields.copy(from, to: t.baseAddress! + 8, count: count) }
+                }
+            }
+            #expect(Array(target[8..<(8 + count)]) == source, "\(count) bytes")
+            #expect(target[..<8].allSatisfy { $0 == 0xEE } && target[(8 + count)...].allSatisfy { $0 == 0xEE }, "\(count) bytes")
+        }
+    }
+}

@@ -1,0 +1,137 @@
+/// A card body written in a few copies when every text in it is plain (a span of the payload
+/// that needs no escape): the common card. The general writers (`CardBody.writeHead`, the
+/// extras, `CardBody.writeTail`) append a piece at a time, each with its own check for room
+/// and its own call, some forty a card; here the room is asked for twice and the pieces are
+/// copied. It writes exactly what the general writers write (`CardFieldsTests` compares cards
+/// read from the stream, which come here, with the same cards read from a parsed tree, which
+/// never do), and it writes nothing when any piece is not plain: the caller then writes the
+/// body the general way.
+extension CardFields {
+    /// Writes the body into the emptied `w`; false, with nothing written, when a piece is not
+    /// plain.
+    func writePlainBody(to w: inout JSONWriter, url: CardBody.Text, openURLInWebView: Bool, sorted: Bool,
+                        classType: String, content c: CardBody.ContentTexts) -> Bool {
+        guard let urlCount = Self.plainCount(url), let imageCount = Self.plainCount(c.image),
+              let altCount = Self.plainCount(c.imageAltText), let titleCount = Self.plainCount(c.title),
+              let descriptionCount = Self.plainCount(c.cardDescription), let domainCount = Self.plainCount(c.domain),
+              let extrasCount = plainExtrasCount(sorted: sorted) else { return false }
+        var classType = classType
+        return classType.withUTF8 { classBytes in
+            guard Self.needsNoEscape(classBytes) else { return false }
+            let sep = CardBody.separator
+            // url, flag, extras, class type, image, alt text: then the ratio, written by the
+            // writer (its digits), then the rest.
+            let head = urlCount + 1 + 5 + 1 + extrasCount + 1 + classBytes.count + 2 + 1 + imageCount + 1 + altCount + 1
+            w.appendRaw(maxCount: head) { p in
+                var at = 0
+                Self.put(url, p, &at); p[at] = sep; at += 1
+                Self.put(openURLInWebView ? "true" : "false", p, &at); p[at] = sep; at += 1
+                putExtras(p, &at); p[at] = sep; at += 1
+                Self.putQuoted(classBytes, p, &at); p[at] = sep; at += 1
+                Self.put(c.image, p, &at); p[at] = sep; at += 1
+                Self.put(c.imageAltText, p, &at); p[at] = sep; at += 1
+                return at
+            }
+            if let ratio = c.imageAspectRatio { w.rawDouble(ratio) } else { w.raw("null") }
+            w.appendRaw(maxCount: 1 + titleCount + 1 + descriptionCount + 1 + domainCount + 1) { p in
+                var at = 0
+                p[at] = sep; at += 1
+                Self.put(c.title, p, &at); p[at] = sep; at += 1
+                Self.put(c.cardDescription, p, &at); p[at] = sep; at += 1
+                Self.put(c.domain, p, &at); p[at] = sep; at += 1
+                return at
+            }
+            return true
+        }
+    }
+
+    /// The bytes a text takes in the body (`null`, or the span between quotes); nil when it
+    /// is not plain.
+    private static func plainCount(_ t: CardBody.Text) -> Int? {
+        switch t {
+        case .null: return 4
+        case .plain(let b): return b.count + 2
+        case .string, .utf8: return nil
+        }
+    }
+
+    /// The bytes the extras object takes (`{}` when there is none); nil unless every key and
+    /// value is a plain span in key order (`sortEntries` said so).
+    private func plainExtrasCount(sorted: Bool) -> Int? {
+        switch extras {
+        case .absent, .wrongType: return 2
+        case .object: return nil
+        case .entries:
+            guard sorted else { return nil }
+            var total = 2
+            for i in order {
+                let entry = entries[i]
+                guard entry.key.kind == .span, entry.key.plain, entry.value.kind == .span, entry.value.plain else { return nil }
+                total += (entry.key.end - entry.key.start) + (entry.value.end - entry.value.start) + 6    // "k":"v",
+            }
+            return total
+        }
+    }
+
+    private func putExtras(_ p: UnsafeMutablePointer<UInt8>, _ at: inout Int) {
+        p[at] = 0x7B; at += 1
+        if case .entries = extras {
+            for (n, i) in order.enumerated() {
+                if n > 0 { p[at] = 0x2C; at += 1 }
+                let entry = entries[i]
+                Self.putQuoted(bytes(entry.key), p, &at)
+                p[at] = 0x3A; at += 1
+                Self.putQuoted(bytes(entry.value), p, &at)
+            }
+        }
+        p[at] = 0x7D; at += 1
+    }
+
+    /// Whether the writer would copy these bytes as they are: no control byte, quote,
+    /// backslash or DEL (what `JSONWriter` escapes).
+    private static func needsNoEscape(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        for c in b where c < 0x20 || c == 0x22 || c == 0x5C || c == 0x7F { return false }
+        return true
+    }
+
+    @inline(__always)
+    private static func put(_ t: CardBody.Text, _ p: UnsafeMutablePointer<UInt8>, _ at: inout Int) {
+        if case .plain(let b) = t { putQuoted(b, p, &at) } else { put("null", p, &at) }
+    }
+
+    @inline(__always)
+    private static func put(_ s: StaticString, _ p: UnsafeMutablePointer<UInt8>, _ at: inout Int) {
+        (p + at).update(from: s.utf8Start, count: s.utf8CodeUnitCount)
+        at += s.utf8CodeUnitCount
+    }
+
+    @inline(__always)
+    private static func putQuoted(_ b: UnsafeBufferPointer<UInt8>, _ p: UnsafeMutablePointer<UInt8>, _ at: inout Int) {
+        p[at] = 0x22
+        if let source = b.baseAddress { copy(source, to: p + at + 1, count: b.count) }
+        at += b.count + 2
+        p[at - 1] = 0x22
+    }
+
+    /// Copies `count` bytes; below 16, as two words that may overlap (every load and store
+    /// within the `count` bytes) rather than a call to `memcpy`: most pieces of a body are a
+    /// key or a short value, and the call cost more than the copy.
+    @inline(__always)
+    static func copy(_ source: UnsafePointer<UInt8>, to target: UnsafeMutablePointer<UInt8>, count: Int) {
+        let from = UnsafeRawPointer(source), to = UnsafeMutableRawPointer(target)
+        if count >= 16 {
+            to.copyMemory(from: from, byteCount: count)
+        } else if count >= 8 {
+            let first = from.loadUnaligned(as: UInt64.self), last = from.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+            to.storeBytes(of: first, as: UInt64.self)
+            to.storeBytes(of: last, toByteOffset: count - 8, as: UInt64.self)
+        } else if count >= 4 {
+            let first = from.loadUnaligned(as: UInt32.self), last = from.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
+            to.storeBytes(of: first, as: UInt32.self)
+            to.storeBytes(of: last, toByteOffset: count - 4, as: UInt32.self)
+        } else {
+            var i = 0
+            while i < count { target[i] = source[i]; i += 1 }
+        }
+    }
+}
