@@ -29,9 +29,9 @@ struct Merge {
     /// state the server has not heard of yet (rule 9).
     ///
     /// The payload's cards are moved into the changes, not copied: each is taken out of
-    /// `payload.cards`, which is left holding empty cards (copying a card retains its bytes,
-    /// an atomic operation on memory just written by another card's decode; two copies a card
-    /// were 2.4% of a 10,000-card apply's time).
+    /// `payload.cards`, which is left empty (copying a card retains its bytes, an atomic
+    /// operation on memory just written by another card's decode; two copies a card were 2.4%
+    /// of a 10,000-card apply's time).
     static func plan(_ payload: inout Payload, from state: StoredUser, pendingRead: Set<CardKey> = []) -> Merge {
         var merge = Merge()
         // Sized once: grown by doubling, a full sync's array held a third more than it used.
@@ -64,13 +64,13 @@ struct Merge {
             return state.dismissed.contains(key)
         }
 
-        // What each card is swapped for when taken out of the payload (no heap memory).
-        let empty = Payload.ServerCard(card: .empty)
         // A first sync has nothing stored to look up.
         let nothingStored = state.cards.isEmpty && state.dismissed.isEmpty
-        for i in payload.cards.indices {
-            var server = empty
-            swap(&server, &payload.cards[i])
+        // The cards taken from the end, in payload order after one reversal: `popLast` moves a
+        // card out and leaves nothing behind, where a swap left an empty card in its place,
+        // copied in and destroyed with the array (2 M instructions for 10,000 cards).
+        payload.cards.withUnsafeMutableBufferPointer { $0.reverse() }     // moves, no copies
+        while let server = payload.cards.popLast() {
             let id = server.card.id
             let key = CardKey(id)
             let stored = nothingStored && !overlay ? nil : stored(key)

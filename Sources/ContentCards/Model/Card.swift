@@ -73,12 +73,6 @@ public struct Card: Hashable, Sendable {
 
     public static let neverExpires: Int64 = -1
 
-    /// A card with nothing in it and no heap memory of its own: what `Merge.plan` leaves in
-    /// a payload's array in place of a card it moved out.
-    static let empty = Card(id: "", created: 0, expiresAt: neverExpires, viewed: false, clicked: false,
-                            dismissed: false, read: false, dismissible: false, pinned: false, isTest: false,
-                            type: .control, classType: "", body: CardBody(json: []))
-
     public enum Content: Hashable, Sendable {
         case classic(Classic)
         case banner(Banner)

@@ -109,12 +109,24 @@ import Testing
         #expect(m.changes.dismissalsAdded == ["a"])
     }
 
-    /// The payload's cards are moved into the changes: the merge leaves none of them behind.
+    /// The payload's cards are moved into the changes, in the payload's order: the merge
+    /// leaves none of them behind, not even an empty card in the place of each.
     @Test func planningTakesThePayloadsCards() {
-        var payload = Payload(cards: [.init(card: card("a")), .init(card: card("b"))])
+        var payload = Payload(cards: [.init(card: card("a")), .init(card: card("b")), .init(card: card("c"))])
         let m = Merge.plan(&payload, from: StoredUser())
-        #expect(m.changes.upserts.map(\.id) == ["a", "b"])
-        #expect(payload.cards.allSatisfy { $0.card.id.isEmpty && $0.card.body.json.isEmpty })
+        #expect(m.changes.upserts.map(\.id) == ["a", "b", "c"])
+        #expect(payload.cards.isEmpty)
+    }
+
+    /// Applying takes the changes' cards in their order, and leaves the list empty.
+    @Test func applyingTakesTheChangesCardsInOrder() {
+        var payload = Payload(cards: [.init(card: card("c")), .init(card: card("a")), .init(card: card("b"))])
+        var m = Merge.plan(&payload, from: StoredUser())
+        var s = StoredUser()
+        let transitions = s.apply(moving: &m.changes)
+        #expect(transitions.map { $0.new?.id } == ["c", "a", "b"])
+        #expect(m.changes.upserts.isEmpty)
+        #expect(Set(s.cards.keys.map(\.id)) == ["a", "b", "c"])
     }
 
     /// A decoded payload carries its cards' ids for the merge (rule 7 without hashing every id
