@@ -64,8 +64,8 @@ extension CardFields {
         case .entries:
             guard sorted else { return nil }
             var total = 2
-            for i in order {
-                let entry = entries[i]
+            for n in 0..<keyOrderCount {
+                let entry = entries[keyOrderIndex(n)]
                 guard entry.key.kind == .span, entry.key.plain, entry.value.kind == .span, entry.value.plain else { return nil }
                 total += (entry.key.end - entry.key.start) + (entry.value.end - entry.value.start) + 6    // "k":"v",
             }
@@ -76,9 +76,9 @@ extension CardFields {
     private func putExtras(_ p: UnsafeMutablePointer<UInt8>, _ at: inout Int) {
         p[at] = 0x7B; at += 1
         if case .entries = extras {
-            for (n, i) in order.enumerated() {
+            for n in 0..<keyOrderCount {
                 if n > 0 { p[at] = 0x2C; at += 1 }
-                let entry = entries[i]
+                let entry = entries[keyOrderIndex(n)]
                 Self.putQuoted(bytes(entry.key), p, &at)
                 p[at] = 0x3A; at += 1
                 Self.putQuoted(bytes(entry.value), p, &at)

@@ -64,8 +64,11 @@ struct CardFields {
     var extras: Extras = .absent
     /// The extras members in input order, when read from the token stream.
     var entries: [Entry] = []
-    /// Scratch: `entries` in key order.
+    /// Scratch: `entries` in key order, when they were not in it already (`inKeyOrder`).
     var order: [Int] = []
+    /// `entries` are in key order as read, no key repeated: `order` is not filled (making
+    /// it for each card cost more than comparing the keys).
+    var inKeyOrder = false
     /// The class types met so far, by their raw bytes (`normalizedClassType`): kept from card
     /// to card, as the fields' memory is.
     var classTypes = ClassTypeMemo()
@@ -81,6 +84,7 @@ struct CardFields {
         if !strings.isEmpty { strings.removeAll(keepingCapacity: true) }
         extras = .absent
         entries.removeAll(keepingCapacity: true)
+        inKeyOrder = false
     }
 
     // MARK: Reading

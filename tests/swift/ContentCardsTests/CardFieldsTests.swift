@@ -189,3 +189,41 @@ import Testing
         }
     }
 }
+
+/// Extras keys are put in order as two words each when they are short
+/// (`CardFields.compareKeys`): keys that are prefixes of each other, of 7, 8 and 9 bytes,
+/// repeated (the last one wins), in every order, and a key so near the end of the input
+/// that its 8 bytes cannot be loaded, must come out as the parsed tree's sorted dictionary
+/// has them.
+@Suite struct ExtrasOrderTests {
+    static let keys = ["a", "ab", "abc", "b", "ba", "Z", "_", "aaaaaaa", "aaaaaaaa", "aaaaaaab", "aaaaaaaaa",
+                       "key_1", "key_10", "key_2", "class_type", "~", " ", "a b"]
+
+    @Test func shuffledKeysComeOutInTheTreesOrder() throws {
+        var rng = SplitMix(seed: 0xE7)
+        let decoder = PayloadDecoder()
+        for round in 0..<400 {
+            let count = 1 + Int(rng.next() % 20)
+            let members = (0..<count).map { i in
+                #""\#(Self.keys[Int(rng.next() % UInt64(Self.keys.count))])":"v\#(i)""#
+            }
+            let json = #"[{"id":"c","tp":"short_news","ca":5,"ds":"d","e":{\#(members.joined(separator: ","))}}]"#
+            let bytes = Array(json.utf8)
+            let streamed = try decoder.decode(bytes)
+            let parsed = try decoder.decode(JSONReader.parse(bytes))
+            #expect(streamed == parsed, "round \(round): \(json)")
+        }
+    }
+
+    @Test func aKeyAtTheVeryEndOfTheInputIsCompared() throws {
+        // The card is the document: a last key of one byte has 7 bytes after it, so its 8
+        // bytes would run past the input's end.
+        let decoder = PayloadDecoder()
+        for tail in ["b", "a", "ab", "aa"] {
+            let json = #"{"id":"c","tp":"short_news","ca":5,"ds":"d","e":{"ab":"1","\#(tail)":""}}"#
+            let card = try #require(Array(json.utf8).withUnsafeBufferPointer { decoder.decodeStoredCard($0) })
+            let expected = tail == "ab" ? #"{"ab":""}"# : (tail < "ab" ? #"{"\#(tail)":"","ab":"1"}"# : #"{"ab":"1","\#(tail)":""}"#)
+            #expect(CardJSON.encode(card).contains(#""extras":\#(expected)"#), "\(tail): \(CardJSON.encode(card))")
+        }
+    }
+}
