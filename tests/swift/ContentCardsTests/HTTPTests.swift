@@ -121,7 +121,7 @@ import Testing
         try server.fault(#"{"path":"/events","status":500}"#)
         try c.logImpression(cardID: "tile-1")
         // First attempt after 0.2 s fails with 500; the retry after ~1 s of backoff succeeds.
-        for _ in 0..<100 where (try c.pendingEvents()) > 0 { try await Task.sleep(nanoseconds: 50_000_000) }
+        for _ in 0..<600 where (try c.pendingEvents()) > 0 { try await Task.sleep(nanoseconds: 50_000_000) }     // up to 30 s: a bound
         #expect(try c.pendingEvents() == 0)
         #expect(try server.events().count == 1)
         #expect(try server.admin("GET", "/_admin/events")["batches"] == .number("2"))

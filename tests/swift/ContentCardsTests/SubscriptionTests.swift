@@ -92,7 +92,7 @@ import Testing
         let log = UpdateLog()
         try c.subscribe { log.add($0) }
         #expect(try c.refreshInBackground())
-        for _ in 0..<200 where log.all.isEmpty { try await Task.sleep(nanoseconds: 10_000_000) }
+        for _ in 0..<3000 where log.all.isEmpty { try await Task.sleep(nanoseconds: 10_000_000) }     // up to 30 s: a bound, not a timing
         #expect(log.reasons == [.refresh])
         #expect(try c.counts().total == 10)
     }
