@@ -111,20 +111,14 @@ extension CardFields {
     /// the input, not a method: a method called in a loop of a mutating one was handed a
     /// copy of all the fields (a retain of each of their arrays a call).
     static func compareKeys(_ a: Field, _ b: Field, in source: UnsafeBufferPointer<UInt8>) -> Int {
-        // `bytesCompare`, written out: this runs in the sort of every card's extras. Keys of up
-        // to 8 bytes with 8 bytes to load (most) compare as big-endian words, without a call
-        // to `memcmp`.
+        // This runs in the sort of every card's extras. Keys of up to 8 bytes with 8 bytes to
+        // load (most) compare as big-endian words, without a call to `memcmp`.
         let p = UnsafeBufferPointer(rebasing: source[a.start..<a.end]), q = UnsafeBufferPointer(rebasing: source[b.start..<b.end])
         if p.count <= 8, q.count <= 8, let x = prefixWord(p, in: source), let y = prefixWord(q, in: source) {
             if x != y { return x < y ? -1 : 1 }
             return p.count - q.count
         }
-        let n = min(p.count, q.count)
-        if n > 0, let pb = p.baseAddress, let qb = q.baseAddress {
-            let c = memcmp(pb, qb, n)
-            if c != 0 { return Int(c) }
-        }
-        return p.count - q.count
+        return p.bytesCompare(q)
     }
 
     /// The key's bytes as a big-endian word, padded with zero bytes: word order is then byte
@@ -180,10 +174,7 @@ struct ClassTypeMemo {
 
     func find(_ raw: UnsafeBufferPointer<UInt8>) -> String? {
         for (i, kept) in raws.enumerated() where kept.count == raw.count {
-            let same = kept.withUnsafeBufferPointer { k in
-                raw.count == 0 || memcmp(k.baseAddress!, raw.baseAddress!, raw.count) == 0
-            }
-            if same { return values[i] }
+            if kept.withUnsafeBufferPointer({ $0.bytesEqual(raw) }) { return values[i] }
         }
         return nil
     }

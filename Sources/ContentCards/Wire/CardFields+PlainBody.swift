@@ -87,11 +87,9 @@ extension CardFields {
         p[at] = 0x7D; at += 1
     }
 
-    /// Whether the writer would copy these bytes as they are: no control byte, quote,
-    /// backslash or DEL (what `JSONWriter` escapes).
+    /// Whether the writer would copy these bytes as they are (`JSONWriter.needsEscape`).
     private static func needsNoEscape(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
-        for c in b where c < 0x20 || c == 0x22 || c == 0x5C || c == 0x7F { return false }
-        return true
+        !b.contains(where: JSONWriter.needsEscape)
     }
 
     @inline(__always)

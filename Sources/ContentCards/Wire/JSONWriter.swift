@@ -214,9 +214,10 @@ package struct JSONWriter {
 
     private static let hex: [UInt8] = Array("0123456789abcdef".utf8)
 
-    /// Whether a UTF-8 byte must be escaped in a JSON string.
+    /// Whether a UTF-8 byte must be escaped in a JSON string (the one rule: the plain body
+    /// writer, `CardFields+PlainBody.swift`, asks it too).
     @inline(__always)
-    private static func needsEscape(_ b: UInt8) -> Bool { b < 0x20 || b == 0x22 || b == 0x5C || b == 0x7F }
+    static func needsEscape(_ b: UInt8) -> Bool { b < 0x20 || b == 0x22 || b == 0x5C || b == 0x7F }
 
     /// Whether any of eight bytes must be escaped (the SWAR tests of `Parser.anySpecial`, kept
     /// here too so that they are inlined).
