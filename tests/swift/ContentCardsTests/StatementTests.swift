@@ -1,0 +1,53 @@
+import Foundation
+import Testing
+@testable import ContentCards
+
+/// The SQLite layer's statements: a text bound byte for byte, and a prepared statement kept for
+/// its SQL.
+@Suite struct StatementTests {
+    /// A text is bound with its length: handed over as a C string, it was cut at its first NUL
+    /// (and copied into an array of its own first, which is why it changed).
+    @Test func aTextIsBoundWholeWithItsLength() throws {
+        let dir = Fixtures.temporaryDirectory("bind")
+        defer { Fixtures.removeTree(dir) }
+        let db = try SQLiteDatabase(path: dir + "/bind.sqlite")
+        defer { db.close() }
+        let s = try db.prepare("SELECT ?1, typeof(?1), length(CAST(?1 AS BLOB))")
+        let values = ["a\u{0}b", "", "é\u{0}", "plain", "short", String(repeating: "x", count: 100) + "\u{0}y", "\u{1F600}"]
+        for value in values {
+            try s.bind(1, value)
+            #expect(try s.step())
+            #expect(s.text(0) == value)
+            #expect(s.text(1) == "text")          // "" is an empty text, not NULL
+            #expect(s.int(2) == Int64(value.utf8.count))
+            s.reset()
+        }
+        try s.bind(1, nil as String?)
+        #expect(try s.step())
+        #expect(s.isNull(0))
+        #expect(s.text(1) == "null")
+        s.reset()
+    }
+
+    /// Statements are kept by their SQL's literal: the same SQL is prepared once and reused,
+    /// other SQL has a statement of its own.
+    @Test func aStatementIsPreparedOnceForItsSQL() throws {
+        let dir = Fixtures.temporaryDirectory("statements")
+        defer { Fixtures.removeTree(dir) }
+        let store = try CardStore(directory: dir)
+        defer { store.close() }
+        func cards() throws -> SQLiteStatement { try store.statement("SELECT COUNT(*) FROM cards") }
+        let first = try cards()
+        let again = try cards()
+        #expect(first === again)
+        let other = try store.statement("SELECT COUNT(*) FROM dismissals")
+        #expect(other !== first)
+        #expect(try other.step())
+        #expect(other.int(0) == 0)
+        other.reset()
+        // A statement handed out again is reset: it runs from its start.
+        #expect(try first.step())
+        #expect(try cards().step())
+        #expect(first.int(0) == 0)
+    }
+}
