@@ -95,29 +95,32 @@ extension ContentCardsController {
     /// commit, and it needs no read transaction of its own, whose locks on the `-shm` file were
     /// two of a logged event's eight `fcntl` calls (docs/PERFORMANCE.md, "Durable logging").
     private func writeLocked(_ calls: [PendingLog]) -> [Result<(LogResult, FeedCounts), ContentCardsError>] {
-        var decided = DecidedLogs(count: calls.count)
-        // Until the calls are decided a failure (closed, BEGIN refused, the reload) is every
-        // call's; after, only the recorded calls' (the refused ones keep their own outcome).
-        var failedBeforeDeciding = true
+        // Until the calls are decided (nil) a failure (closed, BEGIN refused, the reload) is
+        // every call's; after, only the recorded calls' (the refused ones keep their own outcome).
+        var decided: DecidedLogs? = nil
         do throws(ContentCardsError) {
             try inWriteTransaction { () throws(ContentCardsError) in
                 try reloadIfChangedElsewhere()
-                failedBeforeDeciding = false
                 decided = decide(calls)
-                if !decided.recorded.isEmpty { try persist(decided.changes, for: userID) }
+                if let recorded = decided?.recorded, !recorded.isEmpty { try persist(decided!.changes, for: userID) }
             }
         } catch {
-            if failedBeforeDeciding { return calls.map { _ in .failure(error) } }
+            guard var decided else { return calls.map { _ in .failure(error) } }
             for (i, _) in decided.recorded { decided.outcomes[i] = .failure(error) }
-            return decided.finished()
+            return decided.outcomes
         }
+        guard var decided else { return calls.map { _ in .failure(Self.notDecided) } }
         if !decided.recorded.isEmpty {
             feed.publish(&decided.changes)
             let counts = currentCounts()
             for (i, result) in decided.recorded { decided.outcomes[i] = .success((result, counts)) }
         }
-        return decided.finished()
+        return decided.outcomes
     }
+
+    /// The outcome a call holds until it is decided (none keeps it: `decide` gives each call
+    /// one).
+    fileprivate static let notDecided = ContentCardsError(.internal, "a log call was not decided")
 
     /// Decides each call in order against the cards as the calls before it left them: the
     /// events and changed cards to write, the calls recorded, and the outcomes of those that
@@ -163,10 +166,9 @@ private struct DecidedLogs {
     var changes = StoreChanges()
     /// The calls to record (their index in the batch) with their result once written.
     var recorded: [(Int, LogResult)] = []
-    var outcomes: [Result<(LogResult, FeedCounts), ContentCardsError>?]
-    init(count: Int) { outcomes = Array(repeating: nil, count: count) }
-
-    func finished() -> [Result<(LogResult, FeedCounts), ContentCardsError>] {
-        outcomes.map { $0 ?? .failure(ContentCardsError(.internal, "a log call was not decided")) }
-    }
+    /// Each call's outcome, in order: what is returned, so it is made once (an array of
+    /// optionals mapped to this one, and a first `DecidedLogs` made only to be replaced, were
+    /// three allocations a logged impression).
+    var outcomes: [Result<(LogResult, FeedCounts), ContentCardsError>]
+    init(count: Int) { outcomes = Array(repeating: .failure(ContentCardsController.notDecided), count: count) }
 }

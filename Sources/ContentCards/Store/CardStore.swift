@@ -579,9 +579,15 @@ final class CardStore {
             }
             if !changes.events.isEmpty {
                 let s = try statement("INSERT INTO events (id, type, card_id, class_type, user_id, time) VALUES (?, ?, ?, ?, ?, ?)")
+                // Bound one by one, not through `run`'s array of values: a logged impression
+                // writes one event, and the array was an allocation of its own.
                 for e in changes.events {
-                    try s.run([.text(e.id), .text(e.kind.rawValue), .text(e.cardID), .text(e.classType), .text(e.userID), .real(e.time)])
+                    _ = s.reset()
+                    try s.bind(1, e.id); try s.bind(2, e.kind.rawValue); try s.bind(3, e.cardID)
+                    try s.bind(4, e.classType); try s.bind(5, e.userID); try s.bind(6, e.time)
+                    while try s.step() {}
                 }
+                _ = s.reset()
             }
         }
     }

@@ -8,21 +8,23 @@ public protocol EventIDGenerator: Sendable {
 public struct RandomEventIDs: EventIDGenerator {
     public init() {}
     public func next() -> String {
-        var bytes = RandomPool.take16()
-        bytes[6] = (bytes[6] & 0x0F) | 0x40
-        bytes[8] = (bytes[8] & 0x3F) | 0x80
-        let hex: StaticString = "0123456789abcdef"
-        return String(unsafeUninitializedCapacity: 36) { out in
-            var o = 0
-            hex.withUTF8Buffer { digits in
-                for i in 0..<16 {
-                    if i == 4 || i == 6 || i == 8 || i == 10 { out[o] = 0x2D; o += 1 }
-                    out[o] = digits[Int(bytes[i] >> 4)]
-                    out[o + 1] = digits[Int(bytes[i] & 0x0F)]
-                    o += 2
+        var random = RandomPool.take16()
+        return withUnsafeMutableBytes(of: &random) { bytes in
+            bytes[6] = (bytes[6] & 0x0F) | 0x40
+            bytes[8] = (bytes[8] & 0x3F) | 0x80
+            let hex: StaticString = "0123456789abcdef"
+            return String(unsafeUninitializedCapacity: 36) { out in
+                var o = 0
+                hex.withUTF8Buffer { digits in
+                    for i in 0..<16 {
+                        if i == 4 || i == 6 || i == 8 || i == 10 { out[o] = 0x2D; o += 1 }
+                        out[o] = digits[Int(bytes[i] >> 4)]
+                        out[o + 1] = digits[Int(bytes[i] & 0x0F)]
+                        o += 2
+                    }
                 }
+                return o
             }
-            return o
         }
     }
 }
@@ -41,14 +43,17 @@ enum RandomPool {
     nonisolated(unsafe) private static let pool = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 16)
     nonisolated(unsafe) private static var used = capacity
 
-    static func take16() -> [UInt8] {
+    /// Sixteen bytes of the pool, as two words: an array of them was an allocation of its own
+    /// for every id.
+    static func take16() -> (UInt64, UInt64) {
         lock.withLock {
             if used + 16 > capacity {
                 Platform.fillRandom(pool)
                 used = 0
             }
             defer { used += 16 }
-            return Array(pool[used..<used + 16])
+            return (pool.loadUnaligned(fromByteOffset: used, as: UInt64.self),
+                    pool.loadUnaligned(fromByteOffset: used + 8, as: UInt64.self))
         }
     }
 }
