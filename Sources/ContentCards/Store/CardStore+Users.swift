@@ -43,7 +43,7 @@ extension CardStore {
             erased.events = try deleteRows("DELETE FROM events WHERE user_id = ?", user)
         }
         // The cached statements hold no transaction, but VACUUM needs none to be running.
-        for s in statements.values { _ = s.reset() }
+        statements.forEach { _ = $0.reset() }
         if !isInMemory {
             try db.execute("VACUUM")
             erased.walTruncated = checkpointer.map { $0.exclusive { checkpointTruncating() } } ?? checkpointTruncating()

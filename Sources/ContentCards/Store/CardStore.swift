@@ -65,10 +65,8 @@ final class CardStore {
     /// store the library wrote takes) or value by value (tests: the fast path is taken).
     private(set) var lastLoad = (summed: 0, fullyChecked: 0)
 
-    /// The prepared statements, by the address of their SQL's literal: every statement is a
-    /// literal of this type's, and an address is hashed in a few instructions where the text
-    /// (a hundred bytes, SipHash, then compared byte for byte) took 2,200 a logged impression.
-    var statements: [UnsafeRawPointer: SQLiteStatement] = [:]
+    /// The prepared statements, by their SQL's literal (StatementCache.swift).
+    let statements = StatementCache()
     /// Found whole at open (checked, or stamped as checked): what lets close stamp it.
     private var isVerified = false
     /// Whether this open ran `PRAGMA quick_check` (not for a new store, nor a stamped one).
@@ -431,10 +429,9 @@ final class CardStore {
     }
 
     func statement(_ sql: StaticString) throws(StoreError) -> SQLiteStatement {
-        let key = UnsafeRawPointer(sql.utf8Start)
-        if let s = statements[key] { return s.reset() }
+        if let s = statements.find(sql) { return s.reset() }
         let s = try db.prepare(sql.description)
-        statements[key] = s
+        statements.insert(s, for: sql)
         return s
     }
 

@@ -49,7 +49,7 @@ final class SQLiteDatabase {
     deinit { close() }
 
     func close() {
-        control = [:]   // finalized while the connection is open (none in a fork child: see deinit)
+        control.removeAll()   // finalized while the connection is open (none in a fork child: see deinit)
         if let handle {
             self.handle = nil
             if isInherited { return }   // leaked in a child of fork(): never touched
@@ -138,19 +138,18 @@ final class SQLiteDatabase {
     /// BEGIN, BEGIN IMMEDIATE, COMMIT and ROLLBACK, each prepared once. Through `execute`
     /// (sqlite3_exec) each was parsed again at every transaction: with a logged event a commit
     /// of its own, the parser was a few percent of every log call.
-    /// By the address of the SQL's literal (as `CardStore.statement`): hashing the text cost
-    /// 370 instructions a transaction.
-    private var control: [UnsafeRawPointer: SQLiteStatement] = [:]
+    /// By their SQL's literal (StatementCache.swift): hashing the text cost 370 instructions a
+    /// transaction.
+    private let control = StatementCache(capacity: 4)
 
     /// Runs one of the transaction statements (`control`).
     private func runControl(_ sql: StaticString) throws(StoreError) {
-        let key = UnsafeRawPointer(sql.utf8Start)
         let statement: SQLiteStatement
-        if let prepared = control[key] {
+        if let prepared = control.find(sql) {
             statement = prepared
         } else {
             statement = try prepare(sql.description)
-            control[key] = statement
+            control.insert(statement, for: sql)
         }
         defer { statement.reset() }   // also after a failure: a statement left stepped is active
         while try statement.step() {}

@@ -50,4 +50,48 @@ import Testing
         #expect(try cards().step())
         #expect(first.int(0) == 0)
     }
+
+    /// The cache of statements grows past its first room, finds each by its literal, keeps
+    /// them in order, and lets them go (each finalized: the connection then closes with none).
+    @Test func theCacheGrowsFindsEachStatementAndLetsThemGo() throws {
+        let dir = Fixtures.temporaryDirectory("cache")
+        defer { Fixtures.removeTree(dir) }
+        let db = try SQLiteDatabase(path: dir + "/cache.sqlite")
+        defer { db.close() }
+        let cache = StatementCache(capacity: 2)
+        func literal(_ i: Int) -> StaticString {
+            switch i {
+            case 0: return "SELECT 0"
+            case 1: return "SELECT 1"
+            case 2: return "SELECT 2"
+            case 3: return "SELECT 3"
+            default: return "SELECT 4"
+            }
+        }
+        var kept: [SQLiteStatement] = []
+        for i in 0..<5 {
+            #expect(cache.find(literal(i)) == nil)
+            let s = try db.prepare(literal(i).description)
+            cache.insert(s, for: literal(i))
+            kept.append(s)
+        }
+        #expect(cache.count == 5)
+        for i in 0..<5 {
+            let s = try #require(cache.find(literal(i)))
+            #expect(s === kept[i])
+            #expect(try s.step())
+            #expect(s.int(0) == Int64(i))
+            s.reset()
+        }
+        var order: [ObjectIdentifier] = []
+        cache.forEach { order.append(ObjectIdentifier($0)) }
+        #expect(order == kept.map(ObjectIdentifier.init))
+        weak let first = kept[0]
+        kept.removeAll()
+        #expect(first != nil)            // the cache still holds it
+        cache.removeAll()
+        #expect(first == nil)            // let go: finalized
+        #expect(cache.count == 0)
+        #expect(cache.find(literal(0)) == nil)
+    }
 }
