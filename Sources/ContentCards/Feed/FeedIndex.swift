@@ -157,18 +157,32 @@ struct FeedIndex {
         return at
     }
 
-    private mutating func classTypeID(_ name: String) -> Int32 {
+    /// The id of a class type the index has, nil when it has none.
+    private func knownClassTypeID(_ name: String) -> Int32? {
         // A feed has a handful of class types: comparing the name with each (its bytes, after
         // its length) costs less than hashing it, which was a quarter of building the index of
         // 1,000 cards at open (docs/PERFORMANCE.md, "Cold start"). Past a few, the table.
         if classTypes.count <= Self.classTypesCompared {
             for (i, known) in classTypes.enumerated() where known == name { return Int32(i) }
-        } else if let known = classTypeIndex[name] {
-            return known
+            return nil
         }
+        return classTypeIndex[name]
+    }
+
+    private mutating func classTypeID(_ name: String) -> Int32 {
+        if let known = knownClassTypeID(name) { return known }
         let id = Int32(classTypes.count)
         classTypes.append(name)
-        classTypeIndex[name] = id
+        // The table is made when it is first needed, past a few class types: made at the first
+        // class type, it was a generic type the runtime instantiated at every process's first
+        // open (126,000 instructions, 1% of a cold start).
+        if classTypes.count > Self.classTypesCompared {
+            if classTypeIndex.isEmpty {
+                for (i, known) in classTypes.enumerated() { classTypeIndex[known] = Int32(i) }
+            } else {
+                classTypeIndex[name] = id
+            }
+        }
         tallies?.byClassType.append(Tally())
         return id
     }
@@ -226,7 +240,7 @@ struct FeedIndex {
     /// The class-type ids a filter selects; nil for every card.
     private func selected(_ filter: ClassTypeFilter) -> [Int32]? {
         if filter.selectsAll { return nil }
-        return filter.classTypes.compactMap { classTypeIndex[$0] }
+        return filter.classTypes.compactMap { knownClassTypeID($0) }
     }
 
     /// The ids of the visible cards passing `filter`, in feed order.
