@@ -137,6 +137,25 @@ int main(void) {
     CHECK_RC(CC_E_INVALID_ARGUMENT, cc_controller_pending_events_json(NULL, events, 0));
     CHECK_OK(cc_controller_close(events));
 
+    /* A class type holding a NUL reaches the stored event whole: texts were handed to SQLite
+     * as C strings, and the event of such a card kept only "tile". */
+    char dir[512], config[1024];
+    cc_test_make_dir(dir, sizeof dir, "log-nul");
+    snprintf(config, sizeof config, "{\"userId\":\"u-1\",\"storagePath\":\"%s\"}", dir);
+    cc_controller *nul = NULL;
+    CHECK_OK(cc_controller_open(&nul, config));
+    CHECK_OK(cc_controller_apply(NULL, nul, "[{\"id\":\"a\",\"tp\":\"short_news\",\"ca\":1,\"ds\":\"x\","
+                                             "\"e\":{\"class_type\":\"tile\\u0000x\"}}]"));
+    CHECK_OK(cc_controller_log_impression(nul, "a"));
+    CHECK_OK(cc_controller_close(nul));
+    nul = NULL;
+    CHECK_OK(cc_controller_open(&nul, config));
+    json = NULL;
+    CHECK_OK(cc_controller_pending_events_json(&json, nul, 0));
+    CHECK_CONTAINS(json, "\"classType\":\"tile\\u0000x\"");
+    cc_string_free(json);
+    CHECK_OK(cc_controller_close(nul));
+
     /* A handler that calls back into the library: no deadlock, no recursion. */
     reentrant_target = cc_test_open_sample();
     CHECK_OK(cc_set_log_handler(reentrant, CC_LOG_DEBUG, NULL, NULL));

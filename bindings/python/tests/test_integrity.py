@@ -329,3 +329,19 @@ def test_the_wait_reported_is_the_wait_enforced(raw: RawServer) -> None:
         assert len(raw.requests) == requests
         assert again.value.retry_after is not None and 3590 <= again.value.retry_after <= 3600
         assert "retry after 3600 s" in again.value.message or "retry after 3599 s" in again.value.message
+
+
+def test_a_class_type_with_a_nul_reaches_the_stored_event_whole(tmp_path: Any) -> None:
+    # Texts were handed to SQLite as C strings and cut at a NUL: the event of a card whose
+    # class type holds one was stored with the part before it ("tile"), and delivered so.
+    store = os.fspath(tmp_path)
+    payload = json.dumps({"cards": [{"id": "a", "tp": "short_news", "ca": 1, "ds": "x",
+                                     "e": {"class_type": "tile\u0000x"}}]})
+    with cc.ContentCards(storage_path=store, user_id="u") as c:
+        c.apply(payload)
+        assert c.cards()[0].class_type == "tile\x00x"
+        c.log_impression("a")
+    with cc.ContentCards(storage_path=store, user_id="u") as c:
+        events = c.list_pending_events().events
+        assert [e.class_type for e in events] == ["tile\x00x"]
+        assert c.cards()[0].class_type == "tile\x00x"
