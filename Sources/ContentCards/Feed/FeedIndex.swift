@@ -106,7 +106,8 @@ struct FeedIndex {
     private(set) var entries: [Entry] = []
     private(set) var classTypes: [String] = []
     private var classTypeIndex: [String: Int32] = [:]
-    /// Up to how many class types `classTypeID` compares a name with each instead of hashing it.
+    /// Up to how many class types `knownClassTypeID` compares a name with each instead of
+    /// hashing it; past them `classTypeIndex` is made, and used.
     static let classTypesCompared = 8
     private var tallies: Tallies?
 

@@ -209,7 +209,7 @@ final class SQLiteStatement {
             rc = value.withUTF8 { bytes in
                 bytes.withMemoryRebound(to: CChar.self) { chars in
                     // A NULL pointer would bind NULL, not an empty text.
-                    guard let base = chars.baseAddress else { return sqlite3_bind_text(stmt, index, "", 0, nil) }
+                    guard let base = chars.baseAddress else { return sqlite3_bind_text(stmt, index, "", 0, SQLiteStatement.transient) }
                     return ForkSafety.sqlite { sqlite3_bind_text(stmt, index, base, Int32(clamping: chars.count), SQLiteStatement.transient) }
                 }
             }
@@ -224,7 +224,7 @@ final class SQLiteStatement {
         let rc = bytes.withUnsafeBufferPointer { buf in
             buf.withMemoryRebound(to: CChar.self) { chars in
                 // A NULL pointer would bind NULL, not an empty text.
-                guard let base = chars.baseAddress else { return sqlite3_bind_text(stmt, index, "", 0, nil) }
+                guard let base = chars.baseAddress else { return sqlite3_bind_text(stmt, index, "", 0, SQLiteStatement.transient) }
                 return ForkSafety.sqlite { sqlite3_bind_text(stmt, index, base, Int32(clamping: chars.count), SQLiteStatement.transient) }
             }
         }

@@ -60,8 +60,13 @@ final class StatementCache {
 
     /// A literal's address: two literals at one address are the same text (the linker merges
     /// equal literals, and a literal that is the tail of another starts at another address).
+    /// A literal of one Unicode scalar is held as the scalar, not as a pointer (`utf8Start`
+    /// would trap): no SQL is one, but its key is the scalar's value below zero, where no
+    /// address is.
     @inline(__always)
-    private static func key(_ sql: StaticString) -> Int { Int(bitPattern: sql.utf8Start) }
+    private static func key(_ sql: StaticString) -> Int {
+        sql.hasPointerRepresentation ? Int(bitPattern: sql.utf8Start) : -1 - Int(sql.unicodeScalar.value)
+    }
 
     private func grow() {
         let larger = capacity * 2

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ContentCards
+import CSQLite
 
 /// The SQLite layer's statements: a text bound byte for byte, and a prepared statement kept for
 /// its SQL.
@@ -86,11 +87,12 @@ import Testing
         var order: [ObjectIdentifier] = []
         cache.forEach { order.append(ObjectIdentifier($0)) }
         #expect(order == kept.map(ObjectIdentifier.init))
-        weak let first = kept[0]
+        // Finalized when let go: SQLite then has no statement of this connection left.
+        let handle = try #require(db.handle)
         kept.removeAll()
-        #expect(first != nil)            // the cache still holds it
+        #expect(sqlite3_next_stmt(handle, nil) != nil)     // the cache still holds them
         cache.removeAll()
-        #expect(first == nil)            // let go: finalized
+        #expect(sqlite3_next_stmt(handle, nil) == nil)
         #expect(cache.count == 0)
         #expect(cache.find(literal(0)) == nil)
     }
