@@ -95,21 +95,24 @@ extension ContentCardsController {
     /// commit, and it needs no read transaction of its own, whose locks on the `-shm` file were
     /// two of a logged event's eight `fcntl` calls (docs/PERFORMANCE.md, "Durable logging").
     private func writeLocked(_ calls: [PendingLog]) -> [Result<(LogResult, FeedCounts), ContentCardsError>] {
-        // Until the calls are decided (nil) a failure (closed, BEGIN refused, the reload) is
-        // every call's; after, only the recorded calls' (the refused ones keep their own outcome).
-        var decided: DecidedLogs? = nil
+        // Until the calls are decided a failure (closed, BEGIN refused, the reload) is every
+        // call's; after, only the recorded calls' (the refused ones keep their own outcome).
+        // One value, changed in place: an optional was copied out (and its arrays retained) at
+        // each use, 35 reference counts a call.
+        var decided = DecidedLogs(count: 0)
+        var isDecided = false
         do throws(ContentCardsError) {
             try inWriteTransaction { () throws(ContentCardsError) in
                 try reloadIfChangedElsewhere()
                 decided = decide(calls)
-                if let recorded = decided?.recorded, !recorded.isEmpty { try persist(decided!.changes, for: userID) }
+                isDecided = true
+                if !decided.recorded.isEmpty { try persist(decided.changes, for: userID) }
             }
         } catch {
-            guard var decided else { return calls.map { _ in .failure(error) } }
+            if !isDecided { return calls.map { _ in .failure(error) } }
             for (i, _) in decided.recorded { decided.outcomes[i] = .failure(error) }
             return decided.outcomes
         }
-        guard var decided else { return calls.map { _ in .failure(Self.notDecided) } }
         if !decided.recorded.isEmpty {
             feed.publish(&decided.changes)
             let counts = currentCounts()

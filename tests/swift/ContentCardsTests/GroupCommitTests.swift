@@ -87,6 +87,50 @@ import Testing
         #expect(try c.card(id: "tile-1").dismissed && c.card(id: "tile-1").viewed)
     }
 
+    /// A batch whose write fails after its calls were decided: every call it would have
+    /// recorded fails with the store's error, a call refused on its own keeps its refusal, and
+    /// nothing of the batch is recorded (a trigger of another connection's makes the insert of
+    /// any event fail).
+    @Test func aWriteThatFailsFailsTheRecordedCallsAndRecordsNothing() throws {
+        let dir = Fixtures.temporaryDirectory("batch-fails")
+        defer { Fixtures.removeTree(dir) }
+        let c = try makeController(storage: dir)
+        defer { c.close() }
+        try c.refresh()
+        let other = try SQLiteDatabase(path: dir + "/contentcards.sqlite")
+        try other.execute("CREATE TRIGGER no_events BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'no events (test)'); END")
+        other.close()
+        c.lock.lock()
+        let outcomes = LogOutcomes()
+        let group = DispatchGroup()
+        TestThreads.start(in: group) { outcomes.add("first", Result { try c.logImpression(cardID: "msg-1") }) }
+        #expect(Self.waitUntil { c.logBatch.state.writing })
+        let calls: [(String, () throws -> LogResult)] = [
+            ("impression", { try c.logImpression(cardID: "tile-1") }),
+            ("refused click", { try c.logClick(cardID: "msg-2") }),
+            ("unknown", { try c.logImpression(cardID: "no-such-card") }),
+        ]
+        for (i, call) in calls.enumerated() {
+            TestThreads.start(in: group) { outcomes.add(call.0, Result { try call.1() }) }
+            #expect(Self.waitUntil { c.logBatch.state.queued == i + 1 })
+        }
+        c.lock.unlock()
+        #expect(group.wait(timeout: .now() + 10) == .success)
+        let o = outcomes.all
+        for name in ["first", "impression"] {
+            do { _ = try o[name]?.get(); Issue.record("\(name) was recorded") } catch {
+                let e = error as? ContentCardsError
+                #expect(e?.code == .storage && e?.message.contains("no events (test)") == true, "\(name): \(error)")
+            }
+        }
+        #expect(try o["refused click"]?.get() == .refused("click not logged: card \"msg-2\" has no url"))
+        do { _ = try o["unknown"]?.get(); Issue.record("an unknown card was recorded") } catch {
+            #expect((error as? ContentCardsError)?.code == .notFound)
+        }
+        #expect(try c.pendingEvents() == 0)
+        #expect(try !c.card(id: "tile-1").viewed && !c.card(id: "msg-1").viewed)
+    }
+
     /// Many threads at once, every kind of call on a file store: each recorded call's event is
     /// stored once, each card's state is what its calls say, and a new controller reads the same.
     @Test func manyThreadsLoggingAtOnceLoseNothing() throws {
