@@ -56,6 +56,33 @@ import Testing
         #expect(try !shape(fresh).contains { $0.hasPrefix("sqlite_sequence") })
     }
 
+    /// An in-memory store is made with the outbox alone (it writes no cards, dismissals or
+    /// cursors, and reads none): every call that touches the store still works on it, and
+    /// forgetting a user counts what the controller held.
+    @Test func anInMemoryStoreHasTheOutboxAlone() throws {
+        let c = try makeController()
+        defer { c.close() }
+        let db = try #require(c.store?.db)
+        let s = try db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        var tables: [String] = []
+        while try s.step() { tables.append(s.text(0) ?? "") }
+        s.reset()
+        #expect(tables == ["events"])
+        try c.refresh()
+        let cards = try c.counts().total
+        #expect(cards > 0)
+        try c.logImpression(cardID: "tile-1")
+        _ = try c.logDismissal(cardID: "tile-2")
+        let pending = try c.pendingEvents()
+        #expect(pending == 2, "\(pending)")
+        #expect(c.diagnostics().unreadableStoredCards == 0)
+        _ = try c.exportUser()
+        let receipt = try c.forgetUser(pending: .discard)
+        // Every stored card (the feed's and the expired one), the dismissal, both events.
+        #expect(receipt.cards > cards && receipt.dismissals == 1 && receipt.eventsDiscarded == 2, "\(receipt) \(cards)")
+        #expect(try c.pendingEvents() == 0 && c.counts().total == 0)
+    }
+
     /// A store of schema 3 (AUTOINCREMENT, a unique index on ids) goes to 4 at open with its
     /// events as they were, in order, and delivers them all.
     @Test func aStoreOfSchema3KeepsItsEventsInOrder() throws {
