@@ -14,6 +14,26 @@ import Testing
         return true
     }
 
+    /// One batch of `calls`, made in this order: with the controller's lock held, a first call
+    /// ("first", an impression of msg-1) becomes the writer and waits for the lock, and each
+    /// call is queued behind it before the next is made; then the lock is let go. The outcomes
+    /// by name.
+    static func queuedBehindAWriter(_ c: ContentCardsController,
+                                    _ calls: [(String, () throws -> LogResult)]) -> [String: Result<LogResult, Error>] {
+        c.lock.lock()
+        let outcomes = LogOutcomes()
+        let group = DispatchGroup()
+        TestThreads.start(in: group) { outcomes.add("first", Result { try c.logImpression(cardID: "msg-1") }) }
+        #expect(waitUntil { c.logBatch.state.writing })
+        for (i, call) in calls.enumerated() {
+            TestThreads.start(in: group) { outcomes.add(call.0, Result { try call.1() }) }
+            #expect(waitUntil { c.logBatch.state.queued == i + 1 })   // in this order
+        }
+        c.lock.unlock()
+        #expect(group.wait(timeout: .now() + 10) == .success)
+        return outcomes.all
+    }
+
     @Test func callsQueuedBehindAWriterShareOneTransaction() throws {
         let dir = Fixtures.temporaryDirectory("group-commit")
         defer { Fixtures.removeTree(dir) }
@@ -56,26 +76,14 @@ import Testing
     @Test func callsInOneBatchAreDecidedInOrder() throws {
         let c = try makeController()
         try c.refresh()
-        c.lock.lock()
-        let outcomes = LogOutcomes()
-        let group = DispatchGroup()
-        TestThreads.start(in: group) { outcomes.add("first", Result { try c.logImpression(cardID: "msg-1") }) }
-        #expect(Self.waitUntil { c.logBatch.state.writing })
-        let calls: [(String, () throws -> LogResult)] = [
+        let o = Self.queuedBehindAWriter(c, [
             ("dismiss", { try c.logDismissal(cardID: "tile-1") }),
             ("impression", { try c.logImpression(cardID: "tile-1") }),
             ("dismiss again", { try c.logDismissal(cardID: "tile-1") }),
             ("impression again", { try c.logImpression(cardID: "tile-1") }),
             ("unknown", { try c.logImpression(cardID: "no-such-card") }),
             ("feed", { try c.logFeedDisplayed() }),
-        ]
-        for (i, call) in calls.enumerated() {
-            TestThreads.start(in: group) { outcomes.add(call.0, Result { try call.1() }) }
-            #expect(Self.waitUntil { c.logBatch.state.queued == i + 1 })   // in this order
-        }
-        c.lock.unlock()
-        #expect(group.wait(timeout: .now() + 10) == .success)
-        let o = outcomes.all
+        ])
         #expect(try o["dismiss"]?.get().stateChanged == true)
         #expect(try o["impression"]?.get().stateChanged == true)
         #expect(try o["dismiss again"]?.get().recorded == false)
@@ -100,23 +108,11 @@ import Testing
         let other = try SQLiteDatabase(path: dir + "/contentcards.sqlite")
         try other.execute("CREATE TRIGGER no_events BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'no events (test)'); END")
         other.close()
-        c.lock.lock()
-        let outcomes = LogOutcomes()
-        let group = DispatchGroup()
-        TestThreads.start(in: group) { outcomes.add("first", Result { try c.logImpression(cardID: "msg-1") }) }
-        #expect(Self.waitUntil { c.logBatch.state.writing })
-        let calls: [(String, () throws -> LogResult)] = [
+        let o = Self.queuedBehindAWriter(c, [
             ("impression", { try c.logImpression(cardID: "tile-1") }),
             ("refused click", { try c.logClick(cardID: "msg-2") }),
             ("unknown", { try c.logImpression(cardID: "no-such-card") }),
-        ]
-        for (i, call) in calls.enumerated() {
-            TestThreads.start(in: group) { outcomes.add(call.0, Result { try call.1() }) }
-            #expect(Self.waitUntil { c.logBatch.state.queued == i + 1 })
-        }
-        c.lock.unlock()
-        #expect(group.wait(timeout: .now() + 10) == .success)
-        let o = outcomes.all
+        ])
         for name in ["first", "impression"] {
             do { _ = try o[name]?.get(); Issue.record("\(name) was recorded") } catch {
                 let e = error as? ContentCardsError
