@@ -206,13 +206,7 @@ final class SQLiteStatement {
             // The string's own UTF-8, with its length: handing the String to the `char *`
             // parameter made a NUL-terminated copy of it in an array of its own, allocated and
             // freed for every value bound (five a logged impression, 2,300 instructions).
-            rc = value.withUTF8 { bytes in
-                bytes.withMemoryRebound(to: CChar.self) { chars in
-                    // A NULL pointer would bind NULL, not an empty text.
-                    guard let base = chars.baseAddress else { return sqlite3_bind_text(stmt, index, "", 0, SQLiteStatement.transient) }
-                    return ForkSafety.sqlite { sqlite3_bind_text(stmt, index, base, Int32(clamping: chars.count), SQLiteStatement.transient) }
-                }
-            }
+            rc = value.withUTF8 { bindUTF8(index, $0) }
         } else {
             rc = sqlite3_bind_null(stmt, index)
         }
@@ -221,14 +215,18 @@ final class SQLiteStatement {
 
     /// UTF-8 bytes as TEXT, without making a String of them first.
     func bindText(_ index: Int32, _ bytes: ArraySlice<UInt8>) throws(StoreError) {
-        let rc = bytes.withUnsafeBufferPointer { buf in
-            buf.withMemoryRebound(to: CChar.self) { chars in
-                // A NULL pointer would bind NULL, not an empty text.
-                guard let base = chars.baseAddress else { return sqlite3_bind_text(stmt, index, "", 0, SQLiteStatement.transient) }
-                return ForkSafety.sqlite { sqlite3_bind_text(stmt, index, base, Int32(clamping: chars.count), SQLiteStatement.transient) }
-            }
-        }
+        let rc = bytes.withUnsafeBufferPointer { bindUTF8(index, $0) }
         if rc != SQLITE_OK { throw db.fail("cannot bind a value") }
+    }
+
+    /// Binds the bytes as TEXT with their length (SQLite copies them); its status.
+    @inline(__always)
+    private func bindUTF8(_ index: Int32, _ bytes: UnsafeBufferPointer<UInt8>) -> Int32 {
+        bytes.withMemoryRebound(to: CChar.self) { chars in
+            // A NULL pointer would bind NULL, not an empty text.
+            guard let base = chars.baseAddress else { return sqlite3_bind_text(stmt, index, "", 0, SQLiteStatement.transient) }
+            return ForkSafety.sqlite { sqlite3_bind_text(stmt, index, base, Int32(clamping: chars.count), SQLiteStatement.transient) }
+        }
     }
 
     func bind(_ index: Int32, _ value: Int64) throws(StoreError) {
