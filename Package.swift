@@ -26,9 +26,12 @@ let package = Package(
         .target(name: "CCurl", path: "Sources/CCurl", linkerSettings: [.linkedLibrary("dl")]),
         // gzip of event batches through the zlib libcurl links (found through libcurl's handle).
         .target(name: "CZlib", dependencies: ["CCurl"], path: "Sources/CZlib"),
+        // The JSON reader's vector scans: static inline SSE2 functions in a header, inlined
+        // into the Swift that calls them (nothing on other architectures).
+        .target(name: "CContentCardsSIMD", path: "Sources/CContentCardsSIMD"),
         .target(
             name: "ContentCards",
-            dependencies: ["CSQLite", "CCurl", "CZlib"],
+            dependencies: ["CSQLite", "CCurl", "CZlib", "CContentCardsSIMD"],
             path: "Sources/ContentCards",
             swiftSettings: swift5),
         // The C side of the hot paths: the thread's last error, the badge cells, and the

@@ -168,58 +168,6 @@ import Testing
     }
 }
 
-/// The string scanner's two loops (input checked as valid UTF-8 up front, and not) must find
-/// the same tokens: the same end, escapes, ASCII-ness and DEL, wherever in an 8-byte word the
-/// special byte falls.
-@Suite struct StringScanTests {
-    static let pieces: [String] = ["a", "é", "€", "😀", "\\\"", "\\\\", "\\u00e9", "\u{7F}", "bcdefgh", " "]
-
-    @Test func bothLoopsAgreeOnEveryPlacement() throws {
-        var rng = SystemRandomNumberGenerator()
-        for _ in 0..<3000 {
-            var text = ""
-            for _ in 0..<Int.random(in: 0...24, using: &rng) { text += Self.pieces.randomElement(using: &rng)! }
-            let token = Array(("\"" + text + "\",").utf8)
-            let fast = try token.withUnsafeBufferPointer { b throws(JSONError) -> (StringSpan, String) in
-                var p = Parser(bytes: b, maxDepth: 4)
-                p.validUTF8 = true
-                let span = try p.scanString()
-                return (span, try p.string(span))
-            }
-            let checked = try token.withUnsafeBufferPointer { b throws(JSONError) -> (StringSpan, String) in
-                var p = Parser(bytes: b, maxDepth: 4)
-                let span = try p.scanString()
-                return (span, try p.string(span))
-            }
-            #expect(fast.0.end == checked.0.end && fast.0.escaped == checked.0.escaped, "\(text)")
-            #expect(fast.0.ascii == checked.0.ascii && fast.0.plain == checked.0.plain, "\(text)")
-            #expect(fast.1 == checked.1, "\(text)")
-            #expect(fast.0.ascii == text.utf8.allSatisfy { $0 < 0x80 }, "\(text)")
-            #expect(fast.0.plain == !(text.contains("\\") || text.contains("\u{7F}")), "\(text)")
-        }
-    }
-
-    /// A string that is not well formed (a raw control character, no closing quote, a
-    /// backslash at the very end) gets the same error from both loops, wherever it falls.
-    @Test func bothLoopsRefuseTheSameMalformedStrings() {
-        let bad = ["abc\u{01}def", "abcdefghijk\u{1F}", "\u{0A}", "abcdefgh", "abcdefghijklmnop\\", "é\u{00}é"]
-        for text in bad {
-            for close in ["", "\""] {
-                let token = Array(("\"" + text + close).utf8)
-                func scan(_ valid: Bool) -> String {
-                    token.withUnsafeBufferPointer { b in
-                        var p = Parser(bytes: b, maxDepth: 4)
-                        p.validUTF8 = valid
-                        do throws(JSONError) { _ = try p.scanString(); return "ok \(p.pos)" } catch { return error.message }
-                    }
-                }
-                #expect(scan(true) == scan(false), "\(text.debugDescription)\(close)")
-                if close.isEmpty || text.utf8.contains(where: { $0 < 0x20 }) { #expect(!scan(true).hasPrefix("ok"), "\(text.debugDescription)") }
-            }
-        }
-    }
-}
-
 /// Short decimals are read without `Double(String)` (`CardFields.shortDecimal`); they must give
 /// the very Double it gives, and leave every other number to it.
 @Suite struct ShortDecimalTests {

@@ -82,7 +82,7 @@ extension FeedUpdate {
 }
 
 /// A small seeded generator: the same inputs every run.
-struct SplitMix {
+struct SplitMix: RandomNumberGenerator {
     var state: UInt64
     init(seed: UInt64) { state = seed }
     mutating func next() -> UInt64 {
