@@ -57,7 +57,8 @@ def error_class(name: str) -> type[ContentCardsError]:
 
 __all__ = [
     "CALLBACK_KEY_NONE", "FREE_TRAMPOLINE", "NEWER", "SIGNATURES", "TOKEN_TRAMPOLINE",
-    "TRANSPORT_TRAMPOLINE", "UPDATE_TRAMPOLINE", "TransportRequestStruct", "callbacks", "cstr",
+    "TRANSPORT_TRAMPOLINE", "UPDATE_TRAMPOLINE", "TransportRequestStruct", "borrowed_utf8", "callbacks",
+    "cstr",
     "has", "lib", "library_path", "require",
 ]
 
@@ -264,6 +265,37 @@ def cstr(value: str | bytes, what: str) -> bytes:
     return data
 
 
+_as_utf8: Any = None
+
+
+def borrowed_utf8(value: str | bytes, what: str) -> c_char_p | bytes:
+    """A text argument of any size (a payload of megabytes) for a ``const char *`` parameter,
+    without copying a str: CPython's own UTF-8 of the str (``PyUnicode_AsUTF8AndSize``), which
+    is the str's memory itself for an ASCII str and otherwise made once and kept with the str
+    (as orjson reads a str). Copying a 4.6 MB payload with ``str.encode`` cost 4.5 ms of fresh
+    pages, a fifth of an apply from Python (docs/PERFORMANCE.md, "The pipeline through
+    Python"). The caller keeps ``value`` referenced until the call returns: the pointer is into
+    it. Refused, as :func:`cstr`: an embedded NUL. A str CPython cannot give as UTF-8 (a lone
+    surrogate), or a Python without ``ctypes.pythonapi`` (PyPy), goes through :func:`cstr`."""
+    global _as_utf8
+    if not isinstance(value, str):
+        return cstr(value, what)
+    if _as_utf8 is None:
+        api = getattr(ctypes, "pythonapi", None)
+        function = getattr(api, "PyUnicode_AsUTF8AndSize", None) if api is not None else None
+        if function is not None:
+            function.restype = c_void_p
+            function.argtypes = [ctypes.py_object, POINTER(ctypes.c_ssize_t)]
+        _as_utf8 = function or False
+    if _as_utf8 is False or "\0" in value:
+        return cstr(value, what)  # cstr raises for the NUL
+    try:
+        address = _as_utf8(value, None)
+    except UnicodeError:  # ctypes raised the pending error: none is left behind
+        return cstr(value, what)
+    return c_char_p(address)
+
+
 def _take_string(out: c_void_p) -> str | None:
     """The string behind a ``char **`` output (None for NULL); the caller frees it."""
     if not out.value:
@@ -341,7 +373,7 @@ def controller_refresh_in_background(handle: int, timeout_seconds: float,
                                                 REFRESH_DONE_TRAMPOLINE, key, FREE_TRAMPOLINE)
 
 
-def controller_apply(handle: int, payload: bytes) -> str:
+def controller_apply(handle: int, payload: bytes | c_char_p) -> str:
     return _call_string_out(lib.cc_controller_apply, handle, payload)
 
 

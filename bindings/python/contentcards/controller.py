@@ -40,6 +40,7 @@ from .cards import Card, _lazy_cards, _offsets
 # typing is not imported at run time (it would slow `import contentcards`); mypy reads this as True.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from ctypes import c_char_p
     from typing import Any, Callable, TypeVar
 
     from . import errors as _errors
@@ -333,10 +334,12 @@ class ContentCards:
     def apply(self, payload: str | bytes | list[Any] | dict[str, Any]) -> SyncSummary:
         """Hands in cards the application got itself: a sync response object or a JSON array of
         server cards (text, bytes, or a decoded list/dict), merged exactly as a refresh."""
+        data: bytes | c_char_p
         if isinstance(payload, (list, dict)):
             data = _dumps(payload, "ParseError", "payload")
         elif isinstance(payload, (str, bytes, bytearray, memoryview)):
-            data = _ffi.cstr(payload, "payload")
+            # A str's own UTF-8, not a copy; `payload` holds it until the call returns.
+            data = _ffi.borrowed_utf8(payload, "payload")
         else:
             raise TypeError(f"payload must be str, bytes, list or dict, not {type(payload).__name__}")
         from .results import SyncSummary

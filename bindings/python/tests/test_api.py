@@ -185,6 +185,36 @@ def test_apply_user_diagnostics() -> None:
         assert diagnostics.counts == (0, 0, 0) and diagnostics.subscribers == 0
 
 
+@pytest.mark.skipif(not hasattr(__import__("ctypes"), "pythonapi"), reason="CPython's C API through ctypes")
+def test_a_str_payload_is_applied_from_its_own_utf8_not_a_copy() -> None:
+    """apply(str) hands the library the str's own UTF-8 (CPython keeps it in the str: the str's
+    memory for ASCII text, made once and kept for other text), not a copy made for each call:
+    a payload of megabytes was copied at every apply. tracemalloc counts what Python
+    allocates (the library's own allocations are not Python's)."""
+    import tracemalloc
+    cards = [{"id": f"card-{i:06d}", "tp": "short_news", "ca": 1700000000, "ds": "x" * 200,
+              "e": {"class_type": "home_tile"}} for i in range(8000)]
+    ascii_text = json.dumps(cards)
+    accented = json.dumps(cards, ensure_ascii=False).replace("xxxx", "éxxx", 1)
+    assert ascii_text.isascii() and not accented.isascii() and len(ascii_text) > 2_000_000
+    for text, calls in ((ascii_text, 1), (accented, 2)):
+        with cc.ContentCards() as c:
+            c.apply("[]")   # what a first apply imports (compiled from source: megabytes) is not counted
+            tracemalloc.start()
+            try:
+                for _ in range(calls):
+                    tracemalloc.reset_peak()
+                    held = tracemalloc.get_traced_memory()[0]    # the kept UTF-8, after a first call
+                    summary = c.apply(text)
+                    peak = tracemalloc.get_traced_memory()[1] - held
+            finally:
+                tracemalloc.stop()
+            assert summary.added + summary.updated == 8000 or summary.added == 0
+            assert len(c.cards()) == 8000
+            # The last call's peak: the ASCII str at once, the other once its UTF-8 is kept.
+            assert peak < len(text) // 8, f"{peak} bytes allocated for a {len(text)}-character payload"
+
+
 def test_rate_limit_and_config() -> None:
     with pytest.raises(cc.ConfigError, match='did you mean "refreshTokens"'):
         cc.ContentCards({"refreshToken": 1})

@@ -198,6 +198,8 @@ def test_null_and_bad_arguments(refreshed: cc.ContentCards) -> None:
         c.change_user("\ud800")
     with pytest.raises(cc.InvalidArgumentError):
         c.apply(BAD_UTF8)
+    with pytest.raises(cc.InvalidArgumentError, match="UTF-8"):
+        c.apply('[{"id": "\udc80"}]')      # a str's lone surrogate: CPython has no UTF-8 of it
     with pytest.raises(cc.InvalidArgumentError):
         c.cards(["\udcff"])
     with pytest.raises(cc.InvalidArgumentError):
@@ -210,6 +212,8 @@ def test_null_and_bad_arguments(refreshed: cc.ContentCards) -> None:
         c.log_impression("tile-1\0junk")
     with pytest.raises(cc.InvalidArgumentError, match="NUL"):
         c.apply(b"[]\0junk")
+    with pytest.raises(cc.InvalidArgumentError, match="NUL"):
+        c.apply("[]\0junk")               # a str, whose own UTF-8 the library would read
     with pytest.raises(cc.InvalidArgumentError, match="NUL"):
         cc.ContentCards(b'{"userId": "a"}\0junk')
 
