@@ -101,9 +101,9 @@ struct CardBody: Hashable, Sendable {
                     guard start < all.count, let end = memchr(base + start, Int32(CardBody.separator), all.count - start) else { break }
                     let stop = UnsafePointer<UInt8>(end.assumingMemoryBound(to: UInt8.self)) - base
                     let key = CardBody.keyOffset(m), keyLength = CardBody.keyOffset(m + 1) - key
-                    (out + written).update(from: keys + key, count: keyLength)
+                    RawPieces.copy(keys + key, to: out + written, count: keyLength)
                     written += keyLength
-                    (out + written).update(from: base + start, count: stop - start)
+                    RawPieces.copy(base + start, to: out + written, count: stop - start)
                     written += stop - start
                     start = stop + 1
                 }

@@ -25,7 +25,7 @@ extension CardFields {
             w.appendRaw(maxCount: head) { p in
                 var at = 0
                 Self.put(url, p, &at); p[at] = sep; at += 1
-                Self.put(openURLInWebView ? "true" : "false", p, &at); p[at] = sep; at += 1
+                RawPieces.put(openURLInWebView ? "true" : "false", p, &at); p[at] = sep; at += 1
                 putExtras(p, &at); p[at] = sep; at += 1
                 Self.putQuoted(classBytes, p, &at); p[at] = sep; at += 1
                 Self.put(c.image, p, &at); p[at] = sep; at += 1
@@ -94,42 +94,15 @@ extension CardFields {
 
     @inline(__always)
     private static func put(_ t: CardBody.Text, _ p: UnsafeMutablePointer<UInt8>, _ at: inout Int) {
-        if case .plain(let b) = t { putQuoted(b, p, &at) } else { put("null", p, &at) }
+        if case .plain(let b) = t { putQuoted(b, p, &at) } else { RawPieces.put("null", p, &at) }
     }
 
-    @inline(__always)
-    private static func put(_ s: StaticString, _ p: UnsafeMutablePointer<UInt8>, _ at: inout Int) {
-        (p + at).update(from: s.utf8Start, count: s.utf8CodeUnitCount)
-        at += s.utf8CodeUnitCount
-    }
 
     @inline(__always)
     private static func putQuoted(_ b: UnsafeBufferPointer<UInt8>, _ p: UnsafeMutablePointer<UInt8>, _ at: inout Int) {
         p[at] = 0x22
-        if let source = b.baseAddress { copy(source, to: p + at + 1, count: b.count) }
+        if let source = b.baseAddress { RawPieces.copy(source, to: p + at + 1, count: b.count) }
         at += b.count + 2
         p[at - 1] = 0x22
-    }
-
-    /// Copies `count` bytes; below 16, as two words that may overlap (every load and store
-    /// within the `count` bytes) rather than a call to `memcpy`: most pieces of a body are a
-    /// key or a short value, and the call cost more than the copy.
-    @inline(__always)
-    static func copy(_ source: UnsafePointer<UInt8>, to target: UnsafeMutablePointer<UInt8>, count: Int) {
-        let from = UnsafeRawPointer(source), to = UnsafeMutableRawPointer(target)
-        if count >= 16 {
-            to.copyMemory(from: from, byteCount: count)
-        } else if count >= 8 {
-            let first = from.loadUnaligned(as: UInt64.self), last = from.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
-            to.storeBytes(of: first, as: UInt64.self)
-            to.storeBytes(of: last, toByteOffset: count - 8, as: UInt64.self)
-        } else if count >= 4 {
-            let first = from.loadUnaligned(as: UInt32.self), last = from.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
-            to.storeBytes(of: first, as: UInt32.self)
-            to.storeBytes(of: last, toByteOffset: count - 4, as: UInt32.self)
-        } else {
-            var i = 0
-            while i < count { target[i] = source[i]; i += 1 }
-        }
     }
 }

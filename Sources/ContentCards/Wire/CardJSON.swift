@@ -102,43 +102,72 @@ package enum CardJSON {
     /// no comma bookkeeping per member; `keys` is the order (tested).
     package static func write(_ card: Card, to w: inout JSONWriter) {
         w.beginRawValue()
-        w.raw("{\"id\":"); w.rawString(card.id)
-        switch card.type {
-        case .classic: w.raw(",\"type\":\"classic\"")
-        case .banner: w.raw(",\"type\":\"banner\"")
-        case .captionedImage: w.raw(",\"type\":\"captioned_image\"")
-        case .control: w.raw(",\"type\":\"control\"")
+        // The head in one piece, with one check for room (a dozen pieces written one call each
+        // were half of writing a card), when the id needs no escape (ids are plain text).
+        var id = card.id
+        let wrote = id.withUTF8 { idBytes in
+            guard RawPieces.needsNoEscape(idBytes) else { return false }
+            w.appendRaw(maxCount: idBytes.count + headMaxCount) { out in
+                var at = 0
+                RawPieces.put("{\"id\":\"", out, &at)
+                if let base = idBytes.baseAddress { RawPieces.copy(base, to: out + at, count: idBytes.count) }
+                at += idBytes.count
+                out[at] = 0x22; at += 1
+                writeTypeAndTimes(card, out, &at)
+                at += writeFlags(card, to: out + at)
+                return at
+            }
+            return true
         }
-        w.raw(",\"created\":"); w.rawInt(card.created)
-        w.raw(",\"expiresAt\":"); w.rawInt(card.expiresAt)
-        w.appendRaw(maxCount: flagsMaxCount) { out in writeFlags(card, to: out) }
+        if !wrote {
+            w.raw("{\"id\":"); w.rawString(card.id)
+            w.appendRaw(maxCount: headMaxCount) { out in
+                var at = 0
+                writeTypeAndTimes(card, out, &at)
+                return at + writeFlags(card, to: out + at)
+            }
+        }
         // url ... domain: the values kept in the card's body (`CardBody`), copied under their keys.
         card.body.writeMembers(to: &w)
-        w.raw(",\"imagePath\":")
-        if let path = card.imagePath { w.rawString(path) } else { w.raw("null") }
-        w.raw(0x7D)
+        if let path = card.imagePath {
+            w.raw(",\"imagePath\":"); w.rawString(path); w.raw(0x7D)
+        } else {
+            w.raw(",\"imagePath\":null}")
+        }
     }
 
-    /// The room the eight flags take at most (each `,"name":false`).
-    private static let flagsMaxCount = 130
+    /// The room the head takes at most, past the id's text: its key and quotes, the type,
+    /// the two times (each 20 digits at most) and the eight flags (each `,"name":false`).
+    private static let headMaxCount = 8 + 27 + 11 + RawPieces.maxDigits + 13 + RawPieces.maxDigits + 130
+
+    @inline(__always)
+    private static func writeTypeAndTimes(_ card: Card, _ out: UnsafeMutablePointer<UInt8>, _ at: inout Int) {
+        switch card.type {
+        case .classic: RawPieces.put(",\"type\":\"classic\"", out, &at)
+        case .banner: RawPieces.put(",\"type\":\"banner\"", out, &at)
+        case .captionedImage: RawPieces.put(",\"type\":\"captioned_image\"", out, &at)
+        case .control: RawPieces.put(",\"type\":\"control\"", out, &at)
+        }
+        RawPieces.put(",\"created\":", out, &at)
+        at += RawPieces.putDigits(card.created, out + at)
+        RawPieces.put(",\"expiresAt\":", out, &at)
+        at += RawPieces.putDigits(card.expiresAt, out + at)
+    }
 
     /// The flags as one piece with one check for room: written one call each they were a
     /// fifth of writing a card (docs/PERFORMANCE.md, "Cold start"). The bytes written.
+    @inline(__always)
     private static func writeFlags(_ card: Card, to out: UnsafeMutablePointer<UInt8>) -> Int {
-        var written = 0
-        @inline(__always) func put(_ text: StaticString) {
-            (out + written).update(from: text.utf8Start, count: text.utf8CodeUnitCount)
-            written += text.utf8CodeUnitCount
-        }
-        put(card.viewed ? ",\"viewed\":true" : ",\"viewed\":false")
-        put(card.clicked ? ",\"clicked\":true" : ",\"clicked\":false")
-        put(card.dismissed ? ",\"dismissed\":true" : ",\"dismissed\":false")
-        put(card.read ? ",\"read\":true" : ",\"read\":false")
-        put(card.dismissible ? ",\"dismissible\":true" : ",\"dismissible\":false")
-        put(card.pinned ? ",\"pinned\":true" : ",\"pinned\":false")
-        put(card.isTest ? ",\"isTest\":true" : ",\"isTest\":false")
-        put(card.isControl ? ",\"isControl\":true" : ",\"isControl\":false")
-        return written
+        var at = 0
+        RawPieces.put(card.viewed ? ",\"viewed\":true" : ",\"viewed\":false", out, &at)
+        RawPieces.put(card.clicked ? ",\"clicked\":true" : ",\"clicked\":false", out, &at)
+        RawPieces.put(card.dismissed ? ",\"dismissed\":true" : ",\"dismissed\":false", out, &at)
+        RawPieces.put(card.read ? ",\"read\":true" : ",\"read\":false", out, &at)
+        RawPieces.put(card.dismissible ? ",\"dismissible\":true" : ",\"dismissible\":false", out, &at)
+        RawPieces.put(card.pinned ? ",\"pinned\":true" : ",\"pinned\":false", out, &at)
+        RawPieces.put(card.isTest ? ",\"isTest\":true" : ",\"isTest\":false", out, &at)
+        RawPieces.put(card.isControl ? ",\"isControl\":true" : ",\"isControl\":false", out, &at)
+        return at
     }
 
     /// Reads one card back from its boundary JSON (the inverse of `encode`).

@@ -135,22 +135,9 @@ package struct JSONWriter {
 
     /// Decimal digits without making a String (numbers are in every card).
     private mutating func writeDigits(_ v: Int64) {
-        if v >= 0 && v < 10 { out.append(0x30 &+ UInt8(v)); return }
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)     // 24 bytes: Int64.min has 20 characters
-        var magnitude = v.magnitude
-        let count: Int = withUnsafeMutableBytes(of: &digits) { buffer in
-            var i = buffer.count
-            repeat {
-                i -= 1
-                buffer[i] = 0x30 &+ UInt8(magnitude % 10)
-                magnitude /= 10
-            } while magnitude > 0
-            if v < 0 { i -= 1; buffer[i] = 0x2D }
-            out.append(UnsafeRawBufferPointer(rebasing: buffer[i...]))
-            return buffer.count - i
-        }
-        _ = count
+        out.append(maxCount: RawPieces.maxDigits) { RawPieces.putDigits(v, $0) }
     }
+
     package mutating func int(_ v: Int) { int(Int64(v)) }
     /// Finite numbers in Swift's shortest round-trip form; NaN and infinities (not JSON) as null.
     package mutating func double(_ v: Double) {
@@ -222,7 +209,7 @@ package struct JSONWriter {
     /// Whether any of eight bytes must be escaped (the SWAR tests of `Parser.anySpecial`, kept
     /// here too so that they are inlined).
     @inline(__always)
-    private static func anyNeedsEscape(_ x: UInt64) -> Bool {
+    static func anyNeedsEscape(_ x: UInt64) -> Bool {
         let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
         @inline(__always) func hasZero(_ v: UInt64) -> UInt64 { (v &- ones) & ~v & highs }
         let below20 = (x &- ones &* 0x20) & ~x & highs

@@ -172,7 +172,7 @@ import Testing
     }
 }
 
-/// The plain body writer's copy of short pieces (two words that may overlap): every length
+/// The card writers' copy of short pieces (`RawPieces.copy`: two words that may overlap): every length
 /// copies exactly its bytes, and nothing around them.
 @Suite struct PieceCopyTests {
     @Test func everyLengthCopiesItsBytesAndNothingElse() {
@@ -181,7 +181,7 @@ import Testing
             var target = [UInt8](repeating: 0xEE, count: count + 16)
             source.withUnsafeBufferPointer { s in
                 target.withUnsafeMutableBufferPointer { t in
-                    if let from = s.baseAddress { CardFields.copy(from, to: t.baseAddress! + 8, count: count) }
+                    if let from = s.baseAddress { RawPieces.copy(from, to: t.baseAddress! + 8, count: count) }
                 }
             }
             #expect(Array(target[8..<(8 + count)]) == source, "\(count) bytes")

@@ -39,6 +39,74 @@ import Testing
         #expect(CardJSON.encode([Card]()) == "[]")
     }
 
+    /// A card as the general writer writes it, member by member (commas, keys, escapes, numbers
+    /// all its own): what `CardJSON.write`'s pieces must come to, byte for byte.
+    static func reference(_ card: Card) -> String {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("id"); w.string(card.id)
+        w.key("type"); w.string(card.type.rawValue)
+        w.key("created"); w.int(card.created)
+        w.key("expiresAt"); w.int(card.expiresAt)
+        for (name, flag) in [("viewed", card.viewed), ("clicked", card.clicked), ("dismissed", card.dismissed),
+                             ("read", card.read), ("dismissible", card.dismissible), ("pinned", card.pinned),
+                             ("isTest", card.isTest), ("isControl", card.isControl)] {
+            w.key(name); w.bool(flag)
+        }
+        w.key("url"); w.string(card.url)
+        w.key("openURLInWebView"); w.bool(card.openURLInWebView)
+        w.key("extras"); w.beginObject()
+        for (k, v) in card.extras.sorted(by: { CardKey.bytewiseLess($0.key, $1.key) }) { w.key(k); w.string(v) }
+        w.endObject()
+        w.key("classType"); w.string(card.classType)
+        w.key("image"); w.string(card.image)
+        w.key("imageAltText"); w.string(card.imageAltText)
+        w.key("imageAspectRatio"); if let r = card.imageAspectRatio { w.double(r) } else { w.null() }
+        w.key("title"); w.string(card.title)
+        w.key("cardDescription"); w.string(card.cardDescription)
+        w.key("domain"); w.string(card.domain)
+        w.key("imagePath"); w.string(card.imagePath)
+        w.endObject()
+        return w.string
+    }
+
+    /// The writer's head is one piece when the id needs no escape, and the general pieces when
+    /// it does: both against the general writer, for ids of every length with every kind of
+    /// byte at their end, times at the digits' edges, every combination of the flags, and with
+    /// and without an image path.
+    @Test func eachCardIsWhatTheGeneralWriterWrites() {
+        var ids = ["", "card-000123", String(repeating: "x", count: 40), "é", "😀card", "a\"b", "a\\b", "\u{01}", "line\nbreak", "del\u{7F}"]
+        for length in 0...24 {
+            for last in ["z", "\"", "\\", "\u{1F}", "\u{7F}", "é"] { ids.append(String(repeating: "k", count: length) + last) }
+        }
+        let times: [Int64] = [0, 9, 10, -1, -10, 1_763_414_002, Int64.max, Int64.min]
+        var checked = 0
+        for (i, id) in ids.enumerated() {
+            for (j, base) in Self.cards.enumerated() {
+                var card = base
+                card.id = id
+                card.created = times[(i + j) % times.count]
+                card.expiresAt = times[(i + 3 * j + 1) % times.count]
+                for path in [nil, "/tmp/images/x.png", "odd \"path\""] {
+                    card.imagePath = path
+                    #expect(CardJSON.encode(card) == Self.reference(card), "id \(id.debugDescription), path \(path ?? "nil")")
+                    checked += 1
+                }
+            }
+        }
+        var card = Self.cards[0]
+        for bits in 0..<256 {
+            card.viewed = bits & 1 != 0; card.clicked = bits & 2 != 0; card.dismissed = bits & 4 != 0
+            card.read = bits & 8 != 0; card.dismissible = bits & 16 != 0; card.pinned = bits & 32 != 0
+            card.isTest = bits & 64 != 0
+            #expect(CardJSON.encode(card) == Self.reference(card), "flags \(bits)")
+            checked += 1
+        }
+        #expect(checked > 2_000)
+        // The feed's array of the same cards: each card the same bytes.
+        #expect(CardJSON.encode(Self.cards) == "[" + Self.cards.map(Self.reference).joined(separator: ",") + "]")
+    }
+
     @Test func badBoundaryJSONIsAnError() {
         #expect(throws: PayloadError.self) { try CardJSON.decode("{") }
         #expect(throws: PayloadError.self) { try CardJSON.decode(#"{"id":"a","type":"banner","created":1}"#) }
