@@ -172,7 +172,7 @@ import Testing
 /// the very Double it gives, and leave every other number to it.
 @Suite struct ShortDecimalTests {
     @Test func theSameDoubleAsTheStandardLibrary() {
-        var rng = SystemRandomNumberGenerator()
+        var rng = SplitMix(seed: 0xDEC1_4A15)     // seeded: a failure is there again the next run
         var texts = ["0", "-0", "1", "1.0", "1.777", "0.5", "-2.25", "123456789012345", "0.000000000000001",
                      "9007199254740993", "1e5", "1.5E-3", "12345678901234.5", "0.1", "0.3", "2.675"]
         for _ in 0..<20_000 {

@@ -27,7 +27,7 @@ import Testing
     @Test func stringsMatchTheByteByByteRules() throws {
         let pieces = ["a", "é", "\"", "\\", "\n", "\u{01}", "\u{1F}", "\u{7F}", " ", "~", "日本", "😀", "\t",
                       "abcdefgh", "0123456789abcdef", "\u{80}", "!", "#"]
-        var rng = SystemRandomNumberGenerator()
+        var rng = SplitMix(seed: 0x3A17_E5C4)     // seeded: a failure is there again the next run
         for length in 0..<40 {
             for _ in 0..<25 {
                 let s = (0..<length).map { _ in pieces.randomElement(using: &rng)! }.joined()
