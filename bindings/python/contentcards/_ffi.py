@@ -58,7 +58,7 @@ def error_class(name: str) -> type[ContentCardsError]:
 __all__ = [
     "CALLBACK_KEY_NONE", "FREE_TRAMPOLINE", "NEWER", "SIGNATURES", "TOKEN_TRAMPOLINE",
     "TRANSPORT_TRAMPOLINE", "UPDATE_TRAMPOLINE", "TransportRequestStruct", "borrowed_utf8", "callbacks",
-    "cstr",
+    "cstr", "str_utf8_function",
     "has", "lib", "library_path", "require",
 ]
 
@@ -265,35 +265,45 @@ def cstr(value: str | bytes, what: str) -> bytes:
     return data
 
 
-_as_utf8: Any = None
+_str_utf8: Any = None
+
+
+def str_utf8_function() -> Any:
+    """CPython's ``PyUnicode_AsUTF8AndSize`` through a prototype of this module's own (setting
+    ``restype`` on ``ctypes.pythonapi``'s shared function object would change it for every
+    other user in the process); None where there is none (no ``ctypes.pythonapi``, as on PyPy,
+    or the symbol not found)."""
+    global _str_utf8
+    if _str_utf8 is None:
+        prototype = ctypes.PYFUNCTYPE(c_void_p, ctypes.py_object, POINTER(ctypes.c_ssize_t))
+        try:
+            _str_utf8 = prototype(("PyUnicode_AsUTF8AndSize", ctypes.pythonapi))
+        except (AttributeError, OSError):
+            _str_utf8 = False
+    return _str_utf8 or None
 
 
 def borrowed_utf8(value: str | bytes, what: str) -> c_char_p | bytes:
     """A text argument of any size (a payload of megabytes) for a ``const char *`` parameter,
     without copying a str: CPython's own UTF-8 of the str (``PyUnicode_AsUTF8AndSize``), which
     is the str's memory itself for an ASCII str and otherwise made once and kept with the str
-    (as orjson reads a str). Copying a 4.6 MB payload with ``str.encode`` cost 4.5 ms of fresh
-    pages, a fifth of an apply from Python (docs/PERFORMANCE.md, "The pipeline through
-    Python"). The caller keeps ``value`` referenced until the call returns: the pointer is into
-    it. Refused, as :func:`cstr`: an embedded NUL. A str CPython cannot give as UTF-8 (a lone
-    surrogate), or a Python without ``ctypes.pythonapi`` (PyPy), goes through :func:`cstr`."""
-    global _as_utf8
-    if not isinstance(value, str):
-        return cstr(value, what)
-    if _as_utf8 is None:
-        api = getattr(ctypes, "pythonapi", None)
-        function = getattr(api, "PyUnicode_AsUTF8AndSize", None) if api is not None else None
-        if function is not None:
-            function.restype = c_void_p
-            function.argtypes = [ctypes.py_object, POINTER(ctypes.c_ssize_t)]
-        _as_utf8 = function or False
-    if _as_utf8 is False or "\0" in value:
+    for as long as the str lives (as orjson reads a str). Encoding a copy of a 4.6 MB payload
+    at every call cost 0.4 ms in a warm process and 4.5 ms on fresh pages (docs/PERFORMANCE.md,
+    "The pipeline and its stages"). The pointer is into ``value``: the argument returned holds
+    ``value`` too, so the str lives as long as the argument. Refused, as :func:`cstr`: an
+    embedded NUL. A str subclass (its ``__contains__`` could hide a NUL), a str CPython cannot
+    give as UTF-8 (a lone surrogate), or a Python without the function, goes through
+    :func:`cstr`."""
+    function = str_utf8_function() if type(value) is str else None
+    if function is None or "\0" in value:
         return cstr(value, what)  # cstr raises for the NUL
     try:
-        address = _as_utf8(value, None)
+        address = function(value, None)
     except UnicodeError:  # ctypes raised the pending error: none is left behind
         return cstr(value, what)
-    return c_char_p(address)
+    argument = c_char_p(address)
+    argument._owner = value  # type: ignore[attr-defined]  # the str the pointer is into
+    return argument
 
 
 def _take_string(out: c_void_p) -> str | None:

@@ -333,12 +333,14 @@ class ContentCards:
 
     def apply(self, payload: str | bytes | list[Any] | dict[str, Any]) -> SyncSummary:
         """Hands in cards the application got itself: a sync response object or a JSON array of
-        server cards (text, bytes, or a decoded list/dict), merged exactly as a refresh."""
+        server cards (text, bytes, or a decoded list/dict), merged exactly as a refresh. A str
+        is read where it is, not copied: CPython's own UTF-8 of it (the str's memory for ASCII
+        text; for other text made once and kept with the str while it lives, as orjson does)."""
         data: bytes | c_char_p
         if isinstance(payload, (list, dict)):
             data = _dumps(payload, "ParseError", "payload")
         elif isinstance(payload, (str, bytes, bytearray, memoryview)):
-            # A str's own UTF-8, not a copy; `payload` holds it until the call returns.
+            # A str's own UTF-8, not a copy (the argument holds the str).
             data = _ffi.borrowed_utf8(payload, "payload")
         else:
             raise TypeError(f"payload must be str, bytes, list or dict, not {type(payload).__name__}")
