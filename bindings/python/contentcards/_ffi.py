@@ -275,8 +275,8 @@ def str_utf8_function() -> Any:
     or the symbol not found)."""
     global _str_utf8
     if _str_utf8 is None:
-        prototype = ctypes.PYFUNCTYPE(c_void_p, ctypes.py_object, POINTER(ctypes.c_ssize_t))
         try:
+            prototype = ctypes.PYFUNCTYPE(c_void_p, ctypes.py_object, POINTER(ctypes.c_ssize_t))
             _str_utf8 = prototype(("PyUnicode_AsUTF8AndSize", ctypes.pythonapi))
         except (AttributeError, OSError):
             _str_utf8 = False
