@@ -17,7 +17,7 @@ extension CardFields {
               let extrasCount = plainExtrasCount(sorted: sorted) else { return false }
         var classType = classType
         return classType.withUTF8 { classBytes in
-            guard Self.needsNoEscape(classBytes) else { return false }
+            guard RawPieces.needsNoEscape(classBytes) else { return false }
             let sep = CardBody.separator
             // url, flag, extras, class type, image, alt text: then the ratio, written by the
             // writer (its digits), then the rest.
@@ -87,16 +87,10 @@ extension CardFields {
         p[at] = 0x7D; at += 1
     }
 
-    /// Whether the writer would copy these bytes as they are (`JSONWriter.needsEscape`).
-    private static func needsNoEscape(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
-        !b.contains(where: JSONWriter.needsEscape)
-    }
-
     @inline(__always)
     private static func put(_ t: CardBody.Text, _ p: UnsafeMutablePointer<UInt8>, _ at: inout Int) {
         if case .plain(let b) = t { putQuoted(b, p, &at) } else { RawPieces.put("null", p, &at) }
     }
-
 
     @inline(__always)
     private static func putQuoted(_ b: UnsafeBufferPointer<UInt8>, _ p: UnsafeMutablePointer<UInt8>, _ at: inout Int) {
