@@ -23,8 +23,23 @@ extension CardFields {
             return true
         }
         parser.depth = depth + 1
+        var place = 0
         while true {
-            guard let known = readName(base, n, &p), Self.colon(base, n, &p) else { return false }
+            // The name at this place of the card before, when this card has it too (one load
+            // and compare: `NameTemplates`); else the name read in full, and kept for the next.
+            let known: KnownKey?
+            if let template = names.match(place, base, n, p) {
+                p &+= template.length
+                Self.skipSpace(base, n, &p)
+                guard p < n else { return false }
+                known = template.key
+            } else {
+                let start = p
+                guard let name = readName(base, n, &p), Self.colon(base, n, &p) else { return false }
+                names.learn(place, base + start, p - start, key: name)
+                known = name
+            }
+            place &+= 1
             if known == .e {
                 // Only an object here; null or another type is the general reader's.
                 guard base[p] == 0x7B, readExtrasCommonShape(&parser, base, n, &p) else { return false }

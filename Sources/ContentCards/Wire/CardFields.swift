@@ -59,6 +59,8 @@ struct CardFields {
     /// The input the fields point into (empty for fields set from a parsed value).
     var source = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
     let slots = Slots()
+    /// The names of the card read before, place by place (`readCommonShape`).
+    let names = NameTemplates()
     /// Texts that are not a place in the input.
     var strings: [String] = []
     var extras: Extras = .absent
