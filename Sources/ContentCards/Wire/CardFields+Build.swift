@@ -7,7 +7,11 @@ extension CardFields {
             throw CardProblem(id: nil, reason: "missing required field \"id\" (a non-empty string)")
         }
         // A NUL cannot pass through a C string: such a card could never be addressed by id.
-        if CardFields.holdsNUL(id) { throw CardProblem(id: nil, reason: "the id holds a NUL character") }
+        // Only an escape (`\u0000`) makes one: a string token without escapes holds no
+        // control character, so its text is not searched.
+        if value(.id)?.kind != .span && CardFields.holdsNUL(id) {
+            throw CardProblem(id: nil, reason: "the id holds a NUL character")
+        }
         guard let created = try int(.ca) else { throw problem("missing required field \"ca\" (created, unix seconds)") }
         let removed = try bool(.r) ?? false
         if case .wrongType(let type) = extras { throw problem("field \"e\" (extras) is \(type), expected an object") }

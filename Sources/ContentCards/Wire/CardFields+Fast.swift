@@ -27,25 +27,25 @@ extension CardFields {
         while true {
             // The name at this place of the card before, when this card has it too (one load
             // and compare: `NameTemplates`); else the name read in full, and kept for the next.
-            let known: KnownKey?
+            let use: NameTemplates.Use
             if let template = names.match(place, base, n, p) {
                 p &+= template.length
                 Self.skipSpace(base, n, &p)
                 guard p < n else { return false }
-                known = template.key
+                use = template.use
             } else {
                 let start = p
                 guard let name = readName(base, n, &p), Self.colon(base, n, &p) else { return false }
-                names.learn(place, base + start, p - start, key: name)
-                known = name
+                use = NameTemplates.Use(name)
+                names.learn(place, base + start, p - start, use: use)
             }
             place &+= 1
-            if known == .e {
+            if use.isExtras {
                 // Only an object here; null or another type is the general reader's.
                 guard base[p] == 0x7B, readExtrasCommonShape(&parser, base, n, &p) else { return false }
-            } else if let k = known, let slot = CardFields.slot(k) {
+            } else if use.isSlot {
                 guard let field = readValue(&parser, base, n, &p, keep: true) else { return false }
-                setSlot(slot, field)
+                setSlot(use.slot, field)
             } else {
                 // Stepped over, as the general reader does: an escaped string is checked, not kept.
                 guard readValue(&parser, base, n, &p, keep: false) != nil else { return false }

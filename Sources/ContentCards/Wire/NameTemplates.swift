@@ -20,8 +20,24 @@ final class NameTemplates {
         /// `length` bytes of ones: zero for a place with no template.
         var mask: UInt64 = 0
         var length = 0
-        /// The name's key; nil for a name the card does not know.
-        var key: KnownKey? = nil
+        var use = Use.skip
+    }
+
+    /// What the reader does with a name's value, decided once for each template: the key's
+    /// slot (`CardFields.slot`), the extras, or nothing (a name the card does not know).
+    struct Use {
+        /// The slot, or one of the two negative values below.
+        let slot: Int
+        static let skip = Use(slot: -1)
+        static let extras = Use(slot: -2)
+        private init(slot: Int) { self.slot = slot }
+
+        init(_ key: KnownKey?) {
+            if key == .e { self = .extras } else if let k = key, let i = CardFields.slot(k) { slot = i } else { self = .skip }
+        }
+
+        var isSlot: Bool { slot >= 0 }
+        var isExtras: Bool { slot == -2 }
     }
 
     /// Places kept: a card of the common shape has about twenty members.
@@ -51,7 +67,7 @@ final class NameTemplates {
 
     /// Makes the `length` bytes at `start` (a name read in full, its colon and the white space
     /// around it) the template of member `place`; a longer one clears the place.
-    func learn(_ place: Int, _ start: UnsafePointer<UInt8>, _ length: Int, key: KnownKey?) {
+    func learn(_ place: Int, _ start: UnsafePointer<UInt8>, _ length: Int, use: Use) {
         guard place < NameTemplates.count else { return }
         guard length > 0 && length <= 8 else {
             templates[place] = Template()
@@ -61,6 +77,6 @@ final class NameTemplates {
         var word: UInt64 = 0
         for i in 0..<length { word |= UInt64(start[i]) << UInt64(i &* 8) }
         let mask = length == 8 ? UInt64.max : (1 << UInt64(length &* 8)) &- 1
-        templates[place] = Template(word: word, mask: mask, length: length, key: key)
+        templates[place] = Template(word: word, mask: mask, length: length, use: use)
     }
 }
