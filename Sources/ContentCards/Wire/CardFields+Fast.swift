@@ -170,6 +170,19 @@ extension CardFields {
             p &+= 4
             return Field(kind: .null)
         case 0x2D, 0x30...0x39:
+            // A whole number that does not start with 0 (the times) is scanned here: its
+            // digits, then a byte that is not one of a fraction or exponent. Any other number,
+            // and one at the input's end, is the parser's.
+            var q = p
+            if base[q] == 0x2D { q &+= 1 }
+            if q < n, base[q] &- 0x31 < 9 {
+                q &+= 1
+                while q < n, base[q] &- 0x30 < 10 { q &+= 1 }
+                if q < n, base[q] != 0x2E, base[q] | 0x20 != 0x65 {
+                    defer { p = q }
+                    return Field(kind: .number, start: p, end: q)
+                }
+            }
             parser.pos = p
             guard let range = try? parser.scanNumber() else { return nil }
             p = parser.pos

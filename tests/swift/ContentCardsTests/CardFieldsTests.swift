@@ -60,6 +60,9 @@ import Testing
         (#"{"id":"c","x":"a\nb","type":"\u00e9","tt":"\u00e9\n"}"#, true),
         (#"{"abcdefgh":1,"image_alx":2,"openURLInWebView":true,"openURLInWebViewX":[[]],"":null}"#, true),
         (#"{"id":"c","v":true,"cl":false,"d":null,"ar":-0,"ca":1E-2,"ea":0e0,"x":-1.5e+3}"#, true),
+        // Whole numbers (scanned by the one pass itself) beside every other grammar.
+        (#"{"ca":1700000000,"ea":-1,"x":-7,"y":123456789012345678901234567890,"z":5,"ar":10.25,"w":9e9}"#, true),
+        (#"{"ca":0,"ea":-0,"x":10,"y":-10E1,"z":7.0e-1}"#, true),
         (#"{"tt":{"a":{}},"ds":[1,[2,{"b":"\n"}]]}"#, true),
         ("{\"id\":\"c\",\"a\u{7F}\":1,\"é\":\"ü\"}", true),
         (#"{"e":{"a":"1"},"e":{"b":"2"}}"#, true),
@@ -104,6 +107,7 @@ import Testing
         "[{\(base),\"v\":true", "[{\(base),\"v\":nullx}]", "[{\(base),\"v\":truee}]", "[{\(base),\"v\":t}]",
         "[{\(base),\"ca\":1e}]", "[{\(base),\"x\":1e+}]", "[{\(base),\"x\":-a}]", "[{\(base),\"x\":.5}]",
         "[{\(base),\"x\":+1}]", "[{\(base),\"x\":-01}]", "[{,\(base)}]", "[{\(base),,\"x\":1}]", "[{\(base),\"x\"",
+        "[{\(base),\"ca\":12x}]", "[{\(base),\"x\":1-}]", "[{\(base),\"x\":-1.}]", "[{\(base),\"x\":12e}]",
         "[{\(base),\"a\tb\":1}]", "[{\(base),\"id\u{01}\":1}]", "[{\(base),\"x\":{\"\\q\":1}}]",
     ])
     func malformedCardsAreRefused(_ json: String) throws {
