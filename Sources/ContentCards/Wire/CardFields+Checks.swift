@@ -108,14 +108,16 @@ extension CardFields {
         let negative = b.count > 0 && b[0] == 0x2D
         if negative { i = 1 }
         guard b.count - i > 0 && b.count - i <= 18 else { return nil }
+        // At most 18 digits: no overflow to check for.
+        guard let base = b.baseAddress else { return nil }
         var v: Int64 = 0
         while i < b.count {
-            let d = b[i] &- 0x30
+            let d = base[i] &- 0x30
             guard d < 10 else { return nil }
-            v = v * 10 + Int64(d)
-            i += 1
+            v = v &* 10 &+ Int64(d)
+            i &+= 1
         }
-        return negative ? -v : v
+        return negative ? 0 &- v : v
     }
 
     func double(_ key: KnownKey) throws(CardProblem) -> Double? {

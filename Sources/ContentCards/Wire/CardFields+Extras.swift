@@ -52,11 +52,15 @@ extension CardFields {
         // not in order (an append an entry, each checking the array's uniqueness, was half of
         // this for a card whose extras were in order already).
         var ascending = true
-        for i in entries.indices {
-            let key = entries[i].key
-            guard key.kind == .span, key.ascii else { return false }
-            if ascending && i > 0 && Self.compareKeys(entries[i - 1].key, key, in: source) >= 0 { ascending = false }
+        let allSpans = entries.withUnsafeBufferPointer { all in
+            for i in all.indices {
+                let key = all[i].key
+                guard key.kind == .span, key.ascii else { return false }
+                if ascending && i > 0 && Self.compareKeys(all[i - 1].key, key, in: source) >= 0 { ascending = false }
+            }
+            return true
         }
+        guard allSpans else { return false }
         // Already strictly ascending (servers often send them so): nothing to sort or drop.
         inKeyOrder = ascending
         if ascending { return true }

@@ -268,7 +268,7 @@ struct CardFields {
         func clear() { written = 0 }
 
         subscript(i: Int) -> Field {
-            get { i >= 0 && i < Slots.count && written & (1 << UInt32(i)) != 0 ? fields[i] : Field() }
+            @inline(__always) get { i >= 0 && i < Slots.count && written & (1 << UInt32(i)) != 0 ? fields[i] : Field() }
             set {
                 guard i >= 0 && i < Slots.count else { return }
                 fields[i] = newValue
