@@ -17,16 +17,13 @@ extension CardFields {
         let depth = parser.depth
         guard parser.depth + 1 <= parser.maxDepth else { return false }
         var p = parser.pos + 1
-        guard let first = Self.opening(base, n, &p) else { return false }
-        if first == .end {
-            parser.pos = p
-            return true
-        }
         parser.depth = depth + 1
         var place = 0
         while true {
-            // The name at this place of the card before, when this card has it too (one load
-            // and compare: `NameTemplates`); else the name read in full, and kept for the next.
+            // From the end of the value before (or the object's `{`) to this member's value:
+            // the comma, the name, the colon and the white space between, when they are the
+            // bytes the card before had at this place (one or two loads and compares:
+            // `NameTemplates`); else each read in full, and kept for the next card.
             let use: NameTemplates.Use
             if let template = names.match(place, base, n, p) {
                 p &+= template.length
@@ -35,6 +32,14 @@ extension CardFields {
                 use = template.use
             } else {
                 let start = p
+                guard let step = place == 0 ? Self.opening(base, n, &p) : Self.afterValue(base, n, &p) else {
+                    return false
+                }
+                if step == .end {
+                    parser.pos = p
+                    parser.depth = depth
+                    return true
+                }
                 guard let name = readName(base, n, &p), Self.colon(base, n, &p) else { return false }
                 use = NameTemplates.Use(name)
                 names.learn(place, base + start, p - start, use: use)
@@ -49,12 +54,6 @@ extension CardFields {
             } else {
                 // Stepped over, as the general reader does: an escaped string is checked, not kept.
                 guard readValue(&parser, base, n, &p, keep: false) != nil else { return false }
-            }
-            guard let next = Self.afterValue(base, n, &p) else { return false }
-            if next == .end {
-                parser.pos = p
-                parser.depth = depth
-                return true
             }
         }
     }

@@ -1,13 +1,14 @@
-/// The member names of the card read last, in their order, each kept as the bytes from its
-/// opening quote to its value (`"id": `, up to eight bytes): the one-pass card reader
-/// (`CardFields.readCommonShape`) checks the name at each place of the next card with one load
-/// and one compare, where reading it scans it a byte at a time, packs it, finds which key it
-/// is and steps over the colon. A server writes every card of a payload with its members in
-/// the same order, so after the first card nearly every name matches. A name that does not
+/// What lies between two values of the card read last, place by place: the comma, the next
+/// member's name, its colon and the white space between (`, "tp": `), up to sixteen bytes. The
+/// one-pass card reader (`CardFields.readCommonShape`) checks them at each place of the next
+/// card with one or two loads and compares, where reading them steps over white space a byte
+/// at a time, checks the comma, scans the name, packs it, finds which key it is and checks the
+/// colon. A server writes every card of a payload with its members in the same order and the
+/// same spacing, so after the first card nearly every place matches. A place that does not
 /// match is read the full way and becomes its place's template. A template decides nothing a
-/// full read would decide otherwise: bytes equal to the template's are the same name, the
-/// same colon and the same white space (`NameTemplateTests` reads cards of changing layouts
-/// both ways).
+/// full read would decide otherwise: bytes equal to the template's are the same comma, the
+/// same name and the same colon; white space past them is stepped over as a full read steps
+/// over it (`NameTemplateTests` reads cards of changing layouts both ways).
 ///
 /// Extras keys have no templates: the extras of a payload's cards differ from card to card
 /// (which keys, how many), and templates for them, tried, cost more in misses than they saved.
@@ -15,10 +16,14 @@
 /// Plain data in one block allocated once for every card a `CardFields` reads, as `Slots` is.
 final class NameTemplates {
     struct Template {
-        /// The bytes, little-endian (the first byte lowest), zero past `length`.
-        var word: UInt64 = 0
-        /// `length` bytes of ones: zero for a place with no template.
-        var mask: UInt64 = 0
+        /// The bytes, little-endian (the first byte lowest), zero past `length`: the first
+        /// eight in `low`, the next eight in `high`.
+        var low: UInt64 = 0
+        var high: UInt64 = 0
+        /// `length` bytes of ones over the two words: `lowMask` zero for a place with no
+        /// template, `highMask` zero for one of eight bytes or fewer.
+        var lowMask: UInt64 = 0
+        var highMask: UInt64 = 0
         var length = 0
         var use = Use.skip
     }
@@ -40,8 +45,16 @@ final class NameTemplates {
         var isExtras: Bool { slot == -2 }
     }
 
+    /// A place that matched: how many bytes to step over, and what its value is for.
+    struct Hit {
+        let length: Int
+        let use: Use
+    }
+
     /// Places kept: a card of the common shape has about twenty members.
     static let count = 32
+    /// The longest template.
+    static let maxLength = 16
     private let templates: UnsafeMutablePointer<Template>
 
     init() {
@@ -55,28 +68,44 @@ final class NameTemplates {
     }
 
     /// The template of member `place` when the input at `p` starts with its bytes; nil when
-    /// there is none, the bytes differ, or fewer than 8 bytes are left to load.
+    /// there is none, the bytes differ, or its words cannot be loaded (too near the end).
     @inline(__always)
-    func match(_ place: Int, _ base: UnsafePointer<UInt8>, _ n: Int, _ p: Int) -> Template? {
+    func match(_ place: Int, _ base: UnsafePointer<UInt8>, _ n: Int, _ p: Int) -> Hit? {
         guard place < NameTemplates.count, p &+ 8 <= n else { return nil }
-        let t = templates[place]
-        guard t.mask != 0 else { return nil }
-        let word = UInt64(littleEndian: UnsafeRawPointer(base + p).loadUnaligned(as: UInt64.self))
-        return word & t.mask == t.word ? t : nil
+        let t = templates + place
+        let raw = UnsafeRawPointer(base + p)
+        let low = t.pointee.lowMask
+        guard low != 0, UInt64(littleEndian: raw.loadUnaligned(as: UInt64.self)) & low == t.pointee.low else { return nil }
+        let high = t.pointee.highMask
+        if high != 0 {
+            guard p &+ 16 <= n,
+                  UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)) & high == t.pointee.high
+            else { return nil }
+        }
+        return Hit(length: t.pointee.length, use: t.pointee.use)
     }
 
-    /// Makes the `length` bytes at `start` (a name read in full, its colon and the white space
-    /// around it) the template of member `place`; a longer one clears the place.
+    /// Makes the `length` bytes at `start` (read in full: the comma, the name, its colon and
+    /// the white space around them) the template of member `place`; a longer run clears the
+    /// place.
     func learn(_ place: Int, _ start: UnsafePointer<UInt8>, _ length: Int, use: Use) {
         guard place < NameTemplates.count else { return }
-        guard length > 0 && length <= 8 else {
+        guard length > 0 && length <= NameTemplates.maxLength else {
             templates[place] = Template()
             return
         }
-        // Byte by byte: the 8 bytes from `start` may run past the input's end.
-        var word: UInt64 = 0
-        for i in 0..<length { word |= UInt64(start[i]) << UInt64(i &* 8) }
-        let mask = length == 8 ? UInt64.max : (1 << UInt64(length &* 8)) &- 1
-        templates[place] = Template(word: word, mask: mask, length: length, use: use)
+        // Byte by byte: the 16 bytes from `start` may run past the input's end.
+        var t = Template(length: length, use: use)
+        for i in 0..<length {
+            let shift = UInt64((i & 7) &* 8)
+            if i < 8 {
+                t.low |= UInt64(start[i]) << shift
+                t.lowMask |= 0xFF << shift
+            } else {
+                t.high |= UInt64(start[i]) << shift
+                t.highMask |= 0xFF << shift
+            }
+        }
+        templates[place] = t
     }
 }

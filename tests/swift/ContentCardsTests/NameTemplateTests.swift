@@ -1,8 +1,9 @@
 import Testing
 @testable import ContentCards
 
-/// The one-pass card reader checks each member name against the name at the same place of the
-/// card before (`NameTemplates`). What it reads must not depend on the card before: each card
+/// The one-pass card reader checks what lies between two values (the comma, the next name, its
+/// colon, the white space) against the bytes at the same place of the card before
+/// (`NameTemplates`). What it reads must not depend on the card before: each card
 /// of a sequence, read by one `CardFields` as a payload's cards are, must leave exactly what
 /// the general reader leaves reading that card alone; and a payload of such cards must decode
 /// to what its parsed tree decodes to.
@@ -76,6 +77,9 @@ import Testing
             #"{"id" : "c","tp" :  "short_news","ca"\#t:5}"#,
             #"{"id" :  "c","tp" : "short_news","ca"\#t: 5}"#,
             "{\"id\"\n:\r\n\"c\",\"tp\"\t:\"short_news\",\"ca\":5}",
+            // White space around the commas, and after the opening brace.
+            "{ \"id\":\"c\" ,\"tp\":\"short_news\",\n\"ca\":5 , \"v\":true}",
+            "{\"id\":\"c\", \"tp\":\"short_news\" ,\"ca\":5,\n \"v\":true }",
             "{}", "{ }", Self.common,
             // A last card whose last name has fewer than 8 bytes left after it.
             #"{"id":"c","v":1}"#, #"{"id":"c","v":1}"#,
