@@ -39,15 +39,14 @@ struct Merge {
         HugePages.adviseCapacity(of: merge.changes.upserts)
         // The decoder's set of the ids when it has one (it matches the cards: the decoder
         // refuses a repeated id), else collected here.
-        var listed: Set<CardKey>
+        var listed: CardIDSet
         if let ids = payload.listedIDs, ids.count == payload.cards.count {
             listed = ids
             payload.listedIDs = nil
         } else {
-            listed = Set<CardKey>(minimumCapacity: payload.cards.count)
-            HugePages.adviseStorage(of: listed)
+            listed = CardIDSet(minimumCapacity: payload.cards.count)
             // By index: `for server in payload.cards` copies every card to read its id.
-            for i in payload.cards.indices { listed.insert(CardKey(payload.cards[i].card.id)) }
+            for i in payload.cards.indices { listed.insert(payload.cards[i].card.id) }
         }
         // A decoded payload lists each id once; a hand-made one may not, and then a later
         // copy must see what an earlier one changed: such a payload keeps an overlay of this
@@ -134,11 +133,11 @@ struct Merge {
 
         // Rule 7: a full sync lists every card: the others go, except test cards.
         if payload.fullSync {
-            for (key, card) in state.cards where !listed.contains(key) && !card.isTest {
+            for (key, card) in state.cards where !listed.contains(key.id) && !card.isTest {
                 merge.changes.deletes.append(key.id)
                 merge.stats.removed += 1
             }
-            for key in state.dismissed where !listed.contains(key) {
+            for key in state.dismissed where !listed.contains(key.id) {
                 merge.changes.dismissalsRemoved.append(key.id)
             }
         }

@@ -36,7 +36,7 @@ public struct Payload: Sendable, Equatable {
     /// merge takes this set rather than hashing every id again. Any change to
     /// `cards` drops it. Not part of the value: `==` compares what the payload says, not this
     /// cache of it.
-    var listedIDs: Set<CardKey>?
+    var listedIDs: CardIDSet?
 
     public static func == (a: Payload, b: Payload) -> Bool {
         a.cards == b.cards && a.leftOut == b.leftOut && a.fullSync == b.fullSync

@@ -105,7 +105,7 @@ package struct PayloadDecoder: Sendable {
         default:
             throw PayloadError("payload is \(root.typeName), expected an array of cards or an object with \"cards\"")
         }
-        var seen = Set<CardKey>()
+        var seen = CardIDSet(minimumCapacity: items.count)
         var fields = CardFields()
         var writer = JSONWriter(reservingCapacity: 1024)
         for (index, item) in items.enumerated() {
@@ -152,8 +152,7 @@ package struct PayloadDecoder: Sendable {
         // Sized for the cards the payload can hold (a card is some hundreds of bytes): growing
         // the set rehashes every id again.
         let expected = min(parser.bytes.count / 256, 1 << 20)
-        var seen = Set<CardKey>(minimumCapacity: expected)
-        HugePages.adviseStorage(of: seen)
+        var seen = CardIDSet(minimumCapacity: expected)
         // The cards' array too: grown by doubling, a 10,000-card payload's went through four
         // buffers (3 MB of fresh pages for 1.6 MB of cards). Reserved memory that is never
         // written is never touched (and never resident), but it is address space, which a
@@ -185,11 +184,11 @@ package struct PayloadDecoder: Sendable {
         try fields.read(&parser)
     }
 
-    private func add(_ fields: inout CardFields, index: Int, seen: inout Set<CardKey>, writer: inout JSONWriter,
+    private func add(_ fields: inout CardFields, index: Int, seen: inout CardIDSet, writer: inout JSONWriter,
                      to payload: inout Payload) {
         do throws(CardProblem) {
             let card = try fields.build(knownClassTypes: knownClassTypes, writer: &writer)
-            if !seen.insert(card.card.id).inserted {
+            if !seen.insert(card.card.id) {
                 throw CardProblem(id: card.card.id, reason: "duplicate id: an earlier card in the payload has it")
             }
             payload.cards.append(card)

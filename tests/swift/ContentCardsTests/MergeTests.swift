@@ -135,7 +135,7 @@ import Testing
         let text = #"{"full_sync":true,"cards":[{"id":"a","tp":"short_news","ca":1,"ds":"x"},"#
             + #"{"id":"b","tp":"short_news","ca":1,"ds":"x"}]}"#
         var payload = try PayloadDecoder().decode(text)
-        #expect(payload.listedIDs == ["a", "b"])
+        #expect(payload.listedIDs?.ids == ["a", "b"])
         payload.cards[1].card.id = "c"
         #expect(payload.listedIDs == nil)
         var s = state([card("b"), card("d")])
