@@ -32,37 +32,36 @@ struct CardIDSet {
     mutating func insert(_ id: String) -> Bool {
         if (ids.count + 1) * 2 > places.count { grow() }
         let hash = Self.hash(id)
-        let mask = places.count - 1
-        var at = Int(truncatingIfNeeded: hash) & mask
-        let tag = hash & 0xFFFF_FFFF_0000_0000
-        while true {
-            let place = places[at]
-            if place == 0 { break }
-            if place & 0xFFFF_FFFF_0000_0000 == tag && CardKey.bytewiseCompare(ids[Int(place & 0xFFFF_FFFF) - 1], id) == 0 {
-                return false
-            }
-            at = (at &+ 1) & mask
-        }
+        let (found, at) = find(id, hash: hash)
+        if found { return false }
         ids.append(id)
-        places[at] = tag | UInt64(ids.count)
+        places[at] = Self.tag(hash) | UInt64(ids.count)
         return true
     }
 
     func contains(_ id: String) -> Bool {
-        guard !places.isEmpty else { return false }
-        let hash = Self.hash(id)
+        !places.isEmpty && find(id, hash: Self.hash(id)).found
+    }
+
+    /// Where `id` is (found), or the empty place where it would go (the table is never full).
+    @inline(__always)
+    private func find(_ id: String, hash: UInt64) -> (found: Bool, at: Int) {
         let mask = places.count - 1
         var at = Int(truncatingIfNeeded: hash) & mask
-        let tag = hash & 0xFFFF_FFFF_0000_0000
+        let tag = Self.tag(hash)
         while true {
             let place = places[at]
-            if place == 0 { return false }
-            if place & 0xFFFF_FFFF_0000_0000 == tag && CardKey.bytewiseCompare(ids[Int(place & 0xFFFF_FFFF) - 1], id) == 0 {
-                return true
+            if place == 0 { return (false, at) }
+            if place & Self.tagBits == tag && CardKey.bytewiseCompare(ids[Int(place & 0xFFFF_FFFF) - 1], id) == 0 {
+                return (true, at)
             }
             at = (at &+ 1) & mask
         }
     }
+
+    /// The high half of a hash, kept in its place to compare before the ids.
+    private static let tagBits: UInt64 = 0xFFFF_FFFF_0000_0000
+    @inline(__always) private static func tag(_ hash: UInt64) -> UInt64 { hash & tagBits }
 
     /// Twice the places, every id placed again (hashed again: the table keeps only half of
     /// each hash).
@@ -74,7 +73,7 @@ struct CardIDSet {
             let hash = Self.hash(id)
             var at = Int(truncatingIfNeeded: hash) & mask
             while next[at] != 0 { at = (at &+ 1) & mask }
-            next[at] = (hash & 0xFFFF_FFFF_0000_0000) | UInt64(i + 1)
+            next[at] = Self.tag(hash) | UInt64(i + 1)
         }
         places = next
     }
