@@ -85,7 +85,9 @@ struct CardFields {
         slots.clear()
         if !strings.isEmpty { strings.removeAll(keepingCapacity: true) }
         extras = .absent
-        entries.removeAll(keepingCapacity: true)
+        // Only when there are some: emptying an array goes through its generic range
+        // replacement even when there is nothing to remove (100 instructions a card).
+        if !entries.isEmpty { entries.removeAll(keepingCapacity: true) }
         inKeyOrder = false
     }
 
@@ -125,7 +127,10 @@ struct CardFields {
 
     // What the one-pass reader (CardFields+Fast.swift) keeps, as the general reader keeps it.
     func setSlot(_ i: Int, _ field: Field) { slots[i] = field }
-    mutating func setEntries() { entries.removeAll(keepingCapacity: true); extras = .entries }
+    mutating func setEntries() {
+        if !entries.isEmpty { entries.removeAll(keepingCapacity: true) }
+        extras = .entries
+    }
     mutating func appendEntry(_ entry: Entry) { entries.append(entry) }
     mutating func keep(_ text: String) -> Field {
         strings.append(text)

@@ -333,7 +333,10 @@ package struct JSONWriter {
     mutating func removeAll() {
         unique()
         out.removeAll()
-        needsComma = false; outer.removeAll(keepingCapacity: true); afterKey = false
+        // (Emptied only when it holds something: the generic range replacement runs even
+        // for an empty array, and a card's body writer is emptied for every card.)
+        needsComma = false; afterKey = false
+        if !outer.isEmpty { outer.removeAll(keepingCapacity: true) }
     }
 
     private mutating func writeStringBytes(_ utf8: UnsafeBufferPointer<UInt8>) {
