@@ -24,7 +24,8 @@ struct CardIDSet {
     /// Room for `capacity` ids without growing.
     init(minimumCapacity capacity: Int = 0) {
         ids.reserveCapacity(capacity)
-        places = [UInt64](repeating: 0, count: Self.placesFor(capacity))
+        HugePages.adviseCapacity(of: ids)
+        places = Self.emptyPlaces(Self.placesFor(capacity))
     }
 
     /// Inserts `id`; false when the set has it already (nothing changes then).
@@ -67,7 +68,7 @@ struct CardIDSet {
     /// each hash).
     private mutating func grow() {
         let count = Self.placesFor(max(ids.count + 1, places.count))
-        var next = [UInt64](repeating: 0, count: count)
+        var next = Self.emptyPlaces(count)
         let mask = count - 1
         for (i, id) in ids.enumerated() {
             let hash = Self.hash(id)
@@ -76,6 +77,17 @@ struct CardIDSet {
             next[at] = Self.tag(hash) | UInt64(i + 1)
         }
         places = next
+    }
+
+    /// `count` empty places. A large table (a payload of 100,000 cards and more) is advised
+    /// huge pages before it is zeroed, as the `Set` it replaced was: zeroed first, its 4 KiB
+    /// pages were each faulted in on their own.
+    private static func emptyPlaces(_ count: Int) -> [UInt64] {
+        var table: [UInt64] = []
+        table.reserveCapacity(count)
+        HugePages.adviseCapacity(of: table)
+        table.append(contentsOf: repeatElement(0, count: count))
+        return table
     }
 
     /// The places for `capacity` ids: a power of two, at least twice as many, at least 16.
