@@ -16,6 +16,17 @@ public struct CardKey: Hashable, Sendable, ExpressibleByStringLiteral, CustomStr
         copy.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
     }
 
+    /// What `Dictionary` and `Set` hash a key with: the id's bytes through `CardIDSet`'s hash
+    /// (a multiply for up to 16 bytes, XXH64 past that), seeded by the process's random seed
+    /// and the table's own, instead of `Hasher` (SipHash: seeding, the bytes, finalizing).
+    /// `Hashable` declares this requirement for the standard library's own types; a type
+    /// outside it may implement it too, and every dictionary and set of ids goes through here.
+    public func _rawHashValue(seed: Int) -> Int {
+        var copy = id
+        let tableSeed = UInt64(truncatingIfNeeded: seed)
+        return Int(truncatingIfNeeded: copy.withUTF8 { CardIDSet.hash($0, seed: CardIDSet.seed ^ tableSeed) })
+    }
+
     public var description: String { id }
 
     /// Byte order, as SQLite's BINARY collation and C's strcmp have it.
