@@ -27,6 +27,27 @@ static inline uint64_t cc_simd_string_masks16(const uint8_t *p) {
     return (uint64_t)(uint32_t)_mm_movemask_epi8(ending) | ((uint64_t)(uint32_t)_mm_movemask_epi8(v) << 32);
 }
 
+/* Whether any of the 64 bytes at `p` (unaligned; all 64 must be readable) has its high bit set
+ * (is not ASCII): four loads, three ORs and one mask, the loop `UTF8Validation.isValid` runs
+ * over a payload's long ASCII runs (a word at a time it was 2.7% of a 10,000-card sync). */
+static inline int cc_simd_any_high64(const uint8_t *p) {
+    const __m128i a = _mm_loadu_si128((const __m128i *)(const void *)p);
+    const __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(p + 16));
+    const __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(p + 32));
+    const __m128i d = _mm_loadu_si128((const __m128i *)(const void *)(p + 48));
+    return _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(a, b), _mm_or_si128(c, d)));
+}
+
+/* The high bits of the 64 bytes at `p` (unaligned; all 64 must be readable), bit i for byte i:
+ * where `cc_simd_any_high64` found one, the first of them is the mask's lowest set bit. */
+static inline uint64_t cc_simd_high_mask64(const uint8_t *p) {
+    const uint64_t a = (uint32_t)_mm_movemask_epi8(_mm_loadu_si128((const __m128i *)(const void *)p));
+    const uint64_t b = (uint32_t)_mm_movemask_epi8(_mm_loadu_si128((const __m128i *)(const void *)(p + 16)));
+    const uint64_t c = (uint32_t)_mm_movemask_epi8(_mm_loadu_si128((const __m128i *)(const void *)(p + 32)));
+    const uint64_t d = (uint32_t)_mm_movemask_epi8(_mm_loadu_si128((const __m128i *)(const void *)(p + 48)));
+    return a | b << 16 | c << 32 | d << 48;
+}
+
 #endif
 
 #endif

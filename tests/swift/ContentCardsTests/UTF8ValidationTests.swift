@@ -1,9 +1,10 @@
 import Testing
 @testable import ContentCards
 
-/// `UTF8Validation.isValid` steps over ASCII 32 bytes and then 8 bytes at a time: a sequence
-/// that is not ASCII must be found at every position in and across those blocks, and judged
-/// as the standard library's strict decoder judges it.
+/// `UTF8Validation.isValid` steps over ASCII 64 bytes (x86-64), then 32, then 8 at a time, and
+/// checks a sequence a word at a time where four bytes can be read: a sequence that is not
+/// ASCII must be found at every position in and across those blocks, near the end and not, and
+/// judged as the standard library's strict decoder judges it.
 struct UTF8ValidationTests {
     /// Sequences valid and not: each kind of length, the edges of overlongs, surrogates and
     /// U+10FFFF, a lone continuation byte, a sequence cut short, bytes never valid.
@@ -24,7 +25,7 @@ struct UTF8ValidationTests {
 
     @Test func aSequenceAtEveryPositionIsJudgedAsTheStandardLibraryDoes() {
         for sequence in Self.sequences {
-            for length in [40, 71, 96] {
+            for length in [40, 71, 96, 130, 131, 133] {
                 for at in 0...(length - sequence.count) {
                     var bytes = [UInt8](repeating: 0x61, count: length)
                     bytes.replaceSubrange(at..<(at + sequence.count), with: sequence)
@@ -49,12 +50,33 @@ struct UTF8ValidationTests {
             var bytes: [UInt8] = []
             let runs = Int(rng.next() % 6)
             for _ in 0...runs {
-                bytes += [UInt8](repeating: UInt8(0x20 + rng.next() % 0x5F), count: Int(rng.next() % 70))
+                bytes += [UInt8](repeating: UInt8(0x20 + rng.next() % 0x5F), count: Int(rng.next() % 150))
                 let pick = Self.sequences[Int(rng.next() % UInt64(Self.sequences.count))]
                 // Mostly valid sequences, so that a whole text is often valid too.
                 bytes += rng.next() % 4 == 0 ? pick : Self.sequences[Int(rng.next() % 4)]
             }
             #expect(Self.validated(bytes) == Self.reference(bytes), "\(bytes)")
+        }
+    }
+
+    /// The word-at-a-time check of one sequence agrees with the byte-at-a-time one for every
+    /// first and second byte, with the third and fourth at the edges of a continuation byte.
+    @Test func theWordCheckAgreesWithTheByteCheck() {
+        let edges: [UInt8] = [0x00, 0x7F, 0x80, 0xBF, 0xC0, 0xFF]
+        var bytes: [UInt8] = [0, 0, 0, 0]
+        for b0 in 0...255 {
+            for b1 in 0...255 {
+                for b2 in edges {
+                    for b3 in edges {
+                        bytes[0] = UInt8(b0); bytes[1] = UInt8(b1); bytes[2] = b2; bytes[3] = b3
+                        let (word, byte) = bytes.withUnsafeBufferPointer {
+                            (UTF8Validation.sequenceLength(fourReadable: UnsafeRawPointer($0.baseAddress!)),
+                             UTF8Validation.sequenceLength($0, at: 0))
+                        }
+                        if word != byte { Issue.record("\(bytes): \(String(describing: word)) against \(String(describing: byte))"); return }
+                    }
+                }
+            }
         }
     }
 
