@@ -22,7 +22,7 @@ extension FeedIndex {
         }
         var keys: [SortKey] = []
         keys.reserveCapacity(entries.count)
-        HugePages.adviseCapacity(of: keys)
+        HugePages.prepareFilling(capacityOf: keys)
         for (i, e) in entries.enumerated() {
             keys.append(SortKey(created: ~(UInt64(bitPattern: e.created) ^ (1 << 63)), at: UInt32(i), rank: e.pinned ? 0 : 1))
         }
@@ -43,7 +43,7 @@ extension FeedIndex {
         }
         var sorted: [Entry] = []
         sorted.reserveCapacity(entries.count)
-        HugePages.adviseCapacity(of: sorted)
+        HugePages.prepareFilling(capacityOf: sorted)
         for key in keys { sorted.append(entries[Int(key.at)]) }
         return sorted
     }

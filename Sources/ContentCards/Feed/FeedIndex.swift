@@ -119,7 +119,7 @@ struct FeedIndex {
     init(_ cards: Dictionary<CardKey, Card>.Values) {
         var all: [Entry] = []
         all.reserveCapacity(cards.count)
-        HugePages.adviseCapacity(of: all)
+        HugePages.prepareFilling(capacityOf: all)
         for card in cards { all.append(Entry(Facts(card), classType: classTypeID(card.classType))) }
         entries = Self.inFeedOrder(all)
     }
@@ -330,7 +330,7 @@ extension FeedIndex {
         var removed = [Bool](repeating: false, count: entries.count)
         var added: [Entry] = []
         added.reserveCapacity(transitions.count)
-        HugePages.adviseCapacity(of: added)
+        HugePages.adviseCapacity(of: added)     // not filled when cards are removed
         for t in transitions {
             if let old = t.old, let at = find(old) { removed[at] = true }
             if let new = t.new { added.append(Entry(new, classType: next.classTypeID(new.classType))) }
@@ -343,7 +343,7 @@ extension FeedIndex {
         }
         var merged: [Entry] = []
         merged.reserveCapacity(entries.count + added.count)
-        HugePages.adviseCapacity(of: merged)
+        HugePages.prepareFilling(capacityOf: merged)
         var i = 0, j = 0
         while i < entries.count || j < added.count {
             if i < entries.count && removed[i] { i += 1; continue }

@@ -23,14 +23,14 @@ extension StoredUser {
     mutating func apply(moving changes: inout StoreChanges) -> [Transition] {
         var transitions: [Transition] = []
         transitions.reserveCapacity(changes.upserts.count + changes.deletes.count)
-        HugePages.adviseCapacity(of: transitions)
+        HugePages.prepareFilling(capacityOf: transitions)
         // A big change (a full sync) grows the table once rather than doubling it step by
         // step, which held the old and the new table at once at the peak of a large apply.
         // Small ones do not reserve: they are made under the readers' lock, and most of their
         // upserts replace cards already there.
         if changes.upserts.count > 4096 {
             cards.reserveCapacity(cards.count + changes.upserts.count)
-            HugePages.adviseStorage(of: cards)
+            HugePages.prepareFilling(storageOf: cards)
         }
         // Taken from the end, in order after one reversal: `popLast` moves each card out and
         // leaves nothing to destroy (a swap left an empty card in its place).

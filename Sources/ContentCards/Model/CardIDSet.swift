@@ -85,7 +85,7 @@ struct CardIDSet {
     private static func emptyPlaces(_ count: Int) -> [UInt64] {
         var table: [UInt64] = []
         table.reserveCapacity(count)
-        HugePages.adviseCapacity(of: table)
+        HugePages.prepareFilling(capacityOf: table)     // zeroed next: every page written
         table.append(contentsOf: repeatElement(0, count: count))
         return table
     }

@@ -18,15 +18,11 @@ package struct JSONWriter {
     }
 
     /// A writer for a text about `capacity` bytes long that will fill most of it (a feed):
-    /// between 64 KiB and 4 MiB its pages are faulted in at once (`ByteBuffer.prefault`); from
-    /// 4 MiB on, backed by 2 MiB pages as they are written (`HugePages`).
+    /// between 64 KiB and 4 MiB its pages are faulted in at once; from 4 MiB on, backed by
+    /// 2 MiB pages as they are written (`ByteBuffer.prepareForFilling`).
     init(reservingFilled capacity: Int) {
         out = ByteBuffer(capacity: capacity)
-        if capacity >= HugePages.minimumBytes {
-            out.adviseHugePages()
-        } else if capacity >= 1 << 16 {
-            out.prefault()
-        }
+        out.prepareForFilling()
     }
 
     package var string: String { out.withBytes { String(decoding: $0, as: UTF8.self) } }

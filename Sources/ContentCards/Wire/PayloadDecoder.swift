@@ -162,6 +162,9 @@ package struct PayloadDecoder: Sendable {
         // peak rose by 15 MB.)
         payload.cards.reserveCapacity(min(parser.bytes.count / 384, 1 << 22))
         HugePages.adviseCapacity(of: payload.cards)
+        // The part that cards of up to 1 KB each (most cards) fill, faulted in at once; the
+        // rest of the reserve as it is written, if it is.
+        HugePages.prepareFilling(capacityOf: payload.cards, first: parser.bytes.count / 1024)
         var index = 0
         // One card's scratch space, reused for the next: its extras list and the body writer.
         var fields = CardFields()

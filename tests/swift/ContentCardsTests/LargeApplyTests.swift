@@ -73,4 +73,31 @@ import Testing
         for i in 0..<1000 { d[CardKey("c\(i)")] = card("c\(i)", created: Int64(i)) }
         #expect(d["c999"]?.created == 999 && d.count == 1000)
     }
+
+    /// Buffers between 64 KiB and 4 MiB that will be filled are faulted in at once: only the
+    /// whole pages inside them, and their values are what was written.
+    @Test func pagesArePopulatedOnlyInsideTheBuffer() {
+        let kib = 1 << 10
+        #expect(HugePages.populatedRange(start: 4096, count: 32 * kib, page: 4096) == nil)        // under 64 KiB
+        #expect(HugePages.populatedRange(start: 4096, count: 4 << 20, page: 4096) == nil)         // huge pages then
+        let r = HugePages.populatedRange(start: 4096 + 16, count: 100 * kib, page: 4096)
+        #expect(r?.start == 8192 && r?.count == 96 * kib)                                          // whole pages inside
+        #expect(HugePages.populatedRange(start: 8192, count: 64 * kib, page: 4096)?.count == 64 * kib)
+        #expect(HugePages.populatedRange(start: 0, count: 64 * kib, page: 4096) == nil)
+        #expect(HugePages.populatedRange(start: Int.max - kib, count: 64 * kib, page: 4096) == nil)
+        #expect(HugePages.populatedRange(start: 4096, count: 64 * kib, page: 0) == nil)
+        // Prepared arrays and tables keep what is written (a hint, not a change of the memory),
+        // also when only their first elements are prepared.
+        var a: [Int] = []
+        a.reserveCapacity(100_000)
+        HugePages.prepareFilling(capacityOf: a, first: 50_000)
+        HugePages.prepareFilling(capacityOf: a)
+        a.append(contentsOf: 0..<100_000)
+        #expect(a[99_999] == 99_999 && a.count == 100_000)
+        var d: [CardKey: Card] = [:]
+        d.reserveCapacity(5000)
+        HugePages.prepareFilling(storageOf: d)
+        for i in 0..<5000 { d[CardKey("c\(i)")] = card("c\(i)", created: Int64(i)) }
+        #expect(d["c4999"]?.created == 4999 && d.count == 5000)
+    }
 }
