@@ -331,8 +331,12 @@ extension FeedIndex {
         var added: [Entry] = []
         added.reserveCapacity(transitions.count)
         HugePages.adviseCapacity(of: added)     // not filled when cards are removed
+        var removedCount = 0
         for t in transitions {
-            if let old = t.old, let at = find(old) { removed[at] = true }
+            if let old = t.old, let at = find(old), !removed[at] {
+                removed[at] = true
+                removedCount += 1
+            }
             if let new = t.new { added.append(Entry(new, classType: next.classTypeID(new.classType))) }
         }
         added = Self.inFeedOrder(added)
@@ -341,8 +345,11 @@ extension FeedIndex {
             next.entries = added
             return next
         }
+        // Exactly the entries it will hold: it becomes the index, and a sync that replaces
+        // every card (each an entry removed and one added) reserved twice that for as long as
+        // the index lived.
         var merged: [Entry] = []
-        merged.reserveCapacity(entries.count + added.count)
+        merged.reserveCapacity(entries.count - removedCount + added.count)
         HugePages.prepareFilling(capacityOf: merged)
         var i = 0, j = 0
         while i < entries.count || j < added.count {

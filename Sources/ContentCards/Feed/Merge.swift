@@ -36,7 +36,7 @@ struct Merge {
         var merge = Merge()
         // Sized once: grown by doubling, a full sync's array held a third more than it used.
         merge.changes.upserts.reserveCapacity(payload.cards.count)
-        HugePages.prepareFilling(capacityOf: merge.changes.upserts)
+        HugePages.adviseCapacity(of: merge.changes.upserts)     // not filled when cards are unchanged
         // The decoder's set of the ids when it has one (it matches the cards: the decoder
         // refuses a repeated id), else collected here.
         var listed: CardIDSet

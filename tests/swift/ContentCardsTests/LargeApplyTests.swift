@@ -40,6 +40,20 @@ import Testing
         #expect(index.ids(.all, now: 0) == FeedIndex(moved.cards.values).ids(.all, now: 0))
     }
 
+    /// A sync that replaces every stored card (each an entry removed and one added) leaves an
+    /// index the size of its entries: it reserved the old entries and the new together, twice
+    /// what it holds, for as long as the index lived.
+    @Test func anIndexRebuiltByReplacingEveryCardHoldsNoMoreThanItsEntries() {
+        var state = StoredUser()
+        state.apply(StoreChanges(upserts: (0..<2000).map { card("c\($0)", created: Int64($0)) }))
+        let index = FeedIndex(state.cards.values)
+        var replace = StoreChanges(upserts: (0..<2000).map { card("c\($0)", created: Int64(5000 + $0 % 9)) })
+        let next = index.applying(state.apply(moving: &replace))
+        #expect(next.entries.count == 2000)
+        #expect(next.entries.capacity < 2000 + 2000 / 4)
+        #expect(next.ids(.all, now: 0) == FeedIndex(state.cards.values).ids(.all, now: 0))
+    }
+
     @Test func aCardIsEightyBytesAndAnIndexEntryForty() {
         // The kind sits beside the flags; declared after `imagePath` it took a word of its own.
         #expect(MemoryLayout<Card>.size <= 80)
