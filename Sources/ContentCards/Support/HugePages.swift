@@ -34,20 +34,19 @@ enum HugePages {
     /// The start and length of the whole 2 MiB pages inside `[start, start + count)`; nil for
     /// a buffer under `minimumBytes` or holding no whole huge page.
     static func advisedRange(start: Int, count: Int) -> (start: Int, count: Int)? {
-        guard count >= minimumBytes, start > 0, start <= Int.max - count else { return nil }
-        let first = (start + hugePage - 1) & ~(hugePage - 1)
-        let last = (start + count) & ~(hugePage - 1)
-        return last > first ? (first, last - first) : nil
+        guard count >= minimumBytes else { return nil }
+        return wholePages(start: start, count: count, page: hugePage)
     }
 
     /// Below `minimumBytes` and from this up, a buffer the caller will fill has its pages
-    /// faulted in at once (`populate`) rather than one fault at a time as it is written.
+    /// faulted in at once rather than one fault at a time as it is written.
     static let populatedBytes = 64 << 10
 
     /// For a buffer that will be filled: from 4 MiB its whole huge pages advised (`advise`);
     /// between 64 KiB and 4 MiB its whole pages faulted in by one `madvise(MADV_POPULATE_WRITE)`
-    /// (1.2 µs a page here, against 1.9 µs for a page faulted in by its first write: a
-    /// 10,000-card apply faulted 1,000 pages a pass). Nothing for a smaller one. Only a hint:
+    /// (one call instead of a fault a page: 1,000 faults a 10,000-card pass. The sixth round's
+    /// host paid 1.9 µs for a faulted page against 1.2 µs populated; the eighteenth round's
+    /// about the same for both, docs/PERFORMANCE.md). Nothing for a smaller one. Only a hint:
     /// the advice changes no byte, and an older kernel's refusal is ignored; only pages inside
     /// the buffer are touched, and only for a buffer that will be filled (the unfilled rest
     /// would be resident too).
@@ -64,53 +63,48 @@ enum HugePages {
     /// The whole pages inside `[start, start + count)` that `prepare(filling:)` faults in; nil
     /// for a buffer under `populatedBytes` or from `minimumBytes` up, or holding no whole page.
     static func populatedRange(start: Int, count: Int, page: Int) -> (start: Int, count: Int)? {
-        guard count >= populatedBytes, count < minimumBytes, page > 0, page & (page - 1) == 0,
-              start > 0, start <= Int.max - count else { return nil }
+        guard count >= populatedBytes, count < minimumBytes else { return nil }
+        return wholePages(start: start, count: count, page: page)
+    }
+
+    /// The whole pages of `page` bytes (a power of two) inside `[start, start + count)`, so
+    /// that no byte outside the buffer is advised; nil when it holds none.
+    private static func wholePages(start: Int, count: Int, page: Int) -> (start: Int, count: Int)? {
+        guard page > 0, page & (page - 1) == 0, start > 0, start <= Int.max - count else { return nil }
         let first = (start + page - 1) & ~(page - 1)
         let last = (start + count) & ~(page - 1)
         return last > first ? (first, last - first) : nil
     }
 
+    /// An array's reserved elements (after `reserveCapacity`), for a buffer that may not be
+    /// filled: huge pages from 4 MiB, nothing faulted in.
+    static func adviseCapacity<T>(of array: [T]) {
+        withReserved(array) { advise($0, count: $1) }
+    }
+
     /// `prepare(filling:)` for an array's reserved elements (after `reserveCapacity`), which
     /// the caller will fill: all of them, or the first `first` when only those surely will be.
     static func prepareFilling<T>(capacityOf array: [T], first: Int? = nil) {
-        let bytes = min(array.capacity, first ?? .max) * MemoryLayout<T>.stride
-        guard bytes >= populatedBytes else { return }
-        array.withUnsafeBufferPointer { b in
-            if let base = b.baseAddress { prepare(filling: UnsafeRawPointer(base), count: bytes) }
-        }
+        withReserved(array, first: first) { prepare(filling: $0, count: $1) }
     }
 
-    /// `prepare(filling:)` for a dictionary's table (after `reserveCapacity`), which the
-    /// caller will fill (see `adviseStorage`).
+    /// `prepare(filling:)` for a dictionary's table (after `reserveCapacity`), which the caller
+    /// will fill. A native dictionary is one reference to its storage object, whose keys and
+    /// values follow its header: `capacity` times a key and a value is a lower bound of the
+    /// object's size, so the range prepared is inside it.
     static func prepareFilling<K: Hashable, V>(storageOf dictionary: [K: V]) {
         let bytes = dictionary.capacity * (MemoryLayout<K>.stride + MemoryLayout<V>.stride)
         guard bytes >= populatedBytes, MemoryLayout<[K: V]>.size == MemoryLayout<UnsafeRawPointer>.size else { return }
         prepare(filling: unsafeBitCast(dictionary, to: UnsafeRawPointer.self), count: bytes)
     }
 
-    /// An array's reserved elements (after `reserveCapacity`).
-    static func adviseCapacity<T>(of array: [T]) {
-        let bytes = array.capacity * MemoryLayout<T>.stride
-        guard bytes >= minimumBytes else { return }
+    /// The start and byte count of an array's reserved elements (its first `first`), when they
+    /// are enough for either kind of advice.
+    private static func withReserved<T>(_ array: [T], first: Int? = nil, _ body: (UnsafeRawPointer, Int) -> Void) {
+        let bytes = min(array.capacity, first ?? .max) * MemoryLayout<T>.stride
+        guard bytes >= populatedBytes else { return }
         array.withUnsafeBufferPointer { b in
-            if let base = b.baseAddress { advise(UnsafeRawPointer(base), count: bytes) }
+            if let base = b.baseAddress { body(UnsafeRawPointer(base), bytes) }
         }
-    }
-
-    /// A dictionary's table (after `reserveCapacity`). A native dictionary is one reference to
-    /// its storage object, whose keys and values follow its header: `capacity` times a key and
-    /// a value is a lower bound of the object's size, so the range advised is inside it.
-    static func adviseStorage<K: Hashable, V>(of dictionary: [K: V]) {
-        let bytes = dictionary.capacity * (MemoryLayout<K>.stride + MemoryLayout<V>.stride)
-        guard bytes >= minimumBytes, MemoryLayout<[K: V]>.size == MemoryLayout<UnsafeRawPointer>.size else { return }
-        advise(unsafeBitCast(dictionary, to: UnsafeRawPointer.self), count: bytes)
-    }
-
-    /// A set's table, as for a dictionary.
-    static func adviseStorage<T: Hashable>(of set: Set<T>) {
-        let bytes = set.capacity * MemoryLayout<T>.stride
-        guard bytes >= minimumBytes, MemoryLayout<Set<T>>.size == MemoryLayout<UnsafeRawPointer>.size else { return }
-        advise(unsafeBitCast(set, to: UnsafeRawPointer.self), count: bytes)
     }
 }

@@ -83,7 +83,7 @@ import Testing
         #expect(a[12345] == 12345 && a.count == 1 << 20)
         var d: [CardKey: Card] = [:]
         d.reserveCapacity(100_000)
-        HugePages.adviseStorage(of: d)
+        HugePages.prepareFilling(storageOf: d)
         for i in 0..<1000 { d[CardKey("c\(i)")] = card("c\(i)", created: Int64(i)) }
         #expect(d["c999"]?.created == 999 && d.count == 1000)
     }
