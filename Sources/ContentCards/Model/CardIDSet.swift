@@ -98,7 +98,11 @@ struct CardIDSet {
     }
 
     @inline(__always)
-    private static func hash(_ id: String) -> UInt64 {
+    private static func hash(_ id: String) -> UInt64 { hash(id, seed: seed) }
+
+    /// The hash of an id's UTF-8 bytes (also `CardKey`'s, for the standard library's tables).
+    @inline(__always)
+    static func hash(_ id: String, seed: UInt64) -> UInt64 {
         var copy = id
         return copy.withUTF8 { hash($0, seed: seed) }
     }

@@ -22,9 +22,7 @@ public struct CardKey: Hashable, Sendable, ExpressibleByStringLiteral, CustomStr
     /// `Hashable` declares this requirement for the standard library's own types; a type
     /// outside it may implement it too, and every dictionary and set of ids goes through here.
     public func _rawHashValue(seed: Int) -> Int {
-        var copy = id
-        let tableSeed = UInt64(truncatingIfNeeded: seed)
-        return Int(truncatingIfNeeded: copy.withUTF8 { CardIDSet.hash($0, seed: CardIDSet.seed ^ tableSeed) })
+        Int(truncatingIfNeeded: CardIDSet.hash(id, seed: CardIDSet.seed ^ UInt64(truncatingIfNeeded: seed)))
     }
 
     public var description: String { id }

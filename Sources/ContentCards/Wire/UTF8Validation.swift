@@ -31,32 +31,6 @@ package enum UTF8Validation {
         }
     }
 
-    /// `sequenceLength` where four bytes can be read at `p`: the sequence's bytes as one word,
-    /// each test a mask (the byte-at-a-time checks cost 90 instructions a sequence, and a
-    /// payload has one every few hundred bytes).
-    @inline(__always)
-    static func sequenceLength(fourReadable p: UnsafeRawPointer) -> Int? {
-        let w = UInt32(littleEndian: p.loadUnaligned(as: UInt32.self))
-        let b0 = w & 0xFF, b1 = (w >> 8) & 0xFF
-        if b0 < 0x80 { return 1 }
-        if b0 & 0xE0 == 0xC0 {
-            return b0 >= 0xC2 && w & 0xC000 == 0x8000 ? 2 : nil
-        }
-        if b0 & 0xF0 == 0xE0 {
-            guard w & 0xC0_C000 == 0x80_8000 else { return nil }
-            if b0 == 0xE0 && b1 < 0xA0 { return nil }     // overlong
-            if b0 == 0xED && b1 > 0x9F { return nil }     // surrogate
-            return 3
-        }
-        if b0 & 0xF8 == 0xF0 && b0 <= 0xF4 {
-            guard w & 0xC0C0_C000 == 0x8080_8000 else { return nil }
-            if b0 == 0xF0 && b1 < 0x90 { return nil }     // overlong
-            if b0 == 0xF4 && b1 > 0x8F { return nil }     // past U+10FFFF
-            return 4
-        }
-        return nil
-    }
-
     /// Whether all of `bytes` is valid UTF-8; mostly-ASCII text goes 64 bytes at a time (SSE2,
     /// Sources/CContentCardsSIMD, on x86-64), then 32, then eight (a payload is ASCII in runs of
     /// a few hundred bytes between its accented letters: one test a word made this loop 2.5% of
@@ -74,8 +48,7 @@ package enum UTF8Validation {
             if i + 64 <= bytes.count {
                 if cc_simd_any_high64(base + i) == 0 { i += 64; continue }
                 i += cc_simd_high_mask64(base + i).trailingZeroBitCount
-                let n = i + 4 <= bytes.count ? sequenceLength(fourReadable: raw + i) : sequenceLength(bytes, at: i)
-                guard let n else { return false }
+                guard let n = sequenceLength(bytes, at: i) else { return false }
                 i += n
                 continue
             }

@@ -1,10 +1,9 @@
 import Testing
 @testable import ContentCards
 
-/// `UTF8Validation.isValid` steps over ASCII 64 bytes (x86-64), then 32, then 8 at a time, and
-/// checks a sequence a word at a time where four bytes can be read: a sequence that is not
-/// ASCII must be found at every position in and across those blocks, near the end and not, and
-/// judged as the standard library's strict decoder judges it.
+/// `UTF8Validation.isValid` steps over ASCII 64 bytes (x86-64), then 32, then 8 at a time: a
+/// sequence that is not ASCII must be found at every position in and across those blocks, near
+/// the end and not, and judged as the standard library's strict decoder judges it.
 struct UTF8ValidationTests {
     /// Sequences valid and not: each kind of length, the edges of overlongs, surrogates and
     /// U+10FFFF, a lone continuation byte, a sequence cut short, bytes never valid.
@@ -56,27 +55,6 @@ struct UTF8ValidationTests {
                 bytes += rng.next() % 4 == 0 ? pick : Self.sequences[Int(rng.next() % 4)]
             }
             #expect(Self.validated(bytes) == Self.reference(bytes), "\(bytes)")
-        }
-    }
-
-    /// The word-at-a-time check of one sequence agrees with the byte-at-a-time one for every
-    /// first and second byte, with the third and fourth at the edges of a continuation byte.
-    @Test func theWordCheckAgreesWithTheByteCheck() {
-        let edges: [UInt8] = [0x00, 0x7F, 0x80, 0xBF, 0xC0, 0xFF]
-        var bytes: [UInt8] = [0, 0, 0, 0]
-        for b0 in 0...255 {
-            for b1 in 0...255 {
-                for b2 in edges {
-                    for b3 in edges {
-                        bytes[0] = UInt8(b0); bytes[1] = UInt8(b1); bytes[2] = b2; bytes[3] = b3
-                        let (word, byte) = bytes.withUnsafeBufferPointer {
-                            (UTF8Validation.sequenceLength(fourReadable: UnsafeRawPointer($0.baseAddress!)),
-                             UTF8Validation.sequenceLength($0, at: 0))
-                        }
-                        if word != byte { Issue.record("\(bytes): \(String(describing: word)) against \(String(describing: byte))"); return }
-                    }
-                }
-            }
         }
     }
 
