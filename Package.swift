@@ -29,9 +29,11 @@ let package = Package(
         // The JSON reader's vector scans: static inline SSE2 functions in a header, inlined
         // into the Swift that calls them (nothing on other architectures).
         .target(name: "CContentCardsSIMD", path: "Sources/CContentCardsSIMD"),
+        // What the core asks of the C library that Swift's Glibc module leaves out (dladdr).
+        .target(name: "CPlatform", path: "Sources/CPlatform", linkerSettings: [.linkedLibrary("dl")]),
         .target(
             name: "ContentCards",
-            dependencies: ["CSQLite", "CCurl", "CZlib", "CContentCardsSIMD"],
+            dependencies: ["CSQLite", "CCurl", "CZlib", "CContentCardsSIMD", "CPlatform"],
             path: "Sources/ContentCards",
             swiftSettings: swift5),
         // The C side of the hot paths: the thread's last error, the badge cells, and the

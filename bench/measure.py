@@ -280,13 +280,15 @@ class Bench:
         # The processes are started by `proctime` (posix_spawn, as a shell or hyperfine starts
         # them): from this Python process, a hundred megabytes resident by now, subprocess
         # added about a millisecond to every process, as much as the empty one it measured.
-        # "c" opens the store as a clean close left it (stamped: no full check); "c_check" first
-        # removes the stamp, as any change to the file would, so its open checks every page.
+        # "c" opens the store as a clean close left it (served by the kept feed, docs/BEHAVIOUR.md);
+        # "c_store" first removes the kept feed (its open reads the store, stamped), "c_check" the
+        # stamp too (every page checked). Each closes leaving the kept feed for the next "c".
         # "floor" reads the same rows through SQLite alone (bench/sqlite_floor.c): what a store
         # in SQLite costs any library at the least, the limit the "c" row can come near.
         floor = os.path.join(self.build, "bin", "sqlite_floor")
         commands = {"true": ["/bin/true"], "load": [self.bench_c, "load"], "c": [self.bench_c, "cold", store],
                     "floor": [floor, store, "bench"],
+                    "c_store": [self.bench_c, "cold-store", store],
                     "c_check": [self.bench_c, "cold-check", store],
                     "py": [python, "-c", script], "bare": [python, "-c", "pass"]}
         rounds = 15 if self.quick else 31
@@ -304,10 +306,12 @@ class Bench:
         floor_cards = json.loads(lines["floor"][0])["cards"]
         py_ms, bare_ms = medians["py"], medians["bare"]
         # The figures a run prints are medians too: one run's alone swung by half.
-        inner = [json.loads(line) for line in lines["c"]]
+        inner, store_inner = ([json.loads(line) for line in lines[k]] for k in ("c", "c_store"))
         runs = [line.split() for line in lines["py"]]
         return {"cards": inner[0]["cards"], "c_process_ms": round(c_ms, 1), "true_process_ms": round(true_ms, 2),
                 "c_load_only_process_ms": round(load_ms, 1), "c_checked_process_ms": round(check_ms, 1),
+                "c_store_process_ms": round(medians["c_store"], 2),
+                "c_store_open_ms": round(statistics.median(r["open_ms"] for r in store_inner), 3),
                 "sqlite_floor_process_ms": round(medians["floor"], 2), "sqlite_floor_cards": floor_cards,
                 "c_open_ms": round(statistics.median(r["open_ms"] for r in inner), 3),
                 "c_first_feed_ms": round(statistics.median(r["first_feed_ms"] for r in inner), 3),

@@ -304,6 +304,8 @@ def operations_svg(results: dict[str, Any]) -> str | None:
     start: list[Row] = [
         ("open 1,000 cards, read the feed", [(cold["c_process_ms"], LIBRARY, "")],
          times(cold["c_process_ms"], empty, "empty")),
+        ("the same without the kept feed", [(cold["c_store_process_ms"], LIBRARY_LIGHT, "")],
+         times(cold["c_store_process_ms"], empty, "empty")),
         ("the same after the file changed", [(cold["c_checked_process_ms"], LIBRARY_LIGHT, "")],
          times(cold["c_checked_process_ms"], empty, "empty")),
         ("load the library only", [(cold["c_load_only_process_ms"], LIBRARY_LIGHT, "")],

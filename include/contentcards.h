@@ -337,6 +337,13 @@ typedef struct cc_controller cc_controller;
  * runs at the first open after any change made to the file by other means. The -wal and -shm
  * files stay beside the store between opens (emptied at a clean close). Events left pending by an earlier run
  * are delivered in the background when an event sink is configured.
+ * The kept feed: a clean close also leaves the visible feed beside the store
+ * (contentcards.sqlite-feed). An open that finds it standing for the store file (the very file
+ * it was written for, unchanged since, for this user and build, and no card expired since)
+ * does not open SQLite: cc_controller_feed, cc_controller_feed_indexed and cc_controller_counts
+ * without a filter are answered from it, byte for byte what the store gives, and the first
+ * other call opens the store (docs/BEHAVIOUR.md, "The kept feed"). A CC_E_STORAGE that the
+ * store's open would have returned is then returned by that call.
  * On success *out is the new handle; on failure *out is set to NULL.
  * Errors: CC_E_INVALID_ARGUMENT (out NULL, invalid UTF-8), CC_E_CONFIG, CC_E_STORAGE,
  * CC_E_NO_MEMORY (no handle left). */

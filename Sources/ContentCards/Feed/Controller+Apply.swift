@@ -32,7 +32,7 @@ extension ContentCardsController {
             decodeError = ContentCardsError(.parse, error.message)
         }
         let result: Result<SyncSummary, ContentCardsError> = lock.withLock {
-            if store == nil { return .failure(Self.closedError) }
+            do throws(ContentCardsError) { _ = try liveStore() } catch { return .failure(error) }
             let result: Result<SyncSummary, ContentCardsError>
             if let e = decodeError {
                 result = .failure(e)

@@ -5,9 +5,10 @@ extension ContentCardsController {
         return lock.withLock {
             let now = clock.now()
             let limit = refresher.limiter.state(now: now)
+            _ = try? liveStore()       // a deferred open is finished: the figures are the store's
             let pending = (try? store?.pendingEventCount()) ?? 0
             var d = Diagnostics(
-                userID: userID, storagePath: configuration.storagePath, closed: store == nil,
+                userID: userID, storagePath: configuration.storagePath, closed: !isOpenLocked,
                 refreshInFlight: refresher.inFlight != nil, lastRefresh: record.lastRefresh,
                 lastDelivery: record.lastDelivery, lastError: record.lastError,
                 rateLimit: .init(enabled: refresher.limiter.isEnabled, capacity: refresher.limiter.capacity, tokens: limit.tokens,

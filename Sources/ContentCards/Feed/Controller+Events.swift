@@ -4,7 +4,7 @@ extension ContentCardsController {
     public func pendingEvents() throws(ContentCardsError) -> Int {
         try refuseIfInherited()
         return try lock.withLock { () throws(ContentCardsError) in
-            guard let store else { throw Self.closedError }
+            let store = try liveStore()
             do throws(StoreError) { return try store.pendingEventCount() } catch { throw ContentCardsError(.storage, error.message) }
         }
     }
@@ -15,7 +15,7 @@ extension ContentCardsController {
     public func listPendingEvents(limit: Int = 0) throws(ContentCardsError) -> PendingEvents {
         try refuseIfInherited()
         return try lock.withLock { () throws(ContentCardsError) in
-            guard let store else { throw Self.closedError }
+            let store = try liveStore()
             do throws(StoreError) {
                 let rows = try store.pendingEvents(limit: limit > 0 ? limit : Int.max, maxBytes: Int.max)
                 return PendingEvents(pending: try store.pendingEventCount(), failedAttempts: delivery.attempt,

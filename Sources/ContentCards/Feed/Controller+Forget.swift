@@ -36,7 +36,7 @@ extension ContentCardsController {
     public func exportUser(_ user: String? = nil) throws(ContentCardsError) -> String {
         try refuseIfInherited()
         let (user, stored, events): (String, StoredUser, [Event]) = try lock.withLock { () throws(ContentCardsError) in
-            guard let store else { throw Self.closedError }
+            let store = try liveStore()
             let user = user ?? userID
             do throws(StoreError) {
                 return (user, try storedState(of: user, in: store), try store.events(of: user))
@@ -75,7 +75,7 @@ extension ContentCardsController {
         var receipt = ForgetReceipt(userID: user)
         receipt.eventsDelivered = delivered
         let (imageURLs, wasCurrent, counts): (Set<String>, Bool, FeedCounts?) = try lock.withLock { () throws(ContentCardsError) in
-            guard let store else { throw Self.closedError }
+            let store = try liveStore()
             let wasCurrent = user == userID
             do throws(StoreError) {
                 let stored = try storedState(of: user, in: store)
@@ -112,7 +112,7 @@ extension ContentCardsController {
     /// The user's events in the outbox.
     private func pendingEvents(of user: String) throws(ContentCardsError) -> Int {
         try lock.withLock { () throws(ContentCardsError) in
-            guard let store else { throw Self.closedError }
+            let store = try liveStore()
             do throws(StoreError) { return try store.events(of: user).count } catch { throw ContentCardsError(.storage, error.message) }
         }
     }

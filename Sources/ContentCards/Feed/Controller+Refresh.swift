@@ -62,7 +62,7 @@ extension ContentCardsController {
             return try lock.withLock { () throws(ContentCardsError) in
                 while true {
                     if let result = ticket.result { return try result.get() }
-                    if store == nil { throw Self.closedError }
+                    if !isOpenLocked { throw Self.closedError }
                     if !changed.wait(lock, until: deadline) && monotonicSeconds() >= deadline {
                         throw ContentCardsError(.timeout, "the refresh already running did not finish within \(timeout) s; its outcome will reach the subscribers")
                     }
@@ -109,7 +109,8 @@ extension ContentCardsController {
 
     private func beginRefresh() throws(ContentCardsError) -> Begin {
         let outcome: Result<Begin, ContentCardsError> = lock.withLock {
-            if store == nil { return .failure(Self.closedError) }
+            // The request carries the stored cursors and validator: a deferred open is finished.
+            do throws(ContentCardsError) { _ = try liveStore() } catch { return .failure(error) }
             // A refresh still running for the user before a change is not joined: its answer
             // will be discarded, and the new user's refresh starts now (that one's late
             // outcome leaves `inFlight` to this one: see `Refresher.finish`).

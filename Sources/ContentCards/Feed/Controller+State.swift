@@ -6,11 +6,16 @@ extension ContentCardsController {
     /// same file): when no write is running here, the read first checks the store's data
     /// version and reloads if it moved. When a write is running, the read does not wait for it
     /// and serves the last published state (that write reloads before it merges, and publishes
-    /// when it is done).
+    /// when it is done). A deferred open (Controller+Kept.swift) has published nothing yet: the
+    /// read waits for the writer's lock and finishes the open first.
     func read<T>(_ body: () throws(ContentCardsError) -> T) throws(ContentCardsError) -> T {
-        if !storeIsInMemory, lock.tryLock() {
-            defer { lock.unlock() }
-            try reloadIfChangedElsewhere()
+        if !storeIsInMemory {
+            if lock.tryLock() {
+                defer { lock.unlock() }
+                try reloadIfChangedElsewhere()
+            } else if feed.lock.withLock({ feed.isDeferred }) {
+                try lock.withLock { () throws(ContentCardsError) in try reloadIfChangedElsewhere() }
+            }
         }
         feed.lock.lock()
         defer { feed.lock.unlock() }

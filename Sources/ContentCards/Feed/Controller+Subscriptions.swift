@@ -10,8 +10,12 @@ extension ContentCardsController {
         // The subscriber list itself refuses once close has emptied it, so a subscribe that
         // crosses a close on another thread is either removed by that close or refused here.
         if isInherited { onRemove?(); throw Self.inheritedError }
-        let open = lock.withLock { store != nil }
-        guard open, let id = subscribers.add(callback, onRemove: onRemove) else {
+        // A deferred open is finished first: the expiry timer a subscriber hears needs the cards.
+        let opened: ContentCardsError? = lock.withLock {
+            do throws(ContentCardsError) { _ = try liveStore(); return nil } catch { return error }
+        }
+        if let opened { onRemove?(); throw opened }
+        guard let id = subscribers.add(callback, onRemove: onRemove) else {
             onRemove?()
             throw Self.closedError
         }

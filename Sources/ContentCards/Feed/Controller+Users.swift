@@ -5,7 +5,7 @@ extension ContentCardsController {
     public func changeUser(_ newUserID: String) throws(ContentCardsError) {
         try refuseIfInherited()
         let counts: FeedCounts? = try lock.withLock { () throws(ContentCardsError) -> FeedCounts? in
-            guard let store else { throw Self.closedError }
+            let store = try liveStore()
             if newUserID == userID { return nil }
             var nextImages: ImageCache?
             if let images {

@@ -28,7 +28,11 @@ public final class ContentCardsController: @unchecked Sendable {
     /// Its fork generation and first user: inherited in a child of fork() (Controller+Fork.swift).
     let forkGeneration = ForkSafety.generation
     let openedUserID: String
+    /// The store; nil once closed, and while the open is deferred (`deferred`).
     var store: CardStore?
+    /// The kept feed a deferred open serves from until the store is opened
+    /// (Controller+Kept.swift); nil once the store is open.
+    var deferred: KeptFeed?
     var userID: String
     /// The published feed (PublishedFeed.swift): the current user's cards, the index, the
     /// badge and the expiry timer, under the readers' lock (`feed.lock`, see the type's
@@ -80,15 +84,22 @@ public final class ContentCardsController: @unchecked Sendable {
         refresher = Refresher(source: Self.makeSource(configuration, hostTransport, tokens),
                               limiter: RateLimiter(capacity: configuration.refreshTokens,
                                                    interval: configuration.refreshIntervalSeconds, now: clock.now()))
-        do {
-            let store = try CardStore(directory: configuration.storagePath)
-            let (loaded, version) = try store.loadWithVersion(user: configuration.userID, decoder: decoder)
-            feed = PublishedFeed(loaded, clock: clock)
-            storeVersion = version
-            refresher.lastSyncedAt = loaded.sync.syncedAt
-            self.store = store
-        } catch {
-            throw ContentCardsError(.storage, error.message)
+        if let kept = Self.keptFeed(configuration, now: clock.now()) {
+            // Opened without SQLite: the store is opened by the first call that needs it.
+            feed = PublishedFeed(deferred: clock)
+            deferred = kept
+            refresher.lastSyncedAt = kept.syncedAt
+        } else {
+            do {
+                let store = try CardStore(directory: configuration.storagePath)
+                let (loaded, version) = try store.loadWithVersion(user: configuration.userID, decoder: decoder)
+                feed = PublishedFeed(loaded, clock: clock)
+                storeVersion = version
+                refresher.lastSyncedAt = loaded.sync.syncedAt
+                self.store = store
+            } catch {
+                throw ContentCardsError(.storage, error.message)
+            }
         }
         if let limits = configuration.images, let root = configuration.storagePath {
             // Images go through the source's transport: the host's when it does the sync.
@@ -170,15 +181,15 @@ public final class ContentCardsController: @unchecked Sendable {
 
     static let closedError = ContentCardsError(.closed, "the controller is closed")
 
-    /// Called with the lock held.
+    /// Fails with `.closed` once closed; a deferred open is open. Called with the lock held.
     func checkOpen() throws(ContentCardsError) {
-        if store == nil { throw Self.closedError }
+        if !isOpenLocked { throw Self.closedError }
     }
 
     /// Reloads the user's state when another connection (another process, or another
     /// controller on the same storage) committed changes. Called with the lock held.
     func reloadIfChangedElsewhere() throws(ContentCardsError) {
-        guard let store else { throw Self.closedError }
+        let store = try liveStore()
         guard !store.isInMemory else { return }
         do {
             if try store.dataVersion() != storeVersion {
@@ -196,7 +207,7 @@ public final class ContentCardsController: @unchecked Sendable {
     /// rolled back when it throws, its error rethrown as it is; a failed BEGIN or COMMIT is
     /// `.storage`. Called with the lock held.
     func inWriteTransaction(_ body: () throws(ContentCardsError) -> Void) throws(ContentCardsError) {
-        guard let store else { throw Self.closedError }
+        let store = try liveStore()
         var failure: ContentCardsError?
         do throws(StoreError) {
             try store.db.transaction { () throws(StoreError) in
@@ -212,7 +223,7 @@ public final class ContentCardsController: @unchecked Sendable {
 
     /// Persists changes; on failure nothing in memory changes either. Called with the lock held.
     func persist(_ changes: StoreChanges, for user: String) throws(ContentCardsError) {
-        guard let store else { throw Self.closedError }
+        let store = try liveStore()
         do { try store.apply(changes, user: user) } catch {
             throw ContentCardsError(.storage, "cannot save to the store: \(error.message)")
         }
@@ -225,9 +236,10 @@ public final class ContentCardsController: @unchecked Sendable {
     public func close() {
         if isInherited { return }
         let wasOpen: Bool = lock.withLock {
-            guard let store else { return false }
-            store.close()
+            guard isOpenLocked else { return false }
+            if let store { closeStore(store) }      // a deferred open has no store to close
             self.store = nil
+            deferred = nil
             feed.close()
             changed.broadcast()
             return true
@@ -247,7 +259,7 @@ public final class ContentCardsController: @unchecked Sendable {
 
     /// True once closed; also in a child of fork() for a controller opened before the fork,
     /// which is not open there (Controller+Fork.swift).
-    public var isClosed: Bool { isInherited || lock.withLock { store == nil } }
+    public var isClosed: Bool { isInherited || lock.withLock { !isOpenLocked } }
 
     /// The queues the process's `Scheduler` may hold this controller's timers for (the
     /// automatic refresh, expiry, delivery): cancelled at close.
@@ -273,6 +285,7 @@ public final class ContentCardsController: @unchecked Sendable {
     /// process) without building a `Card` of each.
     public func cardsJSON(_ filter: ClassTypeFilter = .all) throws(ContentCardsError) -> String {
         try refuseIfInherited()
+        if let kept = try servingKept(filter, { $0.text() }) { return kept }
         var none: [Int]? = nil
         return try feedJSON(filter, offsets: &none).string
     }
@@ -281,6 +294,7 @@ public final class ContentCardsController: @unchecked Sendable {
     /// `cc_controller_feed` hands out, without a copy; a C caller frees it with
     /// `cc_string_free`, never `free`); nil when memory ran out.
     package func cardsJSONMalloced(_ filter: ClassTypeFilter = .all) throws(ContentCardsError) -> UnsafeMutablePointer<CChar>? {
+        if let kept = try servingKept(filter, { $0.takeBody()?.text }) { return kept }
         var none: [Int]? = nil
         var writer = try feedJSON(filter, offsets: &none)
         return writer.takeMalloced()
@@ -292,6 +306,7 @@ public final class ContentCardsController: @unchecked Sendable {
     /// without scanning the text for where each begins). Nil when memory ran out.
     package func cardsJSONMallocedIndexed(_ filter: ClassTypeFilter = .all) throws(ContentCardsError)
         -> (text: UnsafeMutablePointer<CChar>, length: Int, offsets: UnsafePointer<Int>, count: Int)? {
+        if let kept = try servingKept(filter, { $0.takeBody() }) { return kept }
         var offsets: [Int]? = []
         var writer = try feedJSON(filter, offsets: &offsets)
         let length = writer.byteCount
@@ -308,19 +323,7 @@ public final class ContentCardsController: @unchecked Sendable {
     /// lock. `offsets`, when not nil, gets where each card begins (`CardJSON.recordCard`).
     private func feedJSON(_ filter: ClassTypeFilter, offsets: inout [Int]?) throws(ContentCardsError) -> JSONWriter {
         if images?.current != nil { return CardJSON.feed(try cards(filter), offsets: &offsets) }
-        return try read { () throws(ContentCardsError) in
-            let visible = feed.index.positions(filter, now: clock.now())
-            var writer = CardJSON.feedWriter(count: visible.count, offsets: &offsets)
-            feed.index.entries.withUnsafeBufferPointer { entries in
-                for at in visible {
-                    guard let card = feed.stored.cards[entries[Int(at)].id] else { continue }
-                    CardJSON.write(card, to: &writer)
-                    CardJSON.recordCard(writer, in: &offsets)
-                }
-            }
-            CardJSON.endFeed(&writer, offsets: &offsets)
-            return writer
-        }
+        return try read { () throws(ContentCardsError) in feed.writeVisible(filter, now: clock.now(), offsets: &offsets) }
     }
 
     /// A stored card by id, visible or not (dismissed and expired cards are returned too, with
@@ -345,6 +348,7 @@ public final class ContentCardsController: @unchecked Sendable {
     /// Total and unviewed counts of the visible feed, optionally for a filter (one screen's badge).
     public func counts(_ filter: ClassTypeFilter = .all) throws(ContentCardsError) -> FeedCounts {
         try refuseIfInherited()
+        if let kept = try servingKept(filter, { $0.counts }) { return kept }
         return try read { () throws(ContentCardsError) in
             let counts = feed.index.counts(filter, now: clock.now())
             feed.publishBadge()       // a count may have recounted (a card expired)

@@ -56,12 +56,12 @@ final class EventDelivery: @unchecked Sendable {
                 throw ContentCardsError(.refused, "flush called from inside this controller's events transport callback, which the running delivery is waiting for: return from the callback first")
             }
             while inFlight {
-                if controller.store == nil { throw ContentCardsController.closedError }
+                if !controller.isOpenLocked { throw ContentCardsController.closedError }
                 if !controller.changed.wait(controller.lock, until: deadline) && monotonicSeconds() >= deadline {
                     throw ContentCardsError(.timeout, "another delivery is still running")
                 }
             }
-            try controller.checkOpen()
+            _ = try controller.liveStore()
             inFlight = true
         }
         var result = FlushResult()
@@ -78,7 +78,7 @@ final class EventDelivery: @unchecked Sendable {
             let batch: [PendingEvent]
             do throws(ContentCardsError) {
                 batch = try controller.lock.withLock { () throws(ContentCardsError) in
-                    guard let store = controller.store else { throw ContentCardsController.closedError }
+                    let store = try controller.liveStore()
                     let pending: [PendingEvent]
                     do throws(StoreError) { pending = try store.pendingEvents(limit: controller.configuration.eventBatchSize, maxBytes: controller.configuration.eventBatchBytes) }
                     catch { throw ContentCardsError(.storage, error.message) }
@@ -174,7 +174,7 @@ final class EventDelivery: @unchecked Sendable {
         return controller.lock.withLock {
             while true {
                 if let outcome = slot.outcome { return outcome }
-                if controller.store == nil {       // closed meanwhile: nothing to wait for
+                if !controller.isOpenLocked {       // closed meanwhile: nothing to wait for
                     slot.abandoned = true
                     stuck += 1
                     return .retry(ContentCardsController.closedError)
@@ -193,7 +193,7 @@ final class EventDelivery: @unchecked Sendable {
     func scheduleDelivery(for controller: ContentCardsController) {
         guard sink != nil, controller.configuration.eventFlushIntervalSeconds > 0 else { return }
         let schedule: Bool = controller.lock.withLock {
-            guard controller.store != nil, !scheduled else { return false }
+            guard controller.isOpenLocked, !scheduled else { return false }
             scheduled = true
             return true
         }
@@ -203,20 +203,21 @@ final class EventDelivery: @unchecked Sendable {
     /// At open: events left by an earlier run (a crash, a kill) go out within a second (unless
     /// the application delivers only when it flushes, eventFlushIntervalSeconds 0).
     func scheduleDeliveryIfPending(for controller: ContentCardsController) {
+        controller.lock.withLock { scheduleDeliveryIfPendingLocked(for: controller) }
+    }
+
+    /// The same, with the controller's lock held (a deferred open finished: Controller+Kept.swift).
+    func scheduleDeliveryIfPendingLocked(for controller: ContentCardsController) {
         guard let store = controller.store, sink != nil, controller.configuration.eventFlushIntervalSeconds > 0,
-              ((try? store.pendingEventCount()) ?? 0) > 0 else { return }
-        let schedule: Bool = controller.lock.withLock {
-            guard !scheduled else { return false }
-            scheduled = true
-            return true
-        }
-        if schedule { runDelivery(after: min(controller.configuration.eventFlushIntervalSeconds, 1), for: controller) }
+              !scheduled, ((try? store.pendingEventCount()) ?? 0) > 0 else { return }
+        scheduled = true
+        runDelivery(after: min(controller.configuration.eventFlushIntervalSeconds, 1), for: controller)
     }
 
     private func scheduleRetry(after error: ContentCardsError, for controller: ContentCardsController) {
         guard sink != nil else { return }
         let retry: (delay: Double, attempt: Int)? = controller.lock.withLock {
-            guard controller.store != nil else { return nil }
+            guard controller.isOpenLocked else { return nil }
             attempt += 1
             if scheduled { return nil }   // one retry pending is enough
             scheduled = true
@@ -236,7 +237,7 @@ final class EventDelivery: @unchecked Sendable {
             let delivery = controller.delivery
             let open: Bool = controller.lock.withLock {
                 delivery.scheduled = false
-                return controller.store != nil
+                return controller.isOpenLocked
             }
             guard open else { return }
             _ = try? delivery.deliver(for: controller, until: monotonicSeconds() + controller.configuration.timeoutSeconds * 4)

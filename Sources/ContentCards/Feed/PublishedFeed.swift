@@ -21,6 +21,9 @@ final class PublishedFeed: @unchecked Sendable {
     var index: FeedIndex
     /// False once the controller closed; what readers check.
     var isOpen = true
+    /// True while the controller's open is deferred (Controller+Kept.swift): the state here is
+    /// empty until the store is opened, so readers open it first.
+    private(set) var isDeferred = false
     /// Told the unfiltered badge when it changes (`ContentCardsController.observeBadge`).
     var badgeObserver: ContentCardsController.BadgeObserver?
     var lastBadge: FeedIndex.Badge?
@@ -37,6 +40,32 @@ final class PublishedFeed: @unchecked Sendable {
         self.clock = clock
         // The counts (and so the time of the next expiry) from the start.
         _ = index.counts(.all, now: clock.now())
+    }
+
+    /// An empty state for a deferred open, replaced (`publish(replacing:)`) when the store opens.
+    init(deferred clock: Clock) {
+        self.stored = StoredUser()
+        self.index = FeedIndex()
+        self.clock = clock
+        isDeferred = true
+    }
+
+    /// The visible feed's JSON, written straight from the published cards: no array of copied
+    /// cards between. `offsets`, when not nil, gets where each card begins
+    /// (`CardJSON.recordCard`). Called with `lock` held, or the writer's lock held and no
+    /// writer changing the state.
+    func writeVisible(_ filter: ClassTypeFilter, now: Double, offsets: inout [Int]?) -> JSONWriter {
+        let visible = index.positions(filter, now: now)
+        var writer = CardJSON.feedWriter(count: visible.count, offsets: &offsets)
+        index.entries.withUnsafeBufferPointer { entries in
+            for at in visible {
+                guard let card = stored.cards[entries[Int(at)].id] else { continue }
+                CardJSON.write(card, to: &writer)
+                CardJSON.recordCard(writer, in: &offsets)
+            }
+        }
+        CardJSON.endFeed(&writer, offsets: &offsets)
+        return writer
     }
 
     /// Makes persisted changes visible to readers. Called with the writer's lock held, after
@@ -78,6 +107,7 @@ final class PublishedFeed: @unchecked Sendable {
         lock.withLock {
             swap(&stored, &nextStored)
             swap(&index, &nextIndex)
+            isDeferred = false
             publishBadge()
         }
     }

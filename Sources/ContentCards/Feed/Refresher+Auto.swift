@@ -36,7 +36,7 @@ extension Refresher {
     @discardableResult
     func refreshOnOpenIfStale(for controller: ContentCardsController) -> Bool {
         guard source != nil, let after = controller.configuration.refreshOnOpenAfterSeconds else { return false }
-        let stale = controller.lock.withLock { controller.store != nil && controller.clock.now() - lastSyncedAt >= after }
+        let stale = controller.lock.withLock { controller.isOpenLocked && controller.clock.now() - lastSyncedAt >= after }
         guard stale else { return false }
         scheduleAutoRefresh(after: 0, for: controller)
         return true
@@ -54,7 +54,7 @@ extension Refresher {
     private func scheduleAutoRefresh(after delay: Double, periodic: Bool = false, for controller: ContentCardsController) {
         let generation: UInt64? = controller.lock.withLock {
             let due = monotonicSeconds() + delay
-            guard controller.store != nil else { return nil }
+            guard controller.isOpenLocked else { return nil }
             if let at = auto.scheduledAt, at <= due { return nil }
             auto.scheduledAt = due
             auto.generation &+= 1
@@ -73,7 +73,7 @@ extension Refresher {
         let open: Bool = controller.lock.withLock {
             guard auto.generation == generation else { return false }   // replaced
             auto.scheduledAt = nil
-            return controller.store != nil
+            return controller.isOpenLocked
         }
         guard open else { return }
         // The hint stream was up for the whole period: every change was hinted and answered,

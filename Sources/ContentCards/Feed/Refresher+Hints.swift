@@ -77,7 +77,7 @@ extension ContentCardsController {
         let stream = HintStream(base: base, apiKey: apiKey, settings: settings, tokens: tokens,
                                 currentUser: { [weak self] in
                                     guard let self else { return nil }
-                                    return self.lock.withLock { self.store == nil ? nil : self.userID }
+                                    return self.lock.withLock { self.isOpenLocked ? self.userID : nil }
                                 },
                                 onHint: { [weak self] user in try? self?.hint(user: user) })
         lock.withLock { refresher.hintStream = stream }

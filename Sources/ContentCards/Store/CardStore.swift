@@ -86,7 +86,7 @@ final class CardStore {
             // symbolic link, never writable by group or others. New ones are 0700 and 0600
             // (SQLite gives the -wal and -shm files the database file's permissions).
             do { try Files.prepareStorageDirectory(directory) } catch { throw StoreError(error.message, complete: true) }
-            location = directory.hasSuffix("/") ? directory + CardStore.fileName : directory + "/" + CardStore.fileName
+            location = CardStore.location(in: directory)
             do { try Files.prepareStoreFile(location) } catch { throw StoreError(error.message, complete: true) }
         } else {
             location = ":memory:"
@@ -129,18 +129,48 @@ final class CardStore {
         }
     }
 
-    func close() {
-        statements.removeAll()
+    /// Closes the store. With `keep`, first hands it the file's stamp and sum for a kept feed
+    /// (`KeptFeed`) when the file holds exactly what the caller loaded (`version`, the
+    /// `data_version` of its last load) and every commit; otherwise removes a kept feed.
+    /// The store file's path in a storage directory.
+    static func location(in directory: String) -> String {
+        directory.hasSuffix("/") ? directory + fileName : directory + "/" + fileName
+    }
+
+    func close(keeping keep: ((_ stamp: String, _ sum: UInt64, _ pendingEvents: Int) -> Void)? = nil, version: Int64 = 0) {
         if let checkpointer {
             checkpointer.close()
             checkpointer.uninstall(from: db)
         }
+        if !isInMemory && !db.isInherited {
+            var kept = false
+            if let keep, isVerified, !db.sawCorruption { kept = keepFeed(keep, version: version) }
+            if !kept { KeptFeedFile.remove(store: location) }
+        }
+        statements.removeAll()
         let inherited = db.isInherited
         db.close()
         // After SQLite's last checkpoint, so the stamp has the file as it stays. Not for a
         // connection inherited across fork() (never closed there), nor after SQLite reported
         // the file corrupt.
         if isVerified && !isInMemory && !inherited && !db.sawCorruption { CheckStamp.save(location) }
+    }
+
+    /// The WAL emptied into the file, then, with SQLite's write lock held (no commit can land)
+    /// and the file holding every commit, its stamp and sum handed to `keep`. False when any
+    /// step fails: another process reading or writing, a commit the caller has not loaded.
+    private func keepFeed(_ keep: (String, UInt64, Int) -> Void, version: Int64) -> Bool {
+        do throws(StoreError) {
+            try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            return try db.transaction { () throws(StoreError) -> Bool in
+                guard try dataVersion() == version, let stamp = CheckStamp.current(of: location),
+                      let sum = StoreFileSum.of(location) else { return false }
+                keep(stamp, sum, try pendingEventCount())
+                return true
+            }
+        } catch {
+            return false
+        }
     }
 
     /// The error of a failed open, saying what is wrong: damaged, read-only, or another

@@ -93,6 +93,9 @@ package enum Files {
 
     /// Creates `path` (and missing parents) as directories with mode 0700.
     package static func makeDirectory(_ path: String) throws(Failure) {
+        var st = stat()
+        // There already (every open but a store's first): one stat, not one mkdir a component.
+        if stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR { return }
         var built = path.hasPrefix("/") ? "/" : ""
         for part in path.split(separator: "/", omittingEmptySubsequences: true) {
             built += (built.isEmpty || built.hasSuffix("/") ? "" : "/") + part
@@ -100,7 +103,6 @@ package enum Files {
                 throw Failure(message: "cannot create directory \(built): \(describeErrno(errno))")
             }
         }
-        var st = stat()
         guard stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
             throw Failure(message: "\(path) is not a directory")
         }

@@ -22,7 +22,7 @@ import Glibc
     func reopen(_ dir: String) throws -> (checked: Bool, cards: Int) {
         let c = try makeController(storage: dir)
         defer { c.close() }
-        return (c.store?.ranQuickCheck ?? true, try c.cards().count)
+        return (try openStore(c).ranQuickCheck, try c.cards().count)
     }
 
     func stampPath(_ dir: String) -> String { dir + "/contentcards.sqlite-checked" }
@@ -115,7 +115,7 @@ import Glibc
         defer { Fixtures.removeTree(dir) }
         try makeStore(dir)
         let c = try makeController(storage: dir)
-        #expect(c.store?.ranQuickCheck == false)
+        #expect(try openStore(c).ranQuickCheck == false)
         // The cards table's root page zeroed behind the open controller's back.
         let db = try SQLiteDatabase(path: dir + "/contentcards.sqlite")
         let s = try db.prepare("SELECT rootpage FROM sqlite_master WHERE name = 'cards'")

@@ -64,6 +64,13 @@ func makeController(_ extra: String = "", clock: ManualClock = ManualClock(1_763
     return try ContentCardsController(json: json, clock: clock, eventIDs: SequentialEventIDs())
 }
 
+/// The controller's store, opened now if its open was deferred (a kept feed: Controller+Kept.swift),
+/// for a test that looks at the store itself.
+@discardableResult
+func openStore(_ c: ContentCardsController) throws(ContentCardsError) -> CardStore {
+    try c.lock.withLock { () throws(ContentCardsError) in try c.liveStore() }
+}
+
 /// Collects subscriber updates from any thread.
 final class UpdateLog: @unchecked Sendable {
     private let lock = NSLock()

@@ -1,0 +1,242 @@
+import CPlatform
+
+/// The kept feed's file (`KeptFeed`): written whole to a temporary file and renamed into place,
+/// read with a few `pread`s, the body straight into the memory the first feed hands out.
+///
+/// Layout, little-endian:
+///
+///     0    "CCFEED02"
+///     8    flags (bit 0: confirmed, an open found the store's bytes and settled times)
+///     16   the store's sum, writtenAt, validBefore, syncedAt, total, unviewed, unread,
+///          pending events, card count, text length: ten 8-byte words
+///     96   the stamp, then the identity: each an 8-byte length and its bytes
+///     H    the body (`KeptFeed`'s layout), then the check sum: XXH64 of the body, seeded
+///          with the XXH64 of bytes 16..<H
+///
+/// The flags are outside the check sum: an open sets "confirmed" in place, one byte, while
+/// another process may be reading the file.
+enum KeptFeedFile {
+    private static let magic = Array("CCFEED02".utf8)
+    private static let fixedEnd = 96
+    private static let confirmedFlag: UInt8 = 1
+
+    struct Read {
+        var feed: KeptFeed
+        var storeSum: UInt64
+        var confirmed: Bool
+    }
+
+    // MARK: Writing
+
+    /// What a copy holds besides its ties.
+    struct Contents {
+        var text: UnsafeBufferPointer<UInt8>
+        var offsets: [Int]
+        var counts: FeedCounts
+        var writtenAt: Double
+        var validBefore: Double
+        var syncedAt: Double
+        var pendingEvents = 0
+    }
+
+    /// Writes the copy for `store` (called with SQLite's write lock held, the WAL empty,
+    /// `storeSum` the file's bytes' sum). Written to a temporary file and renamed over the old
+    /// one, so a reader sees a whole copy or none, and one being read is never cut short;
+    /// failures leave no copy.
+    static func save(store: String, identity: String, stamp: String, storeSum: UInt64, feed: Contents) {
+        let target = KeptFeed.path(of: store)
+        var bytes = encode(feed, identity: identity, stamp: stamp, storeSum: storeSum)
+        // The file's times settled already: no later write can leave them as they are.
+        if KeptFeed.settledTimes(store) { bytes[8] = confirmedFlag }
+        let temporary = target + ".tmp"
+        unlink(temporary)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { unlink(target); return }
+        var written = 0
+        bytes.withUnsafeBytes { all in
+            while written < all.count {
+                let n = write(fd, all.baseAddress! + written, all.count - written)
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                written += n
+            }
+        }
+        let whole = close(fd) == 0 && written == bytes.count
+        if !whole || rename(temporary, target) != 0 {
+            unlink(temporary)
+            unlink(target)
+        }
+    }
+
+    /// Removes the copy (it no longer stands for the store, or none may be written).
+    static func remove(store: String) { unlink(KeptFeed.path(of: store)) }
+
+    /// Sets the "confirmed" flag in place.
+    static func markConfirmed(_ path: String) {
+        let fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return }
+        var flag = confirmedFlag
+        _ = pwrite(fd, &flag, 1, 8)
+        close(fd)
+    }
+
+    private static func encode(_ feed: Contents, identity: String, stamp: String, storeSum: UInt64) -> [UInt8] {
+        var out: [UInt8] = []
+        let stride = MemoryLayout<Int>.stride
+        let textEnd = (feed.text.count + 1 + stride - 1) / stride * stride
+        out.reserveCapacity(fixedEnd + 24 + stamp.utf8.count + identity.utf8.count + textEnd + feed.offsets.count * 8)
+        out += magic
+        func word(_ v: UInt64) { withUnsafeBytes(of: v.littleEndian) { out += $0 } }
+        word(0)
+        word(storeSum)
+        for d in [feed.writtenAt, feed.validBefore, feed.syncedAt] { word(d.bitPattern) }
+        for n in [feed.counts.total, feed.counts.unviewed, feed.counts.unread, feed.pendingEvents,
+                  feed.offsets.count - 1, feed.text.count] {
+            word(UInt64(n))
+        }
+        for text in [stamp, identity] {
+            word(UInt64(text.utf8.count))
+            out += text.utf8
+        }
+        let bodyStart = out.count
+        out += feed.text
+        out += repeatElement(0, count: textEnd - feed.text.count)
+        for o in feed.offsets { word(UInt64(o)) }
+        let sum = out.withUnsafeBufferPointer { all in
+            sumOf(header: UnsafeBufferPointer(rebasing: all[16..<bodyStart]), body: UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(all)[bodyStart...]))
+        }
+        word(sum)
+        return out
+    }
+
+    private static func sumOf(header: UnsafeBufferPointer<UInt8>, body: UnsafeRawBufferPointer) -> UInt64 {
+        RecordSum.xxh64(body.bindMemory(to: UInt8.self), seed: RecordSum.xxh64(header, seed: 0))
+    }
+
+    // MARK: Reading
+
+    /// The copy at `path` when it is whole and written for `identity` and `stamp`; nil
+    /// otherwise. Only a private regular file of this user, never through a symbolic link.
+    static func read(_ path: String, identity: String, stamp: String) -> Read? {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)   // a FIFO never blocks
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid(),
+              st.st_mode & 0o022 == 0, st.st_size > fixedEnd + 24, st.st_size <= Int64(2 * KeptFeed.maxBytes) else { return nil }
+        let size = Int(st.st_size)
+        // The header: the fixed words, then the stamp and identity, which must be ours (so at
+        // most their lengths plus two words).
+        let headerEnd = fixedEnd + 16 + stamp.utf8.count + identity.utf8.count
+        guard headerEnd + 8 < size, let header = preadAll(fd, count: headerEnd, at: 0) else { return nil }
+        return header.withUnsafeBufferPointer { h -> Read? in
+            let raw = UnsafeRawBufferPointer(h)
+            func word(_ at: Int) -> UInt64 { UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: at, as: UInt64.self)) }
+            func count(_ at: Int) -> Int? { let v = word(at); return v <= UInt64(KeptFeed.maxBytes) ? Int(v) : nil }
+            guard h.starts(with: magic) else { return nil }
+            var at = fixedEnd
+            func text(_ expected: String) -> Bool {
+                let n = Int(truncatingIfNeeded: word(at))
+                guard n == expected.utf8.count else { return false }
+                defer { at += 8 + n }
+                return expected.utf8.elementsEqual(h[(at + 8)..<(at + 8 + n)])
+            }
+            guard text(stamp), text(identity),
+                  let total = count(48), let unviewed = count(56), let unread = count(64), let pending = count(72),
+                  let cards = count(80), let textLength = count(88) else { return nil }
+            let (writtenAt, validBefore, syncedAt) = (Double(bitPattern: word(24)), Double(bitPattern: word(32)),
+                                                     Double(bitPattern: word(40)))
+            let stride = MemoryLayout<Int>.stride
+            let bodyLength = (textLength + 1 + stride - 1) / stride * stride + (cards + 1) * stride
+            guard bodyLength == size - headerEnd - 8, !writtenAt.isNaN, !validBefore.isNaN,
+                  let body = malloc(bodyLength) else { return nil }
+            HugePages.prepare(filling: body, count: bodyLength)    // its pages faulted in at once
+            var sum: UInt64 = 0
+            guard preadAll(fd, into: body, count: bodyLength, at: headerEnd),
+                  preadAll(fd, into: &sum, count: 8, at: headerEnd + bodyLength),
+                  UInt64(littleEndian: sum) == sumOf(header: UnsafeBufferPointer(rebasing: h[16...]),
+                                                      body: UnsafeRawBufferPointer(start: body, count: bodyLength)),
+                  validOffsets(body, textLength: textLength, cards: cards, bodyLength: bodyLength) else {
+                free(body)
+                return nil
+            }
+            body.storeBytes(of: 0, toByteOffset: textLength, as: UInt8.self)
+            let feed = KeptFeed(body: body, bodyLength: bodyLength, textLength: textLength, cardCount: cards,
+                                counts: FeedCounts(total: total, unviewed: unviewed, unread: unread),
+                                writtenAt: writtenAt, validBefore: validBefore, syncedAt: syncedAt,
+                                pendingEvents: pending, stamp: stamp)
+            return Read(feed: feed, storeSum: word(16), confirmed: h[8] & confirmedFlag != 0)
+        }
+    }
+
+    /// The offsets describe the text: from 1 (past the `[`), never decreasing, the last the
+    /// text's length.
+    private static func validOffsets(_ body: UnsafeMutableRawPointer, textLength: Int, cards: Int, bodyLength: Int) -> Bool {
+        let first = bodyLength - (cards + 1) * MemoryLayout<Int>.stride
+        var previous = 1
+        for i in 0...cards {
+            let o = Int(truncatingIfNeeded: UInt64(littleEndian: body.loadUnaligned(fromByteOffset: first + i * 8, as: UInt64.self)))
+            if o < previous || o > textLength { return false }
+            previous = o
+        }
+        return previous == textLength
+    }
+
+    private static func preadAll(_ fd: Int32, count: Int, at offset: Int) -> [UInt8]? {
+        var bytes = [UInt8](repeating: 0, count: count)
+        let ok = bytes.withUnsafeMutableBytes { preadAll(fd, into: $0.baseAddress!, count: count, at: offset) }
+        return ok ? bytes : nil
+    }
+
+    private static func preadAll(_ fd: Int32, into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int) -> Bool {
+        var got = 0
+        while got < count {
+            let n = pread(fd, buffer + got, count - got, off_t(offset + got))
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return false }
+            got += n
+        }
+        return true
+    }
+}
+
+/// The XXH64 of a store file's bytes, 64 KiB at a time (each piece's sum seeds the next):
+/// what ties a kept feed to the exact file it was written for (`KeptFeed`). Read, not mapped:
+/// another process's SQLite may change the file's length while it is read, which a mapping
+/// would answer with SIGBUS.
+enum StoreFileSum {
+    static func of(_ path: String) -> UInt64? {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_size <= Int64(KeptFeed.maxBytes) else { return nil }
+        let piece = 64 << 10
+        guard let buffer = malloc(piece) else { return nil }
+        defer { free(buffer) }
+        var sum: UInt64 = 0
+        var offset = 0
+        while true {
+            let n = pread(fd, buffer, piece, off_t(offset))
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 { return nil }
+            if n == 0 { break }
+            sum = RecordSum.xxh64(UnsafeBufferPointer(start: buffer.assumingMemoryBound(to: UInt8.self), count: n), seed: sum)
+            offset += n
+        }
+        return offset == Int(st.st_size) ? sum : nil
+    }
+}
+
+/// Which build of the library is running: the file it was loaded from (device, inode, size,
+/// modification time). A kept feed written by another build is not trusted, since the JSON a
+/// build writes may differ.
+enum BuildIdentity {
+    static let current: String? = {
+        guard let name = cc_platform_image_path(#dsohandle) else { return nil }
+        var st = stat()
+        guard stat(name, &st) == 0 else { return nil }
+        let m = Platform.modificationTime(st)
+        return "\(st.st_dev):\(st.st_ino):\(st.st_size):\(m.seconds).\(m.nanoseconds)"
+    }()
+}
