@@ -29,8 +29,9 @@ let package = Package(
         // The JSON reader's vector scans: static inline SSE2 functions in a header, inlined
         // into the Swift that calls them (nothing on other architectures).
         .target(name: "CContentCardsSIMD", path: "Sources/CContentCardsSIMD"),
-        // What the core asks of the C library that Swift's Glibc module leaves out (dladdr).
-        .target(name: "CPlatform", path: "Sources/CPlatform", linkerSettings: [.linkedLibrary("dl")]),
+        // What the core asks of the C library that Swift's Glibc module leaves out (the
+        // loaded object's build id, through dl_iterate_phdr).
+        .target(name: "CPlatform", path: "Sources/CPlatform"),
         .target(
             name: "ContentCards",
             dependencies: ["CSQLite", "CCurl", "CZlib", "CContentCardsSIMD", "CPlatform"],

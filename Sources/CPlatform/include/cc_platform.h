@@ -3,8 +3,12 @@
 #ifndef CC_PLATFORM_H
 #define CC_PLATFORM_H
 
-/* The path of the loaded file (the shared library, or the program it is linked into) that
- * holds `address`; NULL when the loader cannot tell. The string is the loader's: not freed. */
-const char *cc_platform_image_path(const void *address);
+#include <stddef.h>
+
+/* The GNU build id (the linker's NT_GNU_BUILD_ID note) of the loaded object (the shared
+ * library, or the program it is linked into) that holds `address`: its bytes copied into
+ * `out`, at most `capacity` of them. Returns the id's length, or 0 when the object has none,
+ * it is longer than `capacity`, or the system cannot tell (no dl_iterate_phdr). */
+size_t cc_platform_build_id(const void *address, unsigned char *out, size_t capacity);
 
 #endif

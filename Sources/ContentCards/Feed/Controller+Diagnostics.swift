@@ -5,7 +5,8 @@ extension ContentCardsController {
         return lock.withLock {
             let now = clock.now()
             let limit = refresher.limiter.state(now: now)
-            _ = try? liveStore()       // a deferred open is finished: the figures are the store's
+            // A deferred open is finished: the figures are the store's (a failure is the last error).
+            do throws(ContentCardsError) { _ = try liveStore() } catch { if error.code != .closed { record.lastError = error } }
             let pending = (try? store?.pendingEventCount()) ?? 0
             var d = Diagnostics(
                 userID: userID, storagePath: configuration.storagePath, closed: !isOpenLocked,

@@ -90,8 +90,11 @@ extension ContentCardsController {
                 tokens.forget(user)
                 let urls = Set(stored.cards.values.compactMap(\.image))
                 guard wasCurrent else { return (urls, false, nil) }
-                feed.publish(replacing: StoredUser())
-                if let version = try? store.dataVersion() { storeVersion = version }
+                // What the store holds for the user now, read with its data_version in one
+                // snapshot (a commit of another process since the erase is loaded, not skipped).
+                let (left, version) = try store.loadWithVersion(user: user, decoder: decoder)
+                feed.publish(replacing: left)
+                storeVersion = version
                 refresher.lastSyncedAt = 0
                 // A refresh in flight was for the cards just erased: its answer is discarded
                 // (`forgotten` differs at its merge) and later refreshes start anew.
@@ -99,7 +102,12 @@ extension ContentCardsController {
                 refresher.inFlight = nil
                 record.leftOut = []
                 return (urls, true, currentCounts())
-            } catch { throw ContentCardsError(.storage, "cannot forget user \(Self.quoted(user)): \(error.message) (the store is as it was, or partly erased: call again)") }
+            } catch {
+                // Partly erased, perhaps: what is in memory no longer vouches for the store. The
+                // next read reloads it, and a close keeps no feed from it.
+                storeVersion = -1
+                throw ContentCardsError(.storage, "cannot forget user \(Self.quoted(user)): \(error.message) (the store is as it was, or partly erased: call again)")
+            }
         }
         receipt.images = forgetImages(of: user, current: wasCurrent, urls: imageURLs)
         if let counts {

@@ -46,6 +46,11 @@ extension ContentCardsController {
             storeVersion = version
             refresher.lastSyncedAt = loaded.sync.syncedAt
             self.store = store
+            // The copy stands for the file as it was loaded: a close that finds the file still so
+            // leaves it as it is.
+            if let kept = deferred, CheckStamp.current(of: store.location) == kept.stamp {
+                keptStanding = (kept.stamp, kept.validBefore)
+            }
             deferred = nil
             // A store changed since the copy was checked (the copy no longer served) may hold
             // events another run left: delivered as an open would have.
@@ -77,37 +82,46 @@ extension ContentCardsController {
         }
     }
 
-    /// The unfiltered feed for a kept copy at close, and what else a copy holds; nil when none
-    /// may be written (an image cache, or a feed too large to be worth one). Called with the
-    /// lock held, the store open.
-    private func keptFeedAtClose() -> (identity: String, writer: JSONWriter, offsets: [Int], counts: FeedCounts,
+    /// The unfiltered feed for a kept copy at close, and what else a copy holds; nil when the
+    /// feed is too large to be worth one. Called with the lock held, the store open.
+    private func keptFeedAtClose() -> (writer: JSONWriter, offsets: [Int], counts: FeedCounts,
                                        writtenAt: Double, validBefore: Double, syncedAt: Double)? {
-        guard !storeIsInMemory, images == nil,
-              let identity = KeptFeed.identity(user: userID, knownClassTypes: configuration.knownClassTypes) else { return nil }
-        return feed.lock.withLock {
+        feed.lock.withLock {
             guard feed.index.entries.count <= KeptFeed.maxBytes / 256 else { return nil }
             let now = clock.now()
             var offsets: [Int]? = []
             let writer = feed.writeVisible(.all, now: now, offsets: &offsets)
             guard !writer.failed, writer.byteCount <= KeptFeed.maxBytes, let offsets else { return nil }
-            return (identity, writer, offsets, feed.index.counts(.all, now: now), now,
+            return (writer, offsets, feed.index.counts(.all, now: now), now,
                     feed.index.validBefore ?? .infinity, feed.stored.sync.syncedAt)
         }
     }
 
-    /// Closes the store, leaving a kept feed beside it when one may be written
-    /// (`CardStore.close(keeping:)`). Called with the lock held.
+    /// Closes the store, leaving a kept feed beside it when one may be written (not with an
+    /// image cache, whose paths a copy cannot know) and the one there does not stand for the
+    /// file already (`keptStanding`): `CardStore.close(keeping:)`. Called with the lock held.
     func closeStore(_ store: CardStore) {
-        guard let kept = keptFeedAtClose() else {
+        guard !storeIsInMemory, images == nil,
+              let identity = KeptFeed.identity(user: userID, knownClassTypes: configuration.knownClassTypes) else {
             store.close()
             return
         }
-        kept.writer.withBytes { text in
-            store.close(keeping: { stamp, sum, pending in
+        store.close(keeping: { stamp, sum, pending in
+            guard let kept = self.keptFeedAtClose() else { return false }
+            kept.writer.withBytes { text in
                 let contents = KeptFeedFile.Contents(text: text, offsets: kept.offsets, counts: kept.counts,
-                                                 writtenAt: kept.writtenAt, validBefore: kept.validBefore, syncedAt: kept.syncedAt, pendingEvents: pending)
-                KeptFeedFile.save(store: store.location, identity: kept.identity, stamp: stamp, storeSum: sum, feed: contents)
-            }, version: storeVersion)
-        }
+                                                     writtenAt: kept.writtenAt, validBefore: kept.validBefore,
+                                                     syncedAt: kept.syncedAt, pendingEvents: pending)
+                KeptFeedFile.save(store: store.location, identity: identity, stamp: stamp, storeSum: sum, feed: contents)
+            }
+            return true
+        }, standing: standingKeptStamp(), version: storeVersion)
+    }
+
+    /// The stamp the kept feed beside the store stands for, if it is the current user's and
+    /// no card of it expired since (a copy to write again otherwise).
+    private func standingKeptStamp() -> String? {
+        guard let standing = keptStanding, userID == openedUserID, clock.now() < standing.validBefore else { return nil }
+        return standing.stamp
     }
 }

@@ -33,6 +33,10 @@ public final class ContentCardsController: @unchecked Sendable {
     /// The kept feed a deferred open serves from until the store is opened
     /// (Controller+Kept.swift); nil once the store is open.
     var deferred: KeptFeed?
+    /// The store file's stamp the kept feed beside it was written for, and until when it is
+    /// exact, when the deferred open was finished with the copy still standing (a close that
+    /// finds the file so writes none again).
+    var keptStanding: (stamp: String, validBefore: Double)?
     var userID: String
     /// The published feed (PublishedFeed.swift): the current user's cards, the index, the
     /// badge and the expiry timer, under the readers' lock (`feed.lock`, see the type's

@@ -33,6 +33,9 @@ extension CardStore {
     /// (another process) reads an older snapshot and keeps the WAL from being reset.
     func erase(user: String) throws(StoreError) -> Erasure {
         var erased = Erasure()
+        // The kept feed holds the current user's cards (KeptFeed.swift): gone first, whoever
+        // is forgotten (the next clean close writes the feed that is left).
+        if !isInMemory { KeptFeedFile.remove(store: location) }
         try db.execute("PRAGMA secure_delete=ON")
         defer { try? db.execute("PRAGMA secure_delete=OFF") }
         try db.transaction { () throws(StoreError) in

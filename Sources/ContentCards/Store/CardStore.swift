@@ -129,22 +129,25 @@ final class CardStore {
         }
     }
 
-    /// Closes the store. With `keep`, first hands it the file's stamp and sum for a kept feed
-    /// (`KeptFeed`) when the file holds exactly what the caller loaded (`version`, the
-    /// `data_version` of its last load) and every commit; otherwise removes a kept feed.
     /// The store file's path in a storage directory.
     static func location(in directory: String) -> String {
         directory.hasSuffix("/") ? directory + fileName : directory + "/" + fileName
     }
 
-    func close(keeping keep: ((_ stamp: String, _ sum: UInt64, _ pendingEvents: Int) -> Void)? = nil, version: Int64 = 0) {
+    /// Closes the store. With `keep`, first hands it the file's stamp and sum for a kept feed
+    /// (`KeptFeed`) when the file holds exactly what the caller loaded (`version`, the
+    /// `data_version` of its last load) and every commit, unless the file's stamp is
+    /// `standing` (the copy beside it was written for this very file, and stands); `keep`
+    /// says whether it wrote one. Otherwise removes a kept feed.
+    func close(keeping keep: ((_ stamp: String, _ sum: UInt64, _ pendingEvents: Int) -> Bool)? = nil,
+               standing: String? = nil, version: Int64 = 0) {
         if let checkpointer {
             checkpointer.close()
             checkpointer.uninstall(from: db)
         }
         if !isInMemory && !db.isInherited {
             var kept = false
-            if let keep, isVerified, !db.sawCorruption { kept = keepFeed(keep, version: version) }
+            if let keep, isVerified, !db.sawCorruption { kept = keepFeed(keep, standing: standing, version: version) }
             if !kept { KeptFeedFile.remove(store: location) }
         }
         statements.removeAll()
@@ -159,14 +162,14 @@ final class CardStore {
     /// The WAL emptied into the file, then, with SQLite's write lock held (no commit can land)
     /// and the file holding every commit, its stamp and sum handed to `keep`. False when any
     /// step fails: another process reading or writing, a commit the caller has not loaded.
-    private func keepFeed(_ keep: (String, UInt64, Int) -> Void, version: Int64) -> Bool {
+    private func keepFeed(_ keep: (String, UInt64, Int) -> Bool, standing: String?, version: Int64) -> Bool {
         do throws(StoreError) {
             try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             return try db.transaction { () throws(StoreError) -> Bool in
-                guard try dataVersion() == version, let stamp = CheckStamp.current(of: location),
-                      let sum = StoreFileSum.of(location) else { return false }
-                keep(stamp, sum, try pendingEventCount())
-                return true
+                guard try dataVersion() == version, let stamp = CheckStamp.current(of: location) else { return false }
+                if stamp == standing { return true }    // nothing written since the copy was
+                guard let sum = StoreFileSum.of(location) else { return false }
+                return keep(stamp, sum, try pendingEventCount())
             }
         } catch {
             return false

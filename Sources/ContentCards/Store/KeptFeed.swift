@@ -72,7 +72,12 @@ final class KeptFeed {
         func add(_ part: String) { identity += String(part.utf8.count); identity += ":"; identity += part }
         add(build)
         add(user)
-        if let types = knownClassTypes { for t in types.sorted() { add(t) } } else { add("*all*") }
+        if let types = knownClassTypes {
+            add("known")
+            for t in types.sorted() { add(t) }
+        } else {
+            add("any")
+        }
         return identity
     }
 
@@ -89,7 +94,7 @@ final class KeptFeed {
             guard StoreFileSum.of(store) == read.storeSum else { return nil }
             // The bytes are the copy's and the times settled: from now on the stamp alone says
             // whether the file changed.
-            KeptFeedFile.markConfirmed(path(of: store))
+            KeptFeedFile.markConfirmed(path(of: store), file: read.file)
         }
         return read.feed
     }

@@ -10,8 +10,8 @@ import CPlatform
 ///     16   the store's sum, writtenAt, validBefore, syncedAt, total, unviewed, unread,
 ///          pending events, card count, text length: ten 8-byte words
 ///     96   the stamp, then the identity: each an 8-byte length and its bytes
-///     H    the body (`KeptFeed`'s layout), then the check sum: XXH64 of the body, seeded
-///          with the XXH64 of bytes 16..<H
+///     H    the body (`KeptFeed`'s layout), then the check sum: XXH64 of the body's bytes
+///          after the text, seeded with the XXH64 of the text, seeded with that of bytes 16..<H
 ///
 /// The flags are outside the check sum: an open sets "confirmed" in place, one byte, while
 /// another process may be reading the file.
@@ -24,6 +24,8 @@ enum KeptFeedFile {
         var feed: KeptFeed
         var storeSum: UInt64
         var confirmed: Bool
+        /// The file read: its device and inode.
+        var file: (dev: UInt64, ino: UInt64)
     }
 
     // MARK: Writing
@@ -45,72 +47,92 @@ enum KeptFeedFile {
     /// failures leave no copy.
     static func save(store: String, identity: String, stamp: String, storeSum: UInt64, feed: Contents) {
         let target = KeptFeed.path(of: store)
-        var bytes = encode(feed, identity: identity, stamp: stamp, storeSum: storeSum)
+        var (head, tail) = encode(feed, identity: identity, stamp: stamp, storeSum: storeSum)
         // The file's times settled already: no later write can leave them as they are.
-        if KeptFeed.settledTimes(store) { bytes[8] = confirmedFlag }
+        if KeptFeed.settledTimes(store) { head[8] = confirmedFlag }
         let temporary = target + ".tmp"
         unlink(temporary)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { unlink(target); return }
-        var written = 0
-        bytes.withUnsafeBytes { all in
-            while written < all.count {
-                let n = write(fd, all.baseAddress! + written, all.count - written)
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 { break }
-                written += n
-            }
-        }
-        let whole = close(fd) == 0 && written == bytes.count
+        // The text from the feed's own buffer: the copy is not assembled in memory first.
+        var whole = head.withUnsafeBytes { writeAll(fd, $0) }
+        whole = whole && writeAll(fd, UnsafeRawBufferPointer(feed.text))
+        whole = whole && tail.withUnsafeBytes { writeAll(fd, $0) }
+        whole = close(fd) == 0 && whole
         if !whole || rename(temporary, target) != 0 {
             unlink(temporary)
             unlink(target)
         }
     }
 
-    /// Removes the copy (it no longer stands for the store, or none may be written).
-    static func remove(store: String) { unlink(KeptFeed.path(of: store)) }
+    private static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        var written = 0
+        while written < bytes.count {
+            let n = write(fd, bytes.baseAddress! + written, bytes.count - written)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return false }
+            written += n
+        }
+        return true
+    }
 
-    /// Sets the "confirmed" flag in place.
-    static func markConfirmed(_ path: String) {
+    /// Removes the copy (it no longer stands for the store, or none may be written), and a
+    /// temporary one a crash left.
+    static func remove(store: String) {
+        unlink(KeptFeed.path(of: store))
+        unlink(KeptFeed.path(of: store) + ".tmp")
+    }
+
+    /// Sets the "confirmed" flag in place, in the file that was read (`file`: its device and
+    /// inode) and no other: another process may have renamed a new copy into place since.
+    static func markConfirmed(_ path: String, file: (dev: UInt64, ino: UInt64)) {
         let fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0, UInt64(st.st_dev) == file.dev, UInt64(st.st_ino) == file.ino else { return }
         var flag = confirmedFlag
         _ = pwrite(fd, &flag, 1, 8)
-        close(fd)
     }
 
-    private static func encode(_ feed: Contents, identity: String, stamp: String, storeSum: UInt64) -> [UInt8] {
-        var out: [UInt8] = []
-        let stride = MemoryLayout<Int>.stride
-        let textEnd = (feed.text.count + 1 + stride - 1) / stride * stride
-        out.reserveCapacity(fixedEnd + 24 + stamp.utf8.count + identity.utf8.count + textEnd + feed.offsets.count * 8)
-        out += magic
-        func word(_ v: UInt64) { withUnsafeBytes(of: v.littleEndian) { out += $0 } }
-        word(0)
-        word(storeSum)
-        for d in [feed.writtenAt, feed.validBefore, feed.syncedAt] { word(d.bitPattern) }
+    /// The bytes before the text (the header) and after it (the padding, the offsets, the
+    /// check sum).
+    private static func encode(_ feed: Contents, identity: String, stamp: String, storeSum: UInt64) -> (head: [UInt8], tail: [UInt8]) {
+        var head: [UInt8] = []
+        head.reserveCapacity(fixedEnd + 16 + stamp.utf8.count + identity.utf8.count)
+        head += magic
+        func word(_ v: UInt64, to out: inout [UInt8]) { withUnsafeBytes(of: v.littleEndian) { out += $0 } }
+        word(0, to: &head)
+        word(storeSum, to: &head)
+        for d in [feed.writtenAt, feed.validBefore, feed.syncedAt] { word(d.bitPattern, to: &head) }
         for n in [feed.counts.total, feed.counts.unviewed, feed.counts.unread, feed.pendingEvents,
                   feed.offsets.count - 1, feed.text.count] {
-            word(UInt64(n))
+            word(UInt64(n), to: &head)
         }
         for text in [stamp, identity] {
-            word(UInt64(text.utf8.count))
-            out += text.utf8
+            word(UInt64(text.utf8.count), to: &head)
+            head += text.utf8
         }
-        let bodyStart = out.count
-        out += feed.text
-        out += repeatElement(0, count: textEnd - feed.text.count)
-        for o in feed.offsets { word(UInt64(o)) }
-        let sum = out.withUnsafeBufferPointer { all in
-            sumOf(header: UnsafeBufferPointer(rebasing: all[16..<bodyStart]), body: UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(all)[bodyStart...]))
+        let stride = MemoryLayout<Int>.stride
+        let textEnd = (feed.text.count + 1 + stride - 1) / stride * stride
+        var tail = [UInt8](repeating: 0, count: textEnd - feed.text.count)
+        tail.reserveCapacity(tail.count + feed.offsets.count * 8 + 8)
+        for o in feed.offsets { word(UInt64(o), to: &tail) }
+        let sum = head.withUnsafeBufferPointer { h in
+            tail.withUnsafeBytes { t in
+                sumOf(header: UnsafeBufferPointer(rebasing: h[16...]), text: UnsafeRawBufferPointer(feed.text), rest: t)
+            }
         }
-        word(sum)
-        return out
+        word(sum, to: &tail)
+        return (head, tail)
     }
 
-    private static func sumOf(header: UnsafeBufferPointer<UInt8>, body: UnsafeRawBufferPointer) -> UInt64 {
-        RecordSum.xxh64(body.bindMemory(to: UInt8.self), seed: RecordSum.xxh64(header, seed: 0))
+    /// The check sum: XXH64 of the bytes after the text, seeded with that of the text, seeded
+    /// with that of the header from byte 16.
+    private static func sumOf(header: UnsafeBufferPointer<UInt8>, text: UnsafeRawBufferPointer,
+                              rest: UnsafeRawBufferPointer) -> UInt64 {
+        let seed = RecordSum.xxh64(text.bindMemory(to: UInt8.self), seed: RecordSum.xxh64(header, seed: 0))
+        return RecordSum.xxh64(rest.bindMemory(to: UInt8.self), seed: seed)
     }
 
     // MARK: Reading
@@ -155,7 +177,9 @@ enum KeptFeedFile {
             guard preadAll(fd, into: body, count: bodyLength, at: headerEnd),
                   preadAll(fd, into: &sum, count: 8, at: headerEnd + bodyLength),
                   UInt64(littleEndian: sum) == sumOf(header: UnsafeBufferPointer(rebasing: h[16...]),
-                                                      body: UnsafeRawBufferPointer(start: body, count: bodyLength)),
+                                                      text: UnsafeRawBufferPointer(start: body, count: textLength),
+                                                      rest: UnsafeRawBufferPointer(start: body + textLength,
+                                                                                   count: bodyLength - textLength)),
                   validOffsets(body, textLength: textLength, cards: cards, bodyLength: bodyLength) else {
                 free(body)
                 return nil
@@ -165,7 +189,8 @@ enum KeptFeedFile {
                                 counts: FeedCounts(total: total, unviewed: unviewed, unread: unread),
                                 writtenAt: writtenAt, validBefore: validBefore, syncedAt: syncedAt,
                                 pendingEvents: pending, stamp: stamp)
-            return Read(feed: feed, storeSum: word(16), confirmed: h[8] & confirmedFlag != 0)
+            return Read(feed: feed, storeSum: word(16), confirmed: h[8] & confirmedFlag != 0,
+                        file: (UInt64(st.st_dev), UInt64(st.st_ino)))
         }
     }
 
@@ -228,15 +253,16 @@ enum StoreFileSum {
     }
 }
 
-/// Which build of the library is running: the file it was loaded from (device, inode, size,
-/// modification time). A kept feed written by another build is not trusted, since the JSON a
-/// build writes may differ.
+/// Which build of the library is running: the GNU build id the linker wrote into the object
+/// holding this code (the shared library, or the program it is linked into). A kept feed
+/// written by another build is not trusted, since the JSON a build writes may differ. Read
+/// from the loaded object itself, so an upgrade that replaces the file under a running process
+/// does not change it. Nil without a build id: then no copy is written or read.
 enum BuildIdentity {
     static let current: String? = {
-        guard let name = cc_platform_image_path(#dsohandle) else { return nil }
-        var st = stat()
-        guard stat(name, &st) == 0 else { return nil }
-        let m = Platform.modificationTime(st)
-        return "\(st.st_dev):\(st.st_ino):\(st.st_size):\(m.seconds).\(m.nanoseconds)"
+        var id = [UInt8](repeating: 0, count: 64)
+        let n = id.withUnsafeMutableBufferPointer { cc_platform_build_id(#dsohandle, $0.baseAddress, $0.count) }
+        guard n > 0 else { return nil }
+        return id[..<n].map { String($0, radix: 16) }.joined(separator: ".")
     }()
 }

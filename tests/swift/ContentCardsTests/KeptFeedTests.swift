@@ -141,6 +141,28 @@ import Glibc
         }
     }
 
+    @Test func aCloseWithNothingWrittenLeavesTheCopyAsItIs() throws {
+        let dir = Fixtures.temporaryDirectory("kept-unchanged")
+        defer { Fixtures.removeTree(dir) }
+        let before = try makeStore(dir)
+        settle()
+        let c = try makeController(storage: dir)
+        #expect(isDeferred(c))
+        #expect(try c.cards().count == before.counts.total)     // opens the store, writes nothing
+        #expect(!isDeferred(c))
+        let kept = dir + "/contentcards.sqlite-feed"
+        var first = stat(), after = stat()
+        #expect(lstat(kept, &first) == 0)
+        c.close()
+        #expect(lstat(kept, &after) == 0)
+        #expect(first.st_ino == after.st_ino && first.st_mtim.tv_nsec == after.st_mtim.tv_nsec)
+        settle()
+        let again = try makeController(storage: dir)
+        defer { again.close() }
+        #expect(isDeferred(again))
+        #expect(try again.cardsJSON() == before.json)
+    }
+
     @Test func aWriteByAnotherControllerIsSeenAtTheNextRead() throws {
         let dir = Fixtures.temporaryDirectory("kept-other")
         defer { Fixtures.removeTree(dir) }
@@ -208,9 +230,11 @@ import Glibc
         let identityAt = 96 + 8 + word(96)
         let bodyStart = identityAt + 8 + word(identityAt)
         let end = bytes.count - 8
+        let textEnd = bodyStart + word(88)
         let sum = bytes.withUnsafeBufferPointer {
-            RecordSum.xxh64(UnsafeBufferPointer(rebasing: $0[bodyStart..<end]),
-                            seed: RecordSum.xxh64(UnsafeBufferPointer(rebasing: $0[16..<bodyStart]), seed: 0))
+            let header = RecordSum.xxh64(UnsafeBufferPointer(rebasing: $0[16..<bodyStart]), seed: 0)
+            let text = RecordSum.xxh64(UnsafeBufferPointer(rebasing: $0[bodyStart..<textEnd]), seed: header)
+            return RecordSum.xxh64(UnsafeBufferPointer(rebasing: $0[textEnd..<end]), seed: text)
         }
         withUnsafeBytes(of: sum.littleEndian) { bytes.replaceSubrange(end..<bytes.count, with: $0) }
         try Data(bytes).write(to: URL(fileURLWithPath: path))
@@ -301,6 +325,37 @@ import Glibc
         let typed = try makeController(#""knownClassTypes":["coupon"]"#, storage: dir)
         #expect(!isDeferred(typed))
         typed.close()
+    }
+
+    @Test func forgettingTheUserRemovesTheCopyAtOnce() throws {
+        let dir = Fixtures.temporaryDirectory("kept-forget")
+        defer { Fixtures.removeTree(dir) }
+        _ = try makeStore(dir)
+        settle()
+        let c = try makeController(storage: dir)
+        #expect(isDeferred(c))
+        try c.forgetUser(pending: .discard)
+        // Before any close: no byte of the user's cards left beside the store.
+        #expect(!FileManager.default.fileExists(atPath: dir + "/contentcards.sqlite-feed"))
+        #expect(try c.counts() == FeedCounts())
+        c.close()
+        settle()
+        let again = try makeController(storage: dir)
+        defer { again.close() }
+        #expect(try again.cardsJSON() == "[]")
+        #expect(try again.counts() == FeedCounts())
+    }
+
+    @Test func theIdentityNamesTheBuildTheUserAndTheClassTypes() throws {
+        // The build's id is the linker's (every build of the library and the tests has one).
+        let build = try #require(BuildIdentity.current)
+        #expect(build.count >= 20)
+        let all = KeptFeed.identity(user: "u", knownClassTypes: nil)
+        #expect(all != nil)
+        #expect(all != KeptFeed.identity(user: "u", knownClassTypes: ["any"]))
+        #expect(all != KeptFeed.identity(user: "u", knownClassTypes: []))
+        #expect(KeptFeed.identity(user: "u", knownClassTypes: ["a", "b"]) == KeptFeed.identity(user: "u", knownClassTypes: ["b", "a"]))
+        #expect(KeptFeed.identity(user: "u1", knownClassTypes: nil) != KeptFeed.identity(user: "u", knownClassTypes: ["1"]))
     }
 
     @Test func readersOnManyThreadsMeetOneOpen() throws {
