@@ -56,13 +56,13 @@ static int cc_build_id_visit(struct dl_phdr_info *info, size_t size, void *data)
     return 1;   /* the object holding the address: stop */
 }
 
-size_t cc_platform_build_id(const void *address, unsigned char *out, size_t capacity) {
+size_t ccint_platform_build_id(const void *address, unsigned char *out, size_t capacity) {
     struct cc_build_id_search search = {address, out, capacity, 0, 0};
     dl_iterate_phdr(cc_build_id_visit, &search);
     return search.found ? search.length : 0;
 }
 #else
-size_t cc_platform_build_id(const void *address, unsigned char *out, size_t capacity) {
+size_t ccint_platform_build_id(const void *address, unsigned char *out, size_t capacity) {
     (void)address; (void)out; (void)capacity;
     return 0;
 }

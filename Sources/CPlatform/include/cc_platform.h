@@ -9,6 +9,6 @@
  * library, or the program it is linked into) that holds `address`: its bytes copied into
  * `out`, at most `capacity` of them. Returns the id's length, or 0 when the object has none,
  * it is longer than `capacity`, or the system cannot tell (no dl_iterate_phdr). */
-size_t cc_platform_build_id(const void *address, unsigned char *out, size_t capacity);
+size_t ccint_platform_build_id(const void *address, unsigned char *out, size_t capacity);
 
 #endif

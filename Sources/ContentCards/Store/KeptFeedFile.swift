@@ -261,7 +261,7 @@ enum StoreFileSum {
 enum BuildIdentity {
     static let current: String? = {
         var id = [UInt8](repeating: 0, count: 64)
-        let n = id.withUnsafeMutableBufferPointer { cc_platform_build_id(#dsohandle, $0.baseAddress, $0.count) }
+        let n = id.withUnsafeMutableBufferPointer { ccint_platform_build_id(#dsohandle, $0.baseAddress, $0.count) }
         guard n > 0 else { return nil }
         return id[..<n].map { String($0, radix: 16) }.joined(separator: ".")
     }()
