@@ -16,12 +16,16 @@ struct cc_build_id_search {
     int found;
 };
 
-/* The notes of a PT_NOTE segment: a name and a descriptor each, padded to 4 bytes. */
-static size_t cc_build_id_in_notes(const unsigned char *p, size_t size, unsigned char *out, size_t capacity) {
+/* The notes of a PT_NOTE segment: a header, a name and a descriptor each, the name and the
+ * descriptor padded to the segment's alignment (4, or 8 in a segment aligned to 8, as the
+ * GNU property notes are). */
+static size_t cc_build_id_in_notes(const unsigned char *p, size_t size, size_t align, unsigned char *out,
+                                   size_t capacity) {
     size_t at = 0;
     while (at + sizeof(ElfW(Nhdr)) <= size) {
         const ElfW(Nhdr) *note = (const ElfW(Nhdr) *)(p + at);
-        size_t name = (note->n_namesz + 3u) & ~(size_t)3, desc = (note->n_descsz + 3u) & ~(size_t)3;
+        size_t name = ((size_t)note->n_namesz + align - 1) & ~(align - 1);
+        size_t desc = ((size_t)note->n_descsz + align - 1) & ~(align - 1);
         size_t next = at + sizeof(ElfW(Nhdr)) + name + desc;
         if (next > size || next < at) return 0;
         const unsigned char *name_at = p + at + sizeof(ElfW(Nhdr));
@@ -50,7 +54,7 @@ static int cc_build_id_visit(struct dl_phdr_info *info, size_t size, void *data)
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_NOTE) continue;
         search->length = cc_build_id_in_notes((const unsigned char *)(info->dlpi_addr + ph->p_vaddr), ph->p_memsz,
-                                              search->out, search->capacity);
+                                              ph->p_align == 8 ? 8 : 4, search->out, search->capacity);
     }
     search->found = 1;
     return 1;   /* the object holding the address: stop */
