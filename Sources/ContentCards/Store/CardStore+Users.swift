@@ -54,6 +54,8 @@ extension CardStore {
         if !isInMemory {
             try db.execute("VACUUM")
             erased.walTruncated = checkpointer.map { $0.exclusive { checkpointTruncating() } } ?? checkpointTruncating()
+            // And again: another process's close may have kept a feed before the erase began.
+            KeptFeedFile.remove(store: location)
         }
         return erased
     }

@@ -87,16 +87,12 @@ final class KeptFeed {
     /// expiries) for `identity` (see the type's comment); nil otherwise, and then the open
     /// proceeds as if there were none.
     static func load(store: String, identity: String, now: Double) -> KeptFeed? {
-        guard let stamp = CheckStamp.current(of: store), settledTimes(store),
-              let read = KeptFeedFile.read(path(of: store), identity: identity, stamp: stamp),
-              read.feed.serves(at: now) else { return nil }
-        if !read.confirmed {
-            guard StoreFileSum.of(store) == read.storeSum else { return nil }
-            // The bytes are the copy's and the times settled: from now on the stamp alone says
-            // whether the file changed.
-            KeptFeedFile.markConfirmed(path(of: store), file: read.file)
+        guard let stamp = CheckStamp.current(of: store), settledTimes(store) else { return nil }
+        // Not confirmed: the store's bytes must sum to the copy's sum; then, the times being
+        // settled, from now on the stamp alone says whether the file changed (the read marks it).
+        return KeptFeedFile.read(path(of: store), identity: identity, stamp: stamp) { read in
+            read.feed.serves(at: now) && (read.confirmed || StoreFileSum.of(store) == read.storeSum)
         }
-        return read.feed
     }
 
     /// Whether the copy still stands for the store: the file's stamp unchanged since it was
@@ -122,13 +118,14 @@ final class KeptFeed {
         return String(decoding: UnsafeRawBufferPointer(start: raw, count: textLength), as: UTF8.self)
     }
 
-    /// The file's times against the wall clock (the file system's, not a controller's clock,
-    /// which tests set to any time).
-    static func settledTimes(_ store: String) -> Bool {
+    /// The file's times against `now` (a time the file system gave) or the wall clock (the
+    /// file system's on a local one, the only kind SQLite's WAL works on; never a controller's
+    /// clock, which tests set to any time).
+    static func settledTimes(_ store: String, now given: (seconds: Int, nanoseconds: Int)? = nil) -> Bool {
         var st = stat()
         var wall = timespec()
         guard lstat(store, &st) == 0, clock_gettime(CLOCK_REALTIME, &wall) == 0 else { return false }
-        let now = Double(wall.tv_sec) + Double(wall.tv_nsec) / 1e9
+        let now = given.map { Double($0.seconds) + Double($0.nanoseconds) / 1e9 } ?? Double(wall.tv_sec) + Double(wall.tv_nsec) / 1e9
         let (m, c) = (Platform.modificationTime(st), Platform.changeTime(st))
         let latest = max(Double(m.seconds) + Double(m.nanoseconds) / 1e9, Double(c.seconds) + Double(c.nanoseconds) / 1e9)
         return now - latest >= settled

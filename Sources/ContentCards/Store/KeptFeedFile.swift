@@ -10,7 +10,7 @@ import CPlatform
 ///     16   the store's sum, writtenAt, validBefore, syncedAt, total, unviewed, unread,
 ///          pending events, card count, text length: ten 8-byte words
 ///     96   the stamp, then the identity: each an 8-byte length and its bytes
-///     H    the body (`KeptFeed`'s layout), then the check sum: XXH64 of the body's bytes
+///     H    the body (`KeptFeed`'s layout: its offsets are the machine's own integers), then the check sum: XXH64 of the body's bytes
 ///          after the text, seeded with the XXH64 of the text, seeded with that of bytes 16..<H
 ///
 /// The flags are outside the check sum: an open sets "confirmed" in place, one byte, while
@@ -24,8 +24,6 @@ enum KeptFeedFile {
         var feed: KeptFeed
         var storeSum: UInt64
         var confirmed: Bool
-        /// The file read: its device and inode.
-        var file: (dev: UInt64, ino: UInt64)
     }
 
     // MARK: Writing
@@ -47,9 +45,7 @@ enum KeptFeedFile {
     /// failures leave no copy.
     static func save(store: String, identity: String, stamp: String, storeSum: UInt64, feed: Contents) {
         let target = KeptFeed.path(of: store)
-        var (head, tail) = encode(feed, identity: identity, stamp: stamp, storeSum: storeSum)
-        // The file's times settled already: no later write can leave them as they are.
-        if KeptFeed.settledTimes(store) { head[8] = confirmedFlag }
+        let (head, tail) = encode(feed, identity: identity, stamp: stamp, storeSum: storeSum)
         let temporary = target + ".tmp"
         unlink(temporary)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
@@ -58,6 +54,13 @@ enum KeptFeedFile {
         var whole = head.withUnsafeBytes { writeAll(fd, $0) }
         whole = whole && writeAll(fd, UnsafeRawBufferPointer(feed.text))
         whole = whole && tail.withUnsafeBytes { writeAll(fd, $0) }
+        // The store file's times settled already (against the file system's own clock: the
+        // time it just gave the copy): no later write can leave them as they are.
+        var written = stat()
+        if whole, fstat(fd, &written) == 0, KeptFeed.settledTimes(store, now: Platform.modificationTime(written)) {
+            var flag = confirmedFlag
+            whole = pwrite(fd, &flag, 1, 8) == 1
+        }
         whole = close(fd) == 0 && whole
         if !whole || rename(temporary, target) != 0 {
             unlink(temporary)
@@ -83,17 +86,6 @@ enum KeptFeedFile {
         unlink(KeptFeed.path(of: store) + ".tmp")
     }
 
-    /// Sets the "confirmed" flag in place, in the file that was read (`file`: its device and
-    /// inode) and no other: another process may have renamed a new copy into place since.
-    static func markConfirmed(_ path: String, file: (dev: UInt64, ino: UInt64)) {
-        let fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { return }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, UInt64(st.st_dev) == file.dev, UInt64(st.st_ino) == file.ino else { return }
-        var flag = confirmedFlag
-        _ = pwrite(fd, &flag, 1, 8)
-    }
 
     /// The bytes before the text (the header) and after it (the padding, the offsets, the
     /// check sum).
@@ -117,7 +109,9 @@ enum KeptFeedFile {
         let textEnd = (feed.text.count + 1 + stride - 1) / stride * stride
         var tail = [UInt8](repeating: 0, count: textEnd - feed.text.count)
         tail.reserveCapacity(tail.count + feed.offsets.count * 8 + 8)
-        for o in feed.offsets { word(UInt64(o), to: &tail) }
+        // The offsets as the machine's own integers: the body is handed to C as it is (a copy
+        // is read back only by the same build, so on the same kind of machine).
+        for o in feed.offsets { withUnsafeBytes(of: o) { tail += $0 } }
         let sum = head.withUnsafeBufferPointer { h in
             tail.withUnsafeBytes { t in
                 sumOf(header: UnsafeBufferPointer(rebasing: h[16...]), text: UnsafeRawBufferPointer(feed.text), rest: t)
@@ -137,12 +131,24 @@ enum KeptFeedFile {
 
     // MARK: Reading
 
-    /// The copy at `path` when it is whole and written for `identity` and `stamp`; nil
-    /// otherwise. Only a private regular file of this user, never through a symbolic link.
-    static func read(_ path: String, identity: String, stamp: String) -> Read? {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)   // a FIFO never blocks
+    /// The copy at `path` when it is whole, written for `identity` and `stamp`, and `accept`s
+    /// it; nil otherwise. Only a private regular file of this user, never through a symbolic
+    /// link. A copy accepted that was not confirmed is marked confirmed, through the very
+    /// descriptor it was read from (the path may name another copy by then).
+    static func read(_ path: String, identity: String, stamp: String, accept: (Read) -> Bool) -> KeptFeed? {
+        var fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)   // a FIFO never blocks
+        if fd < 0 && errno == EACCES { fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK) }
         guard fd >= 0 else { return nil }
         defer { close(fd) }
+        guard let read = readOpen(fd, identity: identity, stamp: stamp), accept(read) else { return nil }
+        if !read.confirmed {
+            var flag = confirmedFlag
+            _ = pwrite(fd, &flag, 1, 8)
+        }
+        return read.feed
+    }
+
+    private static func readOpen(_ fd: Int32, identity: String, stamp: String) -> Read? {
         var st = stat()
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid(),
               st.st_mode & 0o022 == 0, st.st_size > fixedEnd + 24, st.st_size <= Int64(2 * KeptFeed.maxBytes) else { return nil }
@@ -189,8 +195,7 @@ enum KeptFeedFile {
                                 counts: FeedCounts(total: total, unviewed: unviewed, unread: unread),
                                 writtenAt: writtenAt, validBefore: validBefore, syncedAt: syncedAt,
                                 pendingEvents: pending, stamp: stamp)
-            return Read(feed: feed, storeSum: word(16), confirmed: h[8] & confirmedFlag != 0,
-                        file: (UInt64(st.st_dev), UInt64(st.st_ino)))
+            return Read(feed: feed, storeSum: word(16), confirmed: h[8] & confirmedFlag != 0)
         }
     }
 
@@ -200,7 +205,7 @@ enum KeptFeedFile {
         let first = bodyLength - (cards + 1) * MemoryLayout<Int>.stride
         var previous = 1
         for i in 0...cards {
-            let o = Int(truncatingIfNeeded: UInt64(littleEndian: body.loadUnaligned(fromByteOffset: first + i * 8, as: UInt64.self)))
+            let o = body.loadUnaligned(fromByteOffset: first + i * MemoryLayout<Int>.stride, as: Int.self)
             if o < previous || o > textLength { return false }
             previous = o
         }
