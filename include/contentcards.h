@@ -172,7 +172,9 @@ CC_API int cc_abi_version(void);
                                        link, or unsafe ownership/modes (the message says which
                                        and how to fix it, and the file is left as it was); or a
                                        write failed, also the event file's (cut back, retried); a
-                                       controller inherited across fork()                        */
+                                       controller inherited across fork(). After an open served
+                                       by the kept feed (cc_controller_open), the open's errors
+                                       come from the first call that opens the store         */
 #define CC_E_NO_SOURCE (-12)        /* no source (refresh) or no event sink (flush) configured   */
 #define CC_E_UNAVAILABLE (-13)      /* libcurl is not installed; the message names the fix       */
 #define CC_E_WRONG_USER (-14)       /* a response or payload for another user: discarded         */
