@@ -179,15 +179,7 @@ final class ImageCache: @unchecked Sendable {
         let temporary = path(file) + ".\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return false }
-        var written = 0
-        let ok: Bool = bytes.withUnsafeBytes { raw in
-            while written < raw.count {
-                let n = write(fd, raw.baseAddress! + written, raw.count - written)
-                if n < 0 { if errno == EINTR { continue }; return false }
-                written += n
-            }
-            return true
-        }
+        let ok = bytes.withUnsafeBytes { Files.writeAll(fd, $0) }
         fchmod(fd, 0o600)
         close(fd)
         guard ok, rename(temporary, path(file)) == 0 else {

@@ -78,8 +78,7 @@ enum CheckStamp {
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid(),
-              st.st_mode & 0o022 == 0, st.st_size > 0, st.st_size < 256 else { return nil }
+        guard fstat(fd, &st) == 0, Files.isPrivateRegularFile(st), st.st_size > 0, st.st_size < 256 else { return nil }
         var buffer = [UInt8](repeating: 0, count: 256)
         let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         guard n > 0 else { return nil }

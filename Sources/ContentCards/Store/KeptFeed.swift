@@ -125,9 +125,9 @@ final class KeptFeed {
         var st = stat()
         var wall = timespec()
         guard lstat(store, &st) == 0, clock_gettime(CLOCK_REALTIME, &wall) == 0 else { return false }
-        let now = given.map { Double($0.seconds) + Double($0.nanoseconds) / 1e9 } ?? Double(wall.tv_sec) + Double(wall.tv_nsec) / 1e9
-        let (m, c) = (Platform.modificationTime(st), Platform.changeTime(st))
-        let latest = max(Double(m.seconds) + Double(m.nanoseconds) / 1e9, Double(c.seconds) + Double(c.nanoseconds) / 1e9)
+        func seconds(_ t: (seconds: Int, nanoseconds: Int)) -> Double { Double(t.seconds) + Double(t.nanoseconds) / 1e9 }
+        let now = seconds(given ?? (Int(wall.tv_sec), Int(wall.tv_nsec)))
+        let latest = max(seconds(Platform.modificationTime(st)), seconds(Platform.changeTime(st)))
         return now - latest >= settled
     }
 }

@@ -10,8 +10,9 @@ import CPlatform
 ///     16   the store's sum, writtenAt, validBefore, syncedAt, total, unviewed, unread,
 ///          pending events, card count, text length: ten 8-byte words
 ///     96   the stamp, then the identity: each an 8-byte length and its bytes
-///     H    the body (`KeptFeed`'s layout: its offsets are the machine's own integers), then the check sum: XXH64 of the body's bytes
-///          after the text, seeded with the XXH64 of the text, seeded with that of bytes 16..<H
+///     H    the body (`KeptFeed`'s layout: its offsets are the machine's own integers), then
+///          the check sum: XXH64 of the body's bytes after the text, seeded with the XXH64
+///          of the text, seeded with that of bytes 16..<H
 ///
 /// The flags are outside the check sum: an open sets "confirmed" in place, one byte, while
 /// another process may be reading the file.
@@ -51,9 +52,9 @@ enum KeptFeedFile {
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { unlink(target); return }
         // The text from the feed's own buffer: the copy is not assembled in memory first.
-        var whole = head.withUnsafeBytes { writeAll(fd, $0) }
-        whole = whole && writeAll(fd, UnsafeRawBufferPointer(feed.text))
-        whole = whole && tail.withUnsafeBytes { writeAll(fd, $0) }
+        var whole = head.withUnsafeBytes { Files.writeAll(fd, $0) }
+        whole = whole && Files.writeAll(fd, UnsafeRawBufferPointer(feed.text))
+        whole = whole && tail.withUnsafeBytes { Files.writeAll(fd, $0) }
         // The store file's times settled already (against the file system's own clock: the
         // time it just gave the copy): no later write can leave them as they are.
         var written = stat()
@@ -68,24 +69,12 @@ enum KeptFeedFile {
         }
     }
 
-    private static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
-        var written = 0
-        while written < bytes.count {
-            let n = write(fd, bytes.baseAddress! + written, bytes.count - written)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return false }
-            written += n
-        }
-        return true
-    }
-
     /// Removes the copy (it no longer stands for the store, or none may be written), and a
     /// temporary one a crash left.
     static func remove(store: String) {
         unlink(KeptFeed.path(of: store))
         unlink(KeptFeed.path(of: store) + ".tmp")
     }
-
 
     /// The bytes before the text (the header) and after it (the padding, the offsets, the
     /// check sum).
@@ -150,8 +139,8 @@ enum KeptFeedFile {
 
     private static func readOpen(_ fd: Int32, identity: String, stamp: String) -> Read? {
         var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid(),
-              st.st_mode & 0o022 == 0, st.st_size > fixedEnd + 24, st.st_size <= Int64(2 * KeptFeed.maxBytes) else { return nil }
+        guard fstat(fd, &st) == 0, Files.isPrivateRegularFile(st), st.st_size > fixedEnd + 24,
+              st.st_size <= Int64(2 * KeptFeed.maxBytes) else { return nil }
         let size = Int(st.st_size)
         // The header: the fixed words, then the stamp and identity, which must be ours (so at
         // most their lengths plus two words).

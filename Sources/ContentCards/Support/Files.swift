@@ -91,6 +91,19 @@ package enum Files {
         fsync(fd)
     }
 
+    /// Writes all of `bytes` to `fd` (again after a signal); false when a write fails or
+    /// writes nothing.
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        var written = 0
+        while written < bytes.count {
+            let n = write(fd, bytes.baseAddress! + written, bytes.count - written)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return false }
+            written += n
+        }
+        return true
+    }
+
     /// Creates `path` (and missing parents) as directories with mode 0700.
     package static func makeDirectory(_ path: String) throws(Failure) {
         var st = stat()
@@ -109,6 +122,12 @@ package enum Files {
     }
 
     // MARK: The store's trust boundary (BEHAVIOUR.md, "The store")
+
+    /// A file the library may trust beside its store (a stamp, a kept feed), by its `fstat`: a
+    /// regular file of this user, not writable by group or others.
+    static func isPrivateRegularFile(_ st: stat) -> Bool {
+        st.st_mode & S_IFMT == S_IFREG && st.st_uid == geteuid() && st.st_mode & 0o022 == 0
+    }
 
     static func octal(_ mode: mode_t) -> String { String(mode & 0o7777, radix: 8) }
 
