@@ -3,6 +3,7 @@
 extension CardFields {
     /// Checks the fields and builds the card, writing its body with `writer`.
     mutating func build(knownClassTypes: Set<String>?, writer w: inout JSONWriter) throws(CardProblem) -> Payload.ServerCard {
+        if let card = buildCommonCard(knownClassTypes: knownClassTypes, writer: &w) { return card }
         guard let id = try string(.id), !id.isEmpty else {
             throw CardProblem(id: nil, reason: "missing required field \"id\" (a non-empty string)")
         }
@@ -37,8 +38,11 @@ extension CardFields {
         let classType = normalizedClassType(known: knownClassTypes)
         let sorted = sortEntries()
         w.removeAll()
-        if !writePlainBody(to: &w, url: url, openURLInWebView: openURLInWebView, sorted: sorted,
-                           classType: classType, content: content) {
+        let plain = PlainTexts(url: url, content: content).flatMap { texts in
+            plainExtrasCount(sorted: sorted).map { (texts, $0) }
+        }
+        if !(plain.map { writePlainBody(to: &w, texts: $0.0, openURLInWebView: openURLInWebView, extrasCount: $0.1,
+                                        classType: classType) } ?? false) {
             CardBody.writeHead(to: &w, url: url, openURLInWebView: openURLInWebView)
             writeExtras(sorted: sorted, to: &w)
             CardBody.writeTail(to: &w, classType: classType, content: content)

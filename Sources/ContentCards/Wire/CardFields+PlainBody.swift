@@ -7,14 +7,46 @@
 /// never do), and it writes nothing when any piece is not plain: the caller then writes the
 /// body the general way.
 extension CardFields {
-    /// Writes the body into the emptied `w`; false, with nothing written, when a piece is not
-    /// plain.
-    func writePlainBody(to w: inout JSONWriter, url: CardBody.Text, openURLInWebView: Bool, sorted: Bool,
-                        classType: String, content c: CardBody.ContentTexts) -> Bool {
-        guard let urlCount = Self.plainCount(url), let imageCount = Self.plainCount(c.image),
-              let altCount = Self.plainCount(c.imageAltText), let titleCount = Self.plainCount(c.title),
-              let descriptionCount = Self.plainCount(c.cardDescription), let domainCount = Self.plainCount(c.domain),
-              let extrasCount = plainExtrasCount(sorted: sorted) else { return false }
+    /// The body's texts when each is null (nil) or plain: spans of the input, so that nothing
+    /// here is reference-counted or released.
+    struct PlainTexts {
+        var url: UnsafeBufferPointer<UInt8>?
+        var image: UnsafeBufferPointer<UInt8>?
+        var imageAltText: UnsafeBufferPointer<UInt8>?
+        var imageAspectRatio: Double?
+        var title: UnsafeBufferPointer<UInt8>?
+        var cardDescription: UnsafeBufferPointer<UInt8>?
+        var domain: UnsafeBufferPointer<UInt8>?
+
+        init() {}
+
+        /// The general builder's texts, when every one is null or plain; nil otherwise.
+        init?(url: CardBody.Text, content c: CardBody.ContentTexts) {
+            guard let u = Self.plain(url), let i = Self.plain(c.image), let a = Self.plain(c.imageAltText),
+                  let t = Self.plain(c.title), let d = Self.plain(c.cardDescription), let m = Self.plain(c.domain) else {
+                return nil
+            }
+            self.url = u; image = i; imageAltText = a; imageAspectRatio = c.imageAspectRatio
+            title = t; cardDescription = d; domain = m
+        }
+
+        private static func plain(_ t: CardBody.Text) -> UnsafeBufferPointer<UInt8>?? {
+            switch t {
+            case .null: return .some(nil)
+            case .plain(let b): return .some(b)
+            case .string, .utf8: return nil
+            }
+        }
+    }
+
+    /// Writes the body into the emptied `w` from plain texts and extras `plainExtrasCount`
+    /// measured (`extrasCount`); false, with nothing written, when the class type needs an
+    /// escape.
+    func writePlainBody(to w: inout JSONWriter, texts c: PlainTexts, openURLInWebView: Bool, extrasCount: Int,
+                        classType: String) -> Bool {
+        let urlCount = Self.plainCount(c.url), imageCount = Self.plainCount(c.image)
+        let altCount = Self.plainCount(c.imageAltText), titleCount = Self.plainCount(c.title)
+        let descriptionCount = Self.plainCount(c.cardDescription), domainCount = Self.plainCount(c.domain)
         var classType = classType
         return classType.withUTF8 { classBytes in
             guard RawPieces.needsNoEscape(classBytes) else { return false }
@@ -24,7 +56,7 @@ extension CardFields {
             let head = urlCount + 1 + 5 + 1 + extrasCount + 1 + classBytes.count + 2 + 1 + imageCount + 1 + altCount + 1
             w.appendRaw(maxCount: head) { p in
                 var at = 0
-                Self.put(url, p, &at); p[at] = sep; at += 1
+                Self.put(c.url, p, &at); p[at] = sep; at += 1
                 RawPieces.put(openURLInWebView ? "true" : "false", p, &at); p[at] = sep; at += 1
                 putExtras(p, &at); p[at] = sep; at += 1
                 Self.putQuoted(classBytes, p, &at); p[at] = sep; at += 1
@@ -45,19 +77,13 @@ extension CardFields {
         }
     }
 
-    /// The bytes a text takes in the body (`null`, or the span between quotes); nil when it
-    /// is not plain.
-    private static func plainCount(_ t: CardBody.Text) -> Int? {
-        switch t {
-        case .null: return 4
-        case .plain(let b): return b.count + 2
-        case .string, .utf8: return nil
-        }
-    }
+    /// The bytes a text takes in the body: `null`, or the span between quotes.
+    @inline(__always)
+    private static func plainCount(_ t: UnsafeBufferPointer<UInt8>?) -> Int { t.map { $0.count + 2 } ?? 4 }
 
     /// The bytes the extras object takes (`{}` when there is none); nil unless every key and
     /// value is a plain span in key order (`sortEntries` said so).
-    private func plainExtrasCount(sorted: Bool) -> Int? {
+    func plainExtrasCount(sorted: Bool) -> Int? {
         switch extras {
         case .absent, .wrongType: return 2
         case .object: return nil
@@ -88,8 +114,8 @@ extension CardFields {
     }
 
     @inline(__always)
-    private static func put(_ t: CardBody.Text, _ p: UnsafeMutablePointer<UInt8>, _ at: inout Int) {
-        if case .plain(let b) = t { putQuoted(b, p, &at) } else { RawPieces.put("null", p, &at) }
+    private static func put(_ t: UnsafeBufferPointer<UInt8>?, _ p: UnsafeMutablePointer<UInt8>, _ at: inout Int) {
+        if let b = t { putQuoted(b, p, &at) } else { RawPieces.put("null", p, &at) }
     }
 
     @inline(__always)
