@@ -34,6 +34,7 @@ extension CardFields {
 
     /// The value of the last `class_type` member of the extras read from the stream.
     func classTypeEntryValue() -> Field? {
+        if extrasSummary.valid { return extrasSummary.classType >= 0 ? entries[extrasSummary.classType].value : nil }
         for entry in entries.reversed() where isClassTypeKey(entry.key) { return entry.value }
         return nil
     }
@@ -48,6 +49,11 @@ extension CardFields {
     /// false otherwise, and the extras go through a dictionary as any others.
     mutating func sortEntries() -> Bool {
         guard case .entries = extras else { return false }
+        // In order as read (the reader compared each key with the one before).
+        if extrasSummary.valid && extrasSummary.inKeyOrder {
+            inKeyOrder = true
+            return true
+        }
         // Checked and compared in one pass over the entries; `order` made only when they are
         // not in order (an append an entry, each checking the array's uniqueness, was half of
         // this for a card whose extras were in order already).

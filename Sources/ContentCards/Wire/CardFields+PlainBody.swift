@@ -89,6 +89,7 @@ extension CardFields {
         case .object: return nil
         case .entries:
             guard sorted else { return nil }
+            if extrasSummary.valid && inKeyOrder { return extrasSummary.plain ? extrasSummary.plainBytes : nil }
             var total = 2
             for n in 0..<keyOrderCount {
                 let entry = entries[keyOrderIndex(n)]

@@ -52,8 +52,8 @@ struct CardFields {
     }
 
     struct Entry {
-        var key: Field
-        var value: Field
+        var key = Field()
+        var value = Field()
     }
 
     /// The input the fields point into (empty for fields set from a parsed value).
@@ -65,12 +65,30 @@ struct CardFields {
     var strings: [String] = []
     var extras: Extras = .absent
     /// The extras members in input order, when read from the token stream.
-    var entries: [Entry] = []
+    let entries = EntryList()
     /// Scratch: `entries` in key order, when they were not in it already (`inKeyOrder`).
     var order: [Int] = []
     /// `entries` are in key order as read, no key repeated: `order` is not filled (making
     /// it for each card cost more than comparing the keys).
     var inKeyOrder = false
+    /// What the one-pass reader learned of `entries` as it read them.
+    var extrasSummary = ExtrasSummary()
+
+    /// Of the extras entries, what the body's writers would otherwise find in passes of their
+    /// own over them (`sortEntries`, `plainExtrasCount`, `classTypeEntryValue`), kept by the
+    /// one-pass reader as it appends each (`note`); only it sets `valid`, and every other way
+    /// of setting the extras leaves it unset, so the passes run as before.
+    struct ExtrasSummary {
+        var valid = false
+        /// Every key is ASCII and each is above the one before: `entries` are in key order.
+        var inKeyOrder = true
+        /// Every key and value needs no escape.
+        var plain = true
+        /// The bytes the extras object takes in the body when `plain` and `inKeyOrder`.
+        var plainBytes = 2
+        /// The index of the last `class_type` key, or -1.
+        var classType = -1
+    }
     /// The class types met so far, by their raw bytes (`normalizedClassType`): kept from card
     /// to card, as the fields' memory is.
     var classTypes = ClassTypeMemo()
@@ -83,12 +101,13 @@ struct CardFields {
 
     mutating func empty() {
         slots.clear()
-        if !strings.isEmpty { strings.removeAll(keepingCapacity: true) }
-        extras = .absent
         // Only when there are some: emptying an array goes through its generic range
         // replacement even when there is nothing to remove (100 instructions a card).
-        if !entries.isEmpty { entries.removeAll(keepingCapacity: true) }
+        if !strings.isEmpty { strings.removeAll(keepingCapacity: true) }
+        extras = .absent
+        entries.removeAll()
         inKeyOrder = false
+        extrasSummary.valid = false
     }
 
     // MARK: Reading
@@ -128,10 +147,28 @@ struct CardFields {
     // What the one-pass reader (CardFields+Fast.swift) keeps, as the general reader keeps it.
     func setSlot(_ i: Int, _ field: Field) { slots[i] = field }
     mutating func setEntries() {
-        if !entries.isEmpty { entries.removeAll(keepingCapacity: true) }
+        entries.removeAll()
         extras = .entries
+        extrasSummary = ExtrasSummary(valid: true)
     }
-    mutating func appendEntry(_ entry: Entry) { entries.append(entry) }
+    mutating func appendEntry(_ entry: Entry) {
+        note(entry)
+        entries.append(entry)
+    }
+
+    /// Adds an entry about to be appended to `extrasSummary` (its key and value are spans).
+    @inline(__always)
+    private mutating func note(_ entry: Entry) {
+        let key = entry.key, value = entry.value
+        if !key.ascii {
+            extrasSummary.inKeyOrder = false
+        } else if extrasSummary.inKeyOrder, let last = entries.lastKey, Self.compareKeys(last, key, in: source) >= 0 {
+            extrasSummary.inKeyOrder = false
+        }
+        extrasSummary.plain = extrasSummary.plain && key.plain && value.plain
+        extrasSummary.plainBytes &+= (key.end &- key.start) &+ (value.end &- value.start) &+ 6     // "k":"v",
+        if key.end &- key.start == 10 && isClassTypeKey(key) { extrasSummary.classType = entries.count }
+    }
     mutating func keep(_ text: String) -> Field {
         strings.append(text)
         return Field(kind: .string, start: strings.count - 1)
@@ -148,8 +185,9 @@ struct CardFields {
 
     /// Extras: strings as they are, any other value as its JSON text.
     mutating func readExtras(_ parser: inout Parser) throws(JSONError) {
-        entries.removeAll(keepingCapacity: true)
+        entries.removeAll()
         extras = .entries
+        extrasSummary.valid = false
         var inner = try parser.beginObject()
         while try parser.toNextMember(&inner) {
             let key = try text(&parser)
