@@ -1,3 +1,5 @@
+import CContentCardsSIMD
+
 /// A set of card ids, compared byte for byte as `CardKey` compares them: the decoder's check
 /// that a payload lists each id once, and the merge's test of which stored cards a full sync
 /// lists (`Payload.listedIDs`).
@@ -38,6 +40,17 @@ struct CardIDSet {
         ids.append(id)
         places[at] = Self.tag(hash) | UInt64(ids.count)
         return true
+    }
+
+    /// Asks the cache for the place where the id of these bytes goes (`cc_prefetch_for_write`):
+    /// called when a card's id is read, ahead of its `insert` once the card is built. Only a
+    /// hint: nothing changes, and a table grown meanwhile has the id's place elsewhere.
+    func prefetch(_ bytes: UnsafeBufferPointer<UInt8>) {
+        let hash = Self.hash(bytes, seed: Self.seed)
+        places.withUnsafeBufferPointer { table in
+            guard let base = table.baseAddress, table.count > 0 else { return }
+            cc_prefetch_for_write(base + (Int(truncatingIfNeeded: hash) & (table.count - 1)))
+        }
     }
 
     func contains(_ id: String) -> Bool {

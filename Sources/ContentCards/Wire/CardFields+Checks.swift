@@ -21,6 +21,13 @@ extension CardFields {
         return string(f)
     }
 
+    /// The id's bytes when it is a text of the input without escapes (the bytes of the `id`
+    /// the card gets).
+    var idSpan: UnsafeBufferPointer<UInt8>? {
+        let f = slots[0]
+        return f.kind == .span ? bytes(f) : nil
+    }
+
     func problem(_ reason: String) -> CardProblem { CardProblem(id: id, reason: reason) }
 
     /// The field of `key`; nil when absent or null (null counts as absent).

@@ -173,6 +173,7 @@ package struct PayloadDecoder: Sendable {
             if parser.peek() == 0x7B {
                 fields.reset(source: parser.bytes)
                 try readCard(&parser, into: &fields)
+                if let id = fields.idSpan { seen.prefetch(id) }
                 add(&fields, index: index, seen: &seen, writer: &writer, to: &payload)
             } else {
                 let value = try parser.parseValue()
