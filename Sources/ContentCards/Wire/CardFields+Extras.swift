@@ -49,36 +49,52 @@ extension CardFields {
     /// false otherwise, and the extras go through a dictionary as any others.
     mutating func sortEntries() -> Bool {
         guard case .entries = extras else { return false }
-        // In order as read (the reader compared each key with the one before).
-        if extrasSummary.valid && extrasSummary.inKeyOrder {
-            inKeyOrder = true
-            return true
-        }
-        // Checked and compared in one pass over the entries; `order` made only when they are
-        // not in order (an append an entry, each checking the array's uniqueness, was half of
-        // this for a card whose extras were in order already).
         var ascending = true
-        let allSpans = entries.withUnsafeBufferPointer { all in
-            for i in all.indices {
-                let key = all[i].key
-                guard key.kind == .span, key.ascii else { return false }
-                if ascending && i > 0 && Self.compareKeys(all[i - 1].key, key, in: source) >= 0 { ascending = false }
+        if extrasSummary.valid {
+            // What the one-pass reader found as it read them.
+            guard extrasSummary.asciiKeys else { return false }
+            ascending = extrasSummary.inKeyOrder
+        } else {
+            // Checked and compared in one pass over the entries.
+            let allSpans = entries.withUnsafeBufferPointer { all in
+                for i in all.indices {
+                    let key = all[i].key
+                    guard key.kind == .span, key.ascii else { return false }
+                    if ascending && i > 0 && Self.compareKeys(all[i - 1].key, key, in: source) >= 0 { ascending = false }
+                }
+                return true
             }
-            return true
+            guard allSpans else { return false }
         }
-        guard allSpans else { return false }
         // Already strictly ascending (servers often send them so): nothing to sort or drop.
         inKeyOrder = ascending
         if ascending { return true }
         order.removeAll(keepingCapacity: true)
         order.append(contentsOf: entries.indices)
+        let input = source
+        // Sorted and thinned in the array's own memory: through the array, each write checked
+        // its uniqueness (2,000 instructions a card whose extras came out of order).
+        let kept = entries.withUnsafeBufferPointer { all in
+            order.withUnsafeMutableBufferPointer { order in
+                Self.sortKeys(all, &order, in: input)
+            }
+        }
+        order.removeLast(order.count - kept)
+        return true
+    }
+
+    /// Puts the indices in `order` (every index of `all`) in key order, and keeps the last
+    /// of equal keys at the front; how many are kept.
+    private static func sortKeys(_ all: UnsafeBufferPointer<Entry>, _ order: inout UnsafeMutableBufferPointer<Int>,
+                                 in source: UnsafeBufferPointer<UInt8>) -> Int {
+        @inline(__always) func compare(_ a: Int, _ b: Int) -> Int { compareKeys(all[a].key, all[b].key, in: source) }
         if order.count <= 16 {
             // Insertion sort: a card has a handful of extras. Equal keys stay in input order.
             var i = 1
             while i < order.count {
                 let x = order[i]
                 var j = i - 1
-                while j >= 0 && compareKeys(order[j], x) > 0 {
+                while j >= 0 && compare(order[j], x) > 0 {
                     order[j + 1] = order[j]
                     j -= 1
                 }
@@ -88,22 +104,19 @@ extension CardFields {
         } else {
             // A payload may hold a card with a million extras: O(n log n), equal keys in input
             // order (the index breaks the tie).
-            var sorted = order
-            sorted.sort { a, b in
-                let c = compareKeys(a, b)
+            order.sort { a, b in
+                let c = compare(a, b)
                 return c != 0 ? c < 0 : a < b
             }
-            order = sorted
         }
         // Of equal keys, the last one read wins.
         var kept = 0
         for k in 0..<order.count {
-            if k + 1 < order.count && compareKeys(order[k], order[k + 1]) == 0 { continue }
+            if k + 1 < order.count && compare(order[k], order[k + 1]) == 0 { continue }
             order[kept] = order[k]
             kept += 1
         }
-        order.removeLast(order.count - kept)
-        return true
+        return kept
     }
 
     /// How many entries the body's extras hold, and the `n`th of them in key order (after
@@ -112,10 +125,6 @@ extension CardFields {
 
     @inline(__always)
     func keyOrderIndex(_ n: Int) -> Int { inKeyOrder ? n : order[n] }
-
-    func compareKeys(_ a: Int, _ b: Int) -> Int {
-        Self.compareKeys(entries[a].key, entries[b].key, in: source)
-    }
 
     /// Byte order of two keys read as spans of `source`. A static function of the fields and
     /// the input, not a method: a method called in a loop of a mutating one was handed a

@@ -80,6 +80,8 @@ struct CardFields {
     /// of setting the extras leaves it unset, so the passes run as before.
     struct ExtrasSummary {
         var valid = false
+        /// Every key is ASCII (byte order is then the keys' order).
+        var asciiKeys = true
         /// Every key is ASCII and each is above the one before: `entries` are in key order.
         var inKeyOrder = true
         /// Every key and value needs no escape.
@@ -161,6 +163,7 @@ struct CardFields {
     private mutating func note(_ entry: Entry) {
         let key = entry.key, value = entry.value
         if !key.ascii {
+            extrasSummary.asciiKeys = false
             extrasSummary.inKeyOrder = false
         } else if extrasSummary.inKeyOrder, let last = entries.lastKey, Self.compareKeys(last, key, in: source) >= 0 {
             extrasSummary.inKeyOrder = false
