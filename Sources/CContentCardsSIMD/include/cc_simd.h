@@ -1,9 +1,10 @@
-/* Vector scans of the JSON reader's hot loops, as static inline functions: Swift imports them
- * through this module and inlines them where they are called, so each is the few vector
- * instructions it holds, not a call. Only what x86-64 has everywhere (SSE2, part of the
- * architecture's baseline): every x86-64 processor runs them, with no check at run time. On
- * other architectures the header defines nothing and the Swift callers keep their eight-bytes-
- * at-a-time loops (`#if arch(x86_64)` there). */
+/* Vector scans of the JSON reader's hot loops, and one cache hint, as static inline functions:
+ * Swift imports them through this module and inlines them where they are called, so each is
+ * the few instructions it holds, not a call. The scans use only what x86-64 has everywhere
+ * (SSE2, part of the architecture's baseline): every x86-64 processor runs them, with no check
+ * at run time. On other architectures the header defines only the hint (a no-op where the
+ * compiler has no prefetch), and the Swift callers of the scans keep their eight-bytes-at-a-
+ * time loops (`#if arch(x86_64)` there). */
 #ifndef CC_SIMD_H
 #define CC_SIMD_H
 

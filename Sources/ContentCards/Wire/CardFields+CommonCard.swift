@@ -9,7 +9,7 @@
 /// It decides nothing of its own: it gives up (nil) at anything it does not take, with
 /// nothing kept, and `build` then checks and builds the card the general way, so a card with
 /// a problem is always reported by the general builder, in its words. A card it takes is the
-/// card the general builder makes (`CardFieldsTests` builds every shape both ways).
+/// card the general builder makes (`CommonCardTests` builds every shape both ways).
 extension CardFields {
     /// The card, when it is a common one; nil to build it the general way.
     mutating func buildCommonCard(knownClassTypes: Set<String>?, writer w: inout JSONWriter) -> Payload.ServerCard? {
