@@ -94,10 +94,17 @@ extension CardFields {
             for n in 0..<keyOrderCount {
                 let entry = entries[keyOrderIndex(n)]
                 guard entry.key.kind == .span, entry.key.plain, entry.value.kind == .span, entry.value.plain else { return nil }
-                total += (entry.key.end - entry.key.start) + (entry.value.end - entry.value.start) + 6    // "k":"v",
+                total += Self.plainEntryBytes(entry)
             }
             return total
         }
+    }
+
+    /// The room a plain entry asks for in the body's extras object: `"k":"v",` (the last
+    /// entry's comma is room not written).
+    @inline(__always)
+    static func plainEntryBytes(_ entry: Entry) -> Int {
+        (entry.key.end &- entry.key.start) &+ (entry.value.end &- entry.value.start) &+ 6
     }
 
     private func putExtras(_ p: UnsafeMutablePointer<UInt8>, _ at: inout Int) {

@@ -1,7 +1,10 @@
 /// The fields of one server card as read, then checked and built into a card. The one place
 /// the card rules of docs/WIRE.md, "Cards on the wire", live, whichever way the JSON was read:
 /// from the token stream (`read`, what payloads and the store use) or from a parsed value
-/// (`set(_:_:)`).
+/// (`set(_:_:)`). The general builder (`build`, CardFields+Build.swift) holds every rule; the
+/// one-pass builder (CardFields+CommonCard.swift) restates those a common card meets, only to
+/// take such a card faster, and gives every other card to it (`CommonCardTests` holds the
+/// two equal: a rule changed in one and not the other fails it).
 ///
 /// Read from the stream, a field is only its kind and the place of its text in the input
 /// (`Field`, plain data): nothing is allocated or reference-counted per field, and a text
@@ -169,7 +172,7 @@ struct CardFields {
             extrasSummary.inKeyOrder = false
         }
         extrasSummary.plain = extrasSummary.plain && key.plain && value.plain
-        extrasSummary.plainBytes &+= (key.end &- key.start) &+ (value.end &- value.start) &+ 6     // "k":"v",
+        extrasSummary.plainBytes &+= Self.plainEntryBytes(entry)
         if key.end &- key.start == 10 && isClassTypeKey(key) { extrasSummary.classType = entries.count }
     }
     mutating func keep(_ text: String) -> Field {
