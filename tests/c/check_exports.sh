@@ -52,6 +52,17 @@ fi
 if [ "$want_static_sqlite" = static-sqlite ] && ! strings -a "$lib" | grep -q sqlite_master; then
     echo "no SQLite inside the library"; status=1
 fi
+# Nothing of the Swift runtime that the C ABI does not use: its regular expression engine
+# (`_StringProcessing`, 0.9 MB, brought in by one call of its `firstRange(of:)`), the concurrency
+# runtime and libdispatch (brought in by the Swift API's async functions, which CMake leaves
+# out). Each was paid for at every load (docs/PERFORMANCE.md, "Cold start"). Read from the
+# symbol table, so a stripped library is not checked.
+unused=$(nm "$lib" 2>/dev/null | grep -oE '17_StringProcessing|swift_task_create|dispatch_async_f' | sort -u || true)
+if [ -n "$unused" ]; then
+    echo "the library links in Swift runtime parts the C ABI does not use: $(echo $unused)"
+    echo "  (String.firstRange(of:), for one, is _StringProcessing's: see Redact.swift)"
+    status=1
+fi
 # The oldest glibc the library and the programs run on is the README's promise (2.28: RHEL 8,
 # Debian 11, Ubuntu 20.04), whatever glibc built them: no symbol of a newer version may come in.
 # Sources/CGlibcFloor/glibc_floor.c keeps the library's functions that got a newer

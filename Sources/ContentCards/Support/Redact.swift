@@ -10,7 +10,7 @@ enum Redact {
     static func url(_ url: String) -> String {
         var s = url
         // userinfo: between "//" and the first "@" before the path.
-        if let scheme = s.firstRange(of: "://") {
+        if let scheme = s.firstRange(ofText: "://") {
             let authorityStart = scheme.upperBound
             let authorityEnd = s[authorityStart...].firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? s.endIndex
             if let at = s[authorityStart..<authorityEnd].lastIndex(of: "@") {
@@ -74,7 +74,7 @@ extension Redact {
         var m = message
         let safe = Redact.url(url)
         if safe != url, !url.isEmpty { m = m.replacingAll(url, with: safe) }
-        if let scheme = url.firstRange(of: "://") {
+        if let scheme = url.firstRange(ofText: "://") {
             let rest = url[scheme.upperBound...]
             let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
             if let at = authority.lastIndex(of: "@") {
@@ -86,13 +86,34 @@ extension Redact {
     }
 }
 
+extension StringProtocol {
+    /// Where `target` first occurs, compared character by character as the standard
+    /// library's `firstRange(of:)` does (an empty `target` is found at the start). That one is
+    /// `_StringProcessing`'s, and using it linked the whole regular expression engine into
+    /// libcontentcards: 0.9 MB of code and 2,600 relocations that every process loading the
+    /// library paid for (docs/PERFORMANCE.md, "Cold start"). The texts here are messages.
+    func firstRange(ofText target: String) -> Range<Index>? {
+        var i = startIndex
+        while true {
+            var at = i, t = target.startIndex
+            while t < target.endIndex && at < endIndex && self[at] == target[t] {
+                formIndex(after: &at)
+                target.formIndex(after: &t)
+            }
+            if t == target.endIndex { return i..<at }
+            guard i < endIndex else { return nil }
+            formIndex(after: &i)
+        }
+    }
+}
+
 extension String {
     /// Every occurrence of `target` replaced (no Foundation).
     func replacingAll(_ target: String, with replacement: String) -> String {
         guard !target.isEmpty else { return self }
         var out = ""
         var rest = self[...]
-        while let r = rest.firstRange(of: target) {
+        while let r = rest.firstRange(ofText: target) {
             out += rest[..<r.lowerBound]
             out += replacement
             rest = rest[r.upperBound...]

@@ -48,6 +48,25 @@ import Testing
         #expect(Redact.scrub("Failed to connect to https://u:p@h/x (u:p)", url: "https://u:p@h/x") == "Failed to connect to https://***@h/x (***)")
     }
 
+    @Test func theTextSearchFindsWhatTheStandardLibrarysDoes() {
+        // Redact's own search stands in for `_StringProcessing`'s `firstRange(of:)`, which the
+        // library does not link (tests/c/check_exports.sh): the same range for every pair,
+        // compared character by character (canonically equivalent forms match, a letter does
+        // not match the same letter with a combining mark).
+        let texts = ["", "a", "aaab", "abcabcabd", "https://u:p@h/x", "x://y://z", "caf\u{E9}", "cafe\u{301}!",
+                     "e\u{301}e", "\u{1F469}\u{200D}\u{1F4BB}://", "::///", "\r\n://\u{0}"]
+        let targets = ["", "a", "aab", "abd", "://", "e", "\u{E9}", "e\u{301}", "\u{1F469}", "//", "\r", "\n", "zz"]
+        for text in texts {
+            for target in targets {
+                #expect(text.firstRange(ofText: target) == text.firstRange(of: target), "\(text.debugDescription) \(target.debugDescription)")
+                let tail = text.dropFirst()
+                #expect(tail.firstRange(ofText: target) == tail.firstRange(of: target), "\(tail.debugDescription) \(target.debugDescription)")
+            }
+        }
+        #expect("a-b-a".replacingAll("a", with: "xy") == "xy-b-xy")
+        #expect("aaa".replacingAll("aa", with: "b") == "ba")
+    }
+
     @Test func serverTextIsEscapedAndBounded() {
         let body = Array("\u{1b}[31mred\u{1b}[0m\r\nnext\u{7}".utf8) + Array(repeating: UInt8(ascii: "z"), count: 5000)
         let e = HTTPStatus.error(for: TransportResponse(status: 500, body: body), what: "sync")
