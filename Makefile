@@ -50,7 +50,7 @@ STRESS_ROUNDS ?= 300
 STRESS_FUZZ_SECONDS ?= 300
 FUZZ_TARGETS := payload config filter calls decoders
 
-.PHONY: check-repo version fuzz fuzz-build fuzz-build-fast fuzz-campaign fuzz-replay stress bench fleet demo test deps lib cmake python test-swift test-c test-lib test-python test-install test-portable tsan memcheck install clean
+.PHONY: check-repo version cold-start-order fuzz fuzz-build fuzz-build-fast fuzz-campaign fuzz-replay stress bench fleet demo test deps lib cmake python test-swift test-c test-lib test-python test-install test-portable tsan memcheck install clean
 
 deps:
 	@scripts/install-deps.sh
@@ -243,6 +243,11 @@ bench: python
 FLEET_ARGS ?=
 fleet: python
 	cd $(BUILD) && $(PY) $(ROOT)/tools/fleet.py --svg $(ROOT)/docs/fleet.svg --json $(ROOT)/docs/fleet.json $(FLEET_ARGS)
+
+# The list of the functions a cold start runs, which the link lays out together
+# (cmake/cold-start-symbols.txt): traced with callgrind from the build's bench_c. Rebuild after.
+cold-start-order: cmake
+	python3 $(ROOT)/tools/cold_start_order.py $(BUILD)
 
 # The committed corpus replayed through the ordinary build (debug, no sanitizer, no libFuzzer),
 # in a scratch path of its own: a regression test.
