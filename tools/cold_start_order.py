@@ -11,8 +11,9 @@ together they take a few (docs/PERFORMANCE.md, "Cold start", the twenty-first ro
 How: the build's `bench_c` runs under callgrind (valgrind) on a store of 1,000 cards, written by
 the build's `contentcards` tool from the bench's payload: once as a clean close left the store
 (the kept feed), once without the kept feed (the open through SQLite). Every function of the
-library that ran, by its symbol: the kept feed's open first, then what the open through SQLite
-adds, each part sorted, so the list changes only where the code does. Names that no longer exist are ignored by the link, and a function
+library that ran and that the link can move (not SQLite's, whose archive has one section), by
+its symbol: the kept feed's open first, then what the open through SQLite adds, each part
+sorted, so the list changes only where the code does. Names that no longer exist are ignored by the link, and a function
 not listed is laid out as before, so a stale list costs speed, never correctness;
 tests/c/check_exports.sh fails when most of the list is gone (a new toolchain's mangling).
 """
@@ -38,6 +39,12 @@ HEADER = """\
 """
 
 NAME = re.compile(r"(c?ob|c?fn)=\((\d+)\)(?: (.*))?$")
+#: What the link can move: functions compiled each in a section of its own (the Swift modules,
+#: the Swift runtime's C++, the library's C). SQLite's archive has one section for all its
+#: functions, so its names would only pad the list (and tests/c/check_exports.sh's count).
+MOVABLE = ("$s", "_Z", "swift_", "_swift_", "__swift_", "cc_", "ccint_")
+#: callgrind's mark of a recursive call's level (`name'2`), not part of the symbol.
+RECURSION = re.compile(r"'\d+$")
 
 
 def functions_run(trace: str) -> set[str]:
@@ -59,8 +66,8 @@ def functions_run(trace: str) -> set[str]:
             if kind == "ob":
                 current = objects.get(ident, "")
             elif kind == "fn" and "libcontentcards" in current:
-                symbol = names.get(ident, "")
-                if symbol and not symbol.startswith("0x"):
+                symbol = RECURSION.sub("", names.get(ident, ""))
+                if symbol.startswith(MOVABLE):
                     found.add(symbol)
     return found
 
@@ -71,7 +78,7 @@ def run(argv: list[str], **kw) -> str:
 
 def main() -> int:
     if len(sys.argv) < 2:
-        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
+        print("usage: python3 tools/cold_start_order.py BUILD_DIR [OUT]", file=sys.stderr)
         return 2
     build = os.path.abspath(sys.argv[1])
     out = sys.argv[2] if len(sys.argv) > 2 else os.path.join(ROOT, "cmake", "cold-start-symbols.txt")
