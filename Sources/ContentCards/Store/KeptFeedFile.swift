@@ -219,34 +219,6 @@ enum KeptFeedFile {
     }
 }
 
-/// The XXH64 of a store file's bytes, 64 KiB at a time (each piece's sum seeds the next):
-/// what ties a kept feed to the exact file it was written for (`KeptFeed`). Read, not mapped:
-/// another process's SQLite may change the file's length while it is read, which a mapping
-/// would answer with SIGBUS.
-enum StoreFileSum {
-    static func of(_ path: String) -> UInt64? {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_size <= Int64(KeptFeed.maxBytes) else { return nil }
-        let piece = 64 << 10
-        guard let buffer = malloc(piece) else { return nil }
-        defer { free(buffer) }
-        var sum: UInt64 = 0
-        var offset = 0
-        while true {
-            let n = pread(fd, buffer, piece, off_t(offset))
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 { return nil }
-            if n == 0 { break }
-            sum = RecordSum.xxh64(UnsafeBufferPointer(start: buffer.assumingMemoryBound(to: UInt8.self), count: n), seed: sum)
-            offset += n
-        }
-        return offset == Int(st.st_size) ? sum : nil
-    }
-}
-
 /// Which build of the library is running: the GNU build id the linker wrote into the object
 /// holding this code (the shared library, or the program it is linked into). A kept feed
 /// written by another build is not trusted, since the JSON a build writes may differ. Read
