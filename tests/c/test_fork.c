@@ -6,6 +6,7 @@
  * the test if a child has not exited within its time. */
 #include "cc_test.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -143,6 +144,57 @@ static void test_event_ids_differ_across_fork(void) {
     CHECK_OK(cc_controller_close(c));
 }
 
+/* A child's own connection to a store its parent has open takes the store's locks for real.
+ * SQLite records the locks of each open file once per process; a child inherits the parent's
+ * record (every WAL store's SHARED lock) but not the kernel's locks, which belong to the
+ * process that took them. Before the child handler closed the inherited connections, the
+ * child's new connection found SHARED "held" and asked the kernel for nothing: it read while
+ * the parent's checkpoints restarted the WAL under it (the loop in main, one run in twenty:
+ * "disk I/O error", a store reported damaged). The parent looks for the child's lock on the
+ * SHARED bytes SQLite locks (os_unix.c: PENDING_BYTE 0x40000000, SHARED_FIRST two past it,
+ * SHARED_SIZE 510). */
+static void test_child_connections_take_real_locks(void) {
+    char dir[256], config[512], db_path[300];
+    cc_test_make_dir(dir, sizeof dir, "cc-fork-locks");
+    snprintf(config, sizeof config,
+             "{\"userId\":\"u-1\",\"refreshTokens\":0,\"storagePath\":\"%s\",\"source\":{\"file\":\"" CC_SAMPLE_FEED "\"}}", dir);
+    snprintf(db_path, sizeof db_path, "%s/contentcards.sqlite", dir);
+    cc_controller *parent = NULL;
+    CHECK_OK(cc_controller_open(&parent, config));
+    CHECK_OK(cc_controller_refresh(NULL, parent, 5));
+    CHECK_OK(cc_controller_log_impression(parent, "tile-1"));   /* the connection is open and has read */
+    int ready[2], done[2];
+    CHECK(pipe(ready) == 0 && pipe(done) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        cc_controller *mine = NULL;
+        char c = 'x';
+        if (cc_controller_open(&mine, config) == CC_OK && cc_controller_log_impression(mine, "tile-1") == CC_OK) c = 'r';
+        if (write(ready[1], &c, 1) != 1) _exit(2);
+        if (read(done[0], &c, 1) != 1) _exit(3);
+        _exit(cc_controller_close(mine) == CC_OK ? 0 : 1);
+    }
+    CHECK(pid > 0);
+    char c = 0;
+    CHECK(read(ready[0], &c, 1) == 1 && c == 'r');
+    int fd = open(db_path, O_RDWR | O_CLOEXEC);
+    CHECK(fd >= 0);
+    struct flock probe = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0x40000002, .l_len = 510};
+    CHECK(fcntl(fd, F_GETLK, &probe) == 0);
+    if (probe.l_type != F_RDLCK || probe.l_pid != pid)
+        fprintf(stderr, "the child's connection holds no SHARED lock of its own (found type %d, pid %d; child %d)\n",
+                (int)probe.l_type, (int)probe.l_pid, (int)pid);
+    CHECK(probe.l_type == F_RDLCK && probe.l_pid == pid);
+    close(fd);
+    CHECK(write(done[1], "d", 1) == 1);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    close(ready[0]); close(ready[1]); close(done[0]); close(done[1]);
+    CHECK_OK(cc_controller_close(parent));
+    CHECK(cc_test_remove_dir(dir));
+}
+
 static double now_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -194,5 +246,6 @@ int main(void) {
     CHECK_OK(cc_controller_close(memory));
     CHECK(cc_test_remove_dir(dir));
     test_event_ids_differ_across_fork();
+    test_child_connections_take_real_locks();
     return cc_test_finish("test_fork");
 }

@@ -5,7 +5,7 @@ final class SQLiteDatabase {
     private(set) var handle: OpaquePointer?
     let path: String
     /// The fork generation that opened it: in a child of fork() the connection is inherited,
-    /// and is neither used nor closed there (ForkSafety).
+    /// closed by the child handler (ForkSafety+Connections.swift), and never touched again.
     let generation: UInt64
     var isInherited: Bool { generation != ForkSafety.generation }
     /// SQLite answered that the file is corrupt (or not a database) at least once: such a
@@ -41,6 +41,7 @@ final class SQLiteDatabase {
             throw StoreError("cannot open the store at \(path): \(message)", code: rc)
         }
         handle = db
+        ForkSafety.opened(db)
         sqlite3_extended_result_codes(db, 1)
         // Another process or controller may hold the write lock for a moment.
         sqlite3_busy_timeout(db, 5000)
@@ -52,12 +53,14 @@ final class SQLiteDatabase {
         control.removeAll()   // finalized while the connection is open (none in a fork child: see deinit)
         if let handle {
             self.handle = nil
-            if isInherited { return }   // leaked in a child of fork(): never touched
+            if isInherited { return }   // closed by the child handler of fork(): never touched
+            ForkSafety.closing(handle)
             ForkSafety.sqlite { _ = sqlite3_close_v2(handle) }
         }
     }
 
     var lastMessage: String {
+        if isInherited { return Self.inheritedError.message }
         guard let handle, let m = sqlite3_errmsg(handle) else { return "the store is closed" }
         return String(cString: m)
     }
@@ -116,7 +119,7 @@ final class SQLiteDatabase {
     /// per statement (about 40 µs a statement on a cold open). Inside a transaction already,
     /// `body` simply runs in it.
     func readTransaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
-        guard let handle, sqlite3_get_autocommit(handle) != 0 else { return try body() }
+        guard let handle, !isInherited, sqlite3_get_autocommit(handle) != 0 else { return try body() }
         return try inTransaction(beginning: "BEGIN", body)
     }
 

@@ -11,8 +11,10 @@ import CSQLite
 /// - the prepare handler also takes the library's process-wide locks registered with
 ///   `holdAcrossFork` (the handle tables, the scheduler), released in parent and child;
 /// - the child handler bumps `generation`: a connection (and a C handle) from an earlier
-///   generation was inherited, is never used again (calls fail with a clear error), and is
-///   never even closed in the child (it is leaked), since its state may be mid-operation.
+///   generation was inherited, and is never used again (calls fail with a clear error);
+/// - the child handler closes the inherited SQLite connections, without writing to their
+///   stores, so that the child's own connections take their file locks for real
+///   (ForkSafety+Connections.swift).
 package enum ForkSafety {
     nonisolated(unsafe) private static let guardLock: UnsafeMutablePointer<pthread_rwlock_t> = {
         let p = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
@@ -70,6 +72,9 @@ package enum ForkSafety {
         }
     }
 
+    /// Runs `body` holding the registry's lock (ForkSafety+Connections.swift).
+    static func withRegistry(_ body: () -> Void) { registryLock.withLock(body) }
+
     /// This thread's nesting of `sqlite` sections (only the outermost takes the guard).
     private static let depthKey: pthread_key_t = {
         var key = pthread_key_t()
@@ -114,6 +119,7 @@ package enum ForkSafety {
 
     private static func child() {
         generation &+= 1
+        closeInheritedConnections()
         var i = 0
         while i < hookCount { childHooks[i](); i += 1 }
         i = lockCount
