@@ -467,6 +467,7 @@ final class CardStore {
     }
 
     func statement(_ sql: StaticString) throws(StoreError) -> SQLiteStatement {
+        if db.isInherited { throw SQLiteDatabase.inheritedError }
         if let s = statements.find(sql) { return s.reset() }
         let s = try db.prepare(sql.description)
         statements.insert(s, for: sql)

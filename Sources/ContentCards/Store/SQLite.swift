@@ -5,7 +5,8 @@ final class SQLiteDatabase {
     private(set) var handle: OpaquePointer?
     let path: String
     /// The fork generation that opened it: in a child of fork() the connection is inherited,
-    /// closed by the child handler (ForkSafety+Connections.swift), and never touched again.
+    /// closed at the child's first use of SQLite (ForkSafety+Connections.swift), and never
+    /// touched again.
     let generation: UInt64
     var isInherited: Bool { generation != ForkSafety.generation }
     /// SQLite answered that the file is corrupt (or not a database) at least once: such a
@@ -34,14 +35,18 @@ final class SQLiteDatabase {
         // NOFOLLOW: a symbolic link at the store's path is refused, never followed (the
         // CardStore checks it first, with a message that says how to fix it).
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW
-        let rc = ForkSafety.sqlite { sqlite3_open_v2(path, &db, flags, nil) }
+        let rc = ForkSafety.sqlite { () -> Int32 in
+            ForkSafety.beforeUse()
+            let rc = sqlite3_open_v2(path, &db, flags, nil)
+            if rc == SQLITE_OK, let db { ForkSafety.opened(db) }
+            return rc
+        }
         guard rc == SQLITE_OK, let db else {
             let message = db.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) } ?? "error \(rc)"
             ForkSafety.sqlite { _ = sqlite3_close_v2(db) }
             throw StoreError("cannot open the store at \(path): \(message)", code: rc)
         }
         handle = db
-        ForkSafety.opened(db)
         sqlite3_extended_result_codes(db, 1)
         // Another process or controller may hold the write lock for a moment.
         sqlite3_busy_timeout(db, 5000)
@@ -53,9 +58,11 @@ final class SQLiteDatabase {
         control.removeAll()   // finalized while the connection is open (none in a fork child: see deinit)
         if let handle {
             self.handle = nil
-            if isInherited { return }   // closed by the child handler of fork(): never touched
-            ForkSafety.closing(handle)
-            ForkSafety.sqlite { _ = sqlite3_close_v2(handle) }
+            if isInherited { return }   // closed by the child of fork() (ForkSafety): never touched
+            ForkSafety.sqlite {
+                ForkSafety.closing(handle)
+                _ = sqlite3_close_v2(handle)
+            }
         }
     }
 
@@ -119,7 +126,8 @@ final class SQLiteDatabase {
     /// per statement (about 40 µs a statement on a cold open). Inside a transaction already,
     /// `body` simply runs in it.
     func readTransaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
-        guard let handle, !isInherited, sqlite3_get_autocommit(handle) != 0 else { return try body() }
+        if isInherited { throw Self.inheritedError }
+        guard let handle, sqlite3_get_autocommit(handle) != 0 else { return try body() }
         return try inTransaction(beginning: "BEGIN", body)
     }
 
@@ -203,7 +211,15 @@ final class SQLiteStatement {
         return self
     }
 
+    /// A statement of the parent's generation, in a child of fork(): its handle was closed
+    /// there (ForkSafety+Connections.swift), so nothing may reach it.
+    @inline(__always)
+    private func checkUsable() throws(StoreError) {
+        if generation != ForkSafety.generation { throw SQLiteDatabase.inheritedError }
+    }
+
     func bind(_ index: Int32, _ value: String?) throws(StoreError) {
+        try checkUsable()
         let rc: Int32
         if var value {
             // The string's own UTF-8, with its length: handing the String to the `char *`
@@ -218,6 +234,7 @@ final class SQLiteStatement {
 
     /// UTF-8 bytes as TEXT, without making a String of them first.
     func bindText(_ index: Int32, _ bytes: ArraySlice<UInt8>) throws(StoreError) {
+        try checkUsable()
         let rc = bytes.withUnsafeBufferPointer { bindUTF8(index, $0) }
         if rc != SQLITE_OK { throw db.fail("cannot bind a value") }
     }
@@ -227,16 +244,20 @@ final class SQLiteStatement {
     private func bindUTF8(_ index: Int32, _ bytes: UnsafeBufferPointer<UInt8>) -> Int32 {
         bytes.withMemoryRebound(to: CChar.self) { chars in
             // A NULL pointer would bind NULL, not an empty text.
-            guard let base = chars.baseAddress else { return sqlite3_bind_text(stmt, index, "", 0, SQLiteStatement.transient) }
+            guard let base = chars.baseAddress else {
+                return ForkSafety.sqlite { sqlite3_bind_text(stmt, index, "", 0, SQLiteStatement.transient) }
+            }
             return ForkSafety.sqlite { sqlite3_bind_text(stmt, index, base, Int32(clamping: chars.count), SQLiteStatement.transient) }
         }
     }
 
     func bind(_ index: Int32, _ value: Int64) throws(StoreError) {
+        try checkUsable()
         if sqlite3_bind_int64(stmt, index, value) != SQLITE_OK { throw db.fail("cannot bind a value") }
     }
 
     func bind(_ index: Int32, _ value: Double) throws(StoreError) {
+        try checkUsable()
         if sqlite3_bind_double(stmt, index, value) != SQLITE_OK { throw db.fail("cannot bind a value") }
     }
 
@@ -258,7 +279,7 @@ final class SQLiteStatement {
 
     /// Steps once: true when a row is ready, false when done.
     func step() throws(StoreError) -> Bool {
-        if generation != ForkSafety.generation { throw SQLiteDatabase.inheritedError }
+        try checkUsable()
         let rc = ForkSafety.sqlite { sqlite3_step(stmt) }
         if rc == SQLITE_ROW { return true }
         if rc == SQLITE_DONE { return false }

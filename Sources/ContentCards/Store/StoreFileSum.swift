@@ -18,15 +18,24 @@ enum StoreFileSum {
         // A regular file, not through a symbolic link (NOFOLLOW below): never a FIFO, whose
         // open would wait for a writer.
         var st = stat()
-        guard lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_size <= Int64(KeptFeed.maxBytes),
-              let vfs = sqlite3_vfs_find(nil), let open = vfs.pointee.xOpen else { return nil }
+        guard lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_size <= Int64(KeptFeed.maxBytes) else { return nil }
+        // Maybe the process's first use of SQLite: the fork handlers and settings first, the
+        // connections a child of fork() inherited closed (ForkSafety+Connections.swift).
+        let found = ForkSafety.sqlite { () -> UnsafeMutablePointer<sqlite3_vfs>? in
+            ForkSafety.beforeUse()
+            return sqlite3_vfs_find(nil)
+        }
+        guard let vfs = found, let open = vfs.pointee.xOpen else { return nil }
         let file = UnsafeMutableRawPointer.allocate(byteCount: Int(vfs.pointee.szOsFile), alignment: 16)
             .bindMemory(to: sqlite3_file.self, capacity: 1)
         defer { file.deallocate() }
         file.pointee.pMethods = nil
-        // The layer keeps the name until the file is closed.
-        guard let name = strdup(path) else { return nil }
+        // The layer keeps the name until the file is closed; a database file's name ends with
+        // two NULs, as SQLite's own (a layer may look past the first for parameters).
+        let length = path.utf8.count
+        guard let name = calloc(length + 2, 1)?.assumingMemoryBound(to: CChar.self) else { return nil }
         defer { free(name) }
+        path.withCString { _ = memcpy(name, $0, length) }
         let flags = SQLITE_OPEN_MAIN_DB | SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW
         let rc = ForkSafety.sqlite { open(vfs, name, file, flags, nil) }
         // A file whose open failed is closed too when the layer left its methods set.

@@ -12,8 +12,8 @@ import CSQLite
 ///   `holdAcrossFork` (the handle tables, the scheduler), released in parent and child;
 /// - the child handler bumps `generation`: a connection (and a C handle) from an earlier
 ///   generation was inherited, and is never used again (calls fail with a clear error);
-/// - the child handler closes the inherited SQLite connections, without writing to their
-///   stores, so that the child's own connections take their file locks for real
+/// - the child's first use of SQLite closes the inherited SQLite connections, without writing
+///   to their stores, so that the child's own connections take their file locks for real
 ///   (ForkSafety+Connections.swift).
 package enum ForkSafety {
     nonisolated(unsafe) private static let guardLock: UnsafeMutablePointer<pthread_rwlock_t> = {
@@ -119,7 +119,6 @@ package enum ForkSafety {
 
     private static func child() {
         generation &+= 1
-        closeInheritedConnections()
         var i = 0
         while i < hookCount { childHooks[i](); i += 1 }
         i = lockCount
