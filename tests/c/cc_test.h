@@ -5,10 +5,12 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "contentcards.h"
@@ -144,6 +146,32 @@ static inline cc_controller *cc_test_open_sample(void) {
         exit(2);
     }
     return c;
+}
+
+/* The lock another process finds on the SHARED bytes SQLite locks in the database file at
+ * `path` (os_unix.c: PENDING_BYTE 0x40000000, SHARED_FIRST two past it, SHARED_SIZE 510): its
+ * type (F_UNLCK when none; -1 when the file could not be probed), its holder in *holder. Asked
+ * from a child of its own, which holds no lock there and whose descriptor's close can drop none
+ * of this process's (closing any descriptor of a file drops the process's locks on it). When
+ * several processes hold the lock, the kernel names one of them. */
+static inline int cc_test_sqlite_shared_lock(const char *path, pid_t *holder) {
+    int fds[2];
+    if (pipe(fds) != 0) return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        struct flock probe = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0x40000002, .l_len = 510};
+        int answer[2] = {-1, 0};
+        if (fd >= 0 && fcntl(fd, F_GETLK, &probe) == 0) { answer[0] = probe.l_type; answer[1] = probe.l_pid; }
+        _exit(write(fds[1], answer, sizeof answer) == sizeof answer ? 0 : 1);
+    }
+    int answer[2] = {-1, 0}, status = 0;
+    if (pid < 0 || read(fds[0], answer, sizeof answer) != sizeof answer) answer[0] = -1;
+    if (pid > 0) waitpid(pid, &status, 0);
+    close(fds[0]);
+    close(fds[1]);
+    *holder = answer[1];
+    return answer[0];
 }
 
 #endif

@@ -6,7 +6,6 @@
  * the test if a child has not exited within its time. */
 #include "cc_test.h"
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -150,9 +149,8 @@ static void test_event_ids_differ_across_fork(void) {
  * process that took them. Before the child handler closed the inherited connections, the
  * child's new connection found SHARED "held" and asked the kernel for nothing: it read while
  * the parent's checkpoints restarted the WAL under it (the loop in main, one run in twenty:
- * "disk I/O error", a store reported damaged). The parent looks for the child's lock on the
- * SHARED bytes SQLite locks (os_unix.c: PENDING_BYTE 0x40000000, SHARED_FIRST two past it,
- * SHARED_SIZE 510). */
+ * "disk I/O error", a store reported damaged). The parent, its own controller closed, looks
+ * for the child's lock on the store (cc_test_sqlite_shared_lock). */
 static void test_child_connections_take_real_locks(void) {
     char dir[256], config[512], db_path[300];
     cc_test_make_dir(dir, sizeof dir, "cc-fork-locks");
@@ -177,21 +175,19 @@ static void test_child_connections_take_real_locks(void) {
     CHECK(pid > 0);
     char c = 0;
     CHECK(read(ready[0], &c, 1) == 1 && c == 'r');
-    int fd = open(db_path, O_RDWR | O_CLOEXEC);
-    CHECK(fd >= 0);
-    struct flock probe = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0x40000002, .l_len = 510};
-    CHECK(fcntl(fd, F_GETLK, &probe) == 0);
-    if (probe.l_type != F_RDLCK || probe.l_pid != pid)
+    /* The parent's own lock closed first: the probe is to find the child's, if any. */
+    CHECK_OK(cc_controller_close(parent));
+    pid_t holder = 0;
+    int type = cc_test_sqlite_shared_lock(db_path, &holder);
+    if (type != F_RDLCK || holder != pid)
         fprintf(stderr, "the child's connection holds no SHARED lock of its own (found type %d, pid %d; child %d)\n",
-                (int)probe.l_type, (int)probe.l_pid, (int)pid);
-    CHECK(probe.l_type == F_RDLCK && probe.l_pid == pid);
-    close(fd);
+                type, (int)holder, (int)pid);
+    CHECK(type == F_RDLCK && holder == pid);
     CHECK(write(done[1], "d", 1) == 1);
     int status = 0;
     waitpid(pid, &status, 0);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     close(ready[0]); close(ready[1]); close(done[0]); close(done[1]);
-    CHECK_OK(cc_controller_close(parent));
     CHECK(cc_test_remove_dir(dir));
 }
 

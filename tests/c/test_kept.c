@@ -6,7 +6,6 @@
 #include "cc_test.h"
 
 #include <fcntl.h>
-#include <sys/wait.h>
 
 static char dir[512], config[1024];
 
@@ -48,29 +47,6 @@ static void flip_byte(const char *path, off_t at) {
     close(fd);
 }
 
-/* The type of lock another process finds on the SHARED bytes SQLite locks in the store file
- * (os_unix.c: PENDING_BYTE 0x40000000, SHARED_FIRST two past it, SHARED_SIZE 510), and whose:
- * asked from a child, which has no lock of its own there. */
-static int lock_seen_by_another_process(const char *path, pid_t *holder) {
-    int fds[2];
-    CHECK(pipe(fds) == 0);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        struct flock probe = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0x40000002, .l_len = 510};
-        int answer[2] = {-1, 0};
-        if (fd >= 0 && fcntl(fd, F_GETLK, &probe) == 0) { answer[0] = probe.l_type; answer[1] = probe.l_pid; }
-        _exit(write(fds[1], answer, sizeof answer) == sizeof answer ? 0 : 1);
-    }
-    int answer[2] = {-1, 0}, status = 0;
-    CHECK(pid > 0 && read(fds[0], answer, sizeof answer) == sizeof answer);
-    waitpid(pid, &status, 0);
-    close(fds[0]);
-    close(fds[1]);
-    *holder = answer[1];
-    return answer[0];
-}
-
 /* A controller's close sums the store file for its kept feed. Read with a descriptor of its own,
  * the sum's close() dropped every POSIX lock this process held on the store, those of the
  * controllers still open included (a process keeps its locks on a file only until it closes
@@ -87,14 +63,14 @@ static void test_a_close_leaves_the_other_controllers_locks(void) {
     CHECK_OK(cc_controller_open(&a, locks_config));
     CHECK_OK(cc_controller_refresh(NULL, a, 10));           /* a's connection holds SHARED */
     pid_t holder = 0;
-    CHECK(lock_seen_by_another_process(db, &holder) == F_RDLCK && holder == getpid());
+    CHECK(cc_test_sqlite_shared_lock(db, &holder) == F_RDLCK && holder == getpid());
     CHECK_OK(cc_controller_open(&b, locks_config));
     CHECK_OK(cc_controller_log_impression(b, "tile-1"));    /* a write: b's close sums the file */
     CHECK_OK(cc_controller_close(b));
     char kept_path[700];
     snprintf(kept_path, sizeof kept_path, "%s/contentcards.sqlite-feed", locks_dir);
     CHECK(access(kept_path, F_OK) == 0);
-    int type = lock_seen_by_another_process(db, &holder);
+    int type = cc_test_sqlite_shared_lock(db, &holder);
     if (type != F_RDLCK || holder != getpid())
         fprintf(stderr, "after another controller's close, this process holds no lock on the store (type %d, pid %d)\n",
                 type, (int)holder);
