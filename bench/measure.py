@@ -358,37 +358,54 @@ class Bench:
 
     # 7 -------------------------------------------------------------------------------------
 
-    def stages(self) -> dict[str, Any] | None:
+    def stages(self) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
+        """Row 7: each stage of the feed pipeline in the Swift core (contentcards-tool), and the
+        decode stage's baseline, simdjson (pysimdjson) parsing the same payload's bytes.
+
+        The two are timed in rounds, one after the other (as row 1 times its rows): a tool run
+        (three passes after one not counted), then eleven parses. The ratio is the median of
+        the rounds' ratios: timed in two blocks a few seconds apart, as before, a busy moment
+        of this shared machine that fell on one block moved the ratio by a tenth between runs
+        (3.48x to 3.87x). simdjson's parse is the parse alone: the document is built, with
+        UTF-8 and structure validated, and not read further. None without the tool; the
+        baseline is None when pysimdjson is not installed (`make bench` installs it)."""
         tool = os.path.join(ROOT, ".build-bench", "release", "contentcards-tool")
         if not os.path.exists(tool):
             return None
         path, _ = self.payload_file(10_000)
-        # At least 7 rounds (the quick run's 3 were one slow round from a wrong median).
-        out = subprocess.run([tool, "stages", path, ",".join(FILTER), str(max(self.repeats, 7))],
-                             check=True, capture_output=True, text=True).stdout
-        return json.loads(out.strip().splitlines()[-1])
-
-    def simdjson(self) -> dict[str, Any] | None:
-        """The decode stage's baseline: simdjson (pysimdjson) parsing the same 10,000-card
-        payload's bytes, the median of the rounds (the parse alone: the document is built, with
-        UTF-8 and structure validated, and not read further). None when pysimdjson is not
-        installed (`make bench` installs it into the bench's venv)."""
         try:
             import simdjson  # type: ignore[import-not-found]
         except ImportError:
-            return None
-        path, _ = self.payload_file(10_000)
+            simdjson = None
         with open(path, "rb") as f:
             data = f.read()
-        parser = simdjson.Parser()
-        times = []
-        for _ in range(max(self.repeats, 10)):
-            start = time.perf_counter()
-            doc = parser.parse(data)
-            times.append((time.perf_counter() - start) * 1000)
-            del doc
-        return {"simdjson_parse_ms": round(statistics.median(times), 3), "mb": round(len(data) / 1e6, 2),
-                "version": importlib.metadata.version("pysimdjson")}
+        parser = simdjson.Parser() if simdjson else None
+        stages: dict[str, list[float]] = {}
+        parses: list[float] = []
+        ratios: list[float] = []
+        # At least 7 rounds (the quick run's 3 were one slow round from a wrong median).
+        for _ in range(max(self.repeats, 7)):
+            out = subprocess.run([tool, "stages", path, ",".join(FILTER), "3"],
+                                 check=True, capture_output=True, text=True).stdout
+            row = json.loads(out.strip().splitlines()[-1])
+            for k, v in row.items():
+                stages.setdefault(k, []).append(v)
+            if parser is None:
+                continue
+            times = []
+            for _ in range(11):
+                start = time.perf_counter()
+                doc = parser.parse(data)
+                times.append((time.perf_counter() - start) * 1000)
+                del doc
+            parses.append(statistics.median(times))
+            ratios.append(row["decode_ms"] / parses[-1])
+        medians = {k: statistics.median(v) for k, v in stages.items()}
+        if parser is None:
+            return medians, None
+        return medians, {"simdjson_parse_ms": round(statistics.median(parses), 3), "mb": round(len(data) / 1e6, 2),
+                         "version": importlib.metadata.version("pysimdjson"),
+                         "decode_vs_simdjson": round(statistics.median(ratios), 2)}
 
     # 8 -------------------------------------------------------------------------------------
 
