@@ -15,7 +15,8 @@ import tempfile
 import time
 from typing import Any, Callable
 
-from payloads import FILTER, FILTER_JSON, baseline_orjson, baseline_python, generate, ids_of
+from payloads import (FILTER, FILTER_JSON, baseline_orjson, baseline_python, generate, ids_of, simdjson_parse_ms,
+                      simdjson_parser)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -359,53 +360,34 @@ class Bench:
     # 7 -------------------------------------------------------------------------------------
 
     def stages(self) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
-        """Row 7: each stage of the feed pipeline in the Swift core (contentcards-tool), and the
-        decode stage's baseline, simdjson (pysimdjson) parsing the same payload's bytes.
-
-        The two are timed in rounds, one after the other (as row 1 times its rows): a tool run
-        (three passes after one not counted), then eleven parses. The ratio is the median of
-        the rounds' ratios: timed in two blocks a few seconds apart, as before, a busy moment
-        of this shared machine that fell on one block moved the ratio by a tenth between runs
-        (3.48x to 3.87x). simdjson's parse is the parse alone: the document is built, with
-        UTF-8 and structure validated, and not read further. None without the tool; the
-        baseline is None when pysimdjson is not installed (`make bench` installs it)."""
+        """Row 7: the Swift core's pipeline stages (contentcards-tool), and the decode stage's
+        baseline, simdjson's parse of the same bytes (`payloads.simdjson_parse_ms`). Timed in
+        rounds (a tool run of three passes, then eleven parses), the ratio the median of the
+        rounds' ratios: timed in two blocks seconds apart, a busy moment on one block moved it
+        by a tenth between runs. None without the tool; no baseline without pysimdjson."""
         tool = os.path.join(ROOT, ".build-bench", "release", "contentcards-tool")
         if not os.path.exists(tool):
             return None
         path, _ = self.payload_file(10_000)
-        try:
-            import simdjson  # type: ignore[import-not-found]
-        except ImportError:
-            simdjson = None
         with open(path, "rb") as f:
             data = f.read()
-        parser = simdjson.Parser() if simdjson else None
+        baseline = simdjson_parser()
         stages: dict[str, list[float]] = {}
-        parses: list[float] = []
-        ratios: list[float] = []
-        # At least 7 rounds (the quick run's 3 were one slow round from a wrong median).
-        for _ in range(max(self.repeats, 7)):
-            out = subprocess.run([tool, "stages", path, ",".join(FILTER), "3"],
-                                 check=True, capture_output=True, text=True).stdout
+        parses, ratios = [], []
+        for _ in range(max(self.repeats, 7)):   # the quick run's 3 were one slow round from a wrong median
+            out = subprocess.run([tool, "stages", path, ",".join(FILTER), "3"], check=True, capture_output=True,
+                                 text=True).stdout
             row = json.loads(out.strip().splitlines()[-1])
             for k, v in row.items():
                 stages.setdefault(k, []).append(v)
-            if parser is None:
-                continue
-            times = []
-            for _ in range(11):
-                start = time.perf_counter()
-                doc = parser.parse(data)
-                times.append((time.perf_counter() - start) * 1000)
-                del doc
-            parses.append(statistics.median(times))
-            ratios.append(row["decode_ms"] / parses[-1])
+            if baseline:
+                parses.append(simdjson_parse_ms(baseline[0], data))
+                ratios.append(row["decode_ms"] / parses[-1])
         medians = {k: statistics.median(v) for k, v in stages.items()}
-        if parser is None:
+        if not baseline:
             return medians, None
         return medians, {"simdjson_parse_ms": round(statistics.median(parses), 3), "mb": round(len(data) / 1e6, 2),
-                         "version": importlib.metadata.version("pysimdjson"),
-                         "decode_vs_simdjson": round(statistics.median(ratios), 2)}
+                         "version": baseline[1], "decode_vs_simdjson": round(statistics.median(ratios), 2)}
 
     # 8 -------------------------------------------------------------------------------------
 

@@ -66,5 +66,31 @@ def baseline_orjson(payload: str) -> bytes:
     return orjson.dumps(kept)
 
 
+def simdjson_parser() -> tuple[Any, str] | None:
+    """The decode stage's baseline (bench row 7): a pysimdjson parser, reused from parse to
+    parse as simdjson's own benchmarks reuse theirs, and pysimdjson's version; None when it is
+    not installed (`make bench` installs it into the bench's venv)."""
+    try:
+        import simdjson  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    import importlib.metadata
+    return simdjson.Parser(), importlib.metadata.version("pysimdjson")
+
+
+def simdjson_parse_ms(parser: Any, data: bytes, runs: int = 11) -> float:
+    """The median of `runs` parses of `data`, in milliseconds: the parse alone (the document
+    built, its UTF-8 and structure validated, and not read further)."""
+    import statistics
+    import time
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        doc = parser.parse(data)
+        times.append((time.perf_counter() - start) * 1000)
+        del doc
+    return statistics.median(times)
+
+
 def ids_of(output: str | bytes) -> list[str]:
     return sorted(c["id"] for c in json.loads(output))
