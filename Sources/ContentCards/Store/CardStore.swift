@@ -134,6 +134,16 @@ final class CardStore {
         directory.hasSuffix("/") ? directory + fileName : directory + "/" + fileName
     }
 
+    /// A store dropped without `close` (an open that failed after the store was made): its
+    /// statements go first. The connection goes with `db`, which Swift releases after this
+    /// body; with a statement still prepared, `sqlite3_close_v2` would leave it open until
+    /// the last one is finalized, its file locks held, while the registry of connections
+    /// that a child of fork() closes (ForkSafety+Connections.swift) had already let it go.
+    deinit {
+        statements.removeAll()
+        checkpointer?.close()
+    }
+
     /// Closes the store. With `keep`, first hands it the file's stamp and sum for a kept feed
     /// (`KeptFeed`) when the file holds exactly what the caller loaded (`version`, the
     /// `data_version` of its last load) and every commit, unless the file's stamp is

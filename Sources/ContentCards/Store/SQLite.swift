@@ -22,6 +22,12 @@ final class SQLiteDatabase {
         sawCorruption = true
         if path != ":memory:" { unlink(CheckStamp.path(of: path)) }
     }
+    /// Closes that found a statement still prepared on their connection, which SQLite then
+    /// keeps open, its file locks held, until the statement is finalized: none are expected
+    /// (a store finalizes its statements first), and the tests check it.
+    static var closesWithStatementsLeft: Int { closeCounts.withLock { closeCountsValue } }
+    private static let closeCounts = Lock()
+    nonisolated(unsafe) private static var closeCountsValue = 0
     static let inheritedError = StoreError("the store was opened before fork() and is inherited by this child process: it cannot be used here (open a new controller in the child)")
 
     /// SQLITE_TRANSIENT: SQLite copies bound text before the call returns.
@@ -60,6 +66,7 @@ final class SQLiteDatabase {
             self.handle = nil
             if isInherited { return }   // closed by the child of fork() (ForkSafety): never touched
             ForkSafety.sqlite {
+                if sqlite3_next_stmt(handle, nil) != nil { Self.closeCounts.withLock { Self.closeCountsValue += 1 } }
                 ForkSafety.closing(handle)
                 _ = sqlite3_close_v2(handle)
             }

@@ -52,6 +52,28 @@ import CSQLite
         #expect(first.int(0) == 0)
     }
 
+    /// A store dropped without `close` (what an open that fails after the store was made
+    /// does) finalizes its statements before its connection closes. Its connection was
+    /// released first, and SQLite keeps a connection closed with a statement prepared open,
+    /// its file locks held, until the statement goes: in that moment the registry that a
+    /// child of fork() closes had already let it go (ForkSafety+Connections.swift).
+    @Test func aStoreDroppedWithoutCloseFinalizesItsStatementsFirst() throws {
+        let dir = Fixtures.temporaryDirectory("dropped")
+        defer { Fixtures.removeTree(dir) }
+        let before = SQLiteDatabase.closesWithStatementsLeft
+        do {
+            let store = try CardStore(directory: dir)
+            let s = try store.statement("SELECT COUNT(*) FROM cards")
+            #expect(try s.step())
+        }
+        #expect(SQLiteDatabase.closesWithStatementsLeft == before)
+        // The same with `close`, which always finalized them first.
+        let store = try CardStore(directory: dir)
+        _ = try store.statement("SELECT COUNT(*) FROM cards").step()
+        store.close()
+        #expect(SQLiteDatabase.closesWithStatementsLeft == before)
+    }
+
     /// The cache of statements grows past its first room, finds each by its literal, keeps
     /// them in order, and lets them go (each finalized: the connection then closes with none).
     @Test func theCacheGrowsFindsEachStatementAndLetsThemGo() throws {
