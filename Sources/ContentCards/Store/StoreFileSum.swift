@@ -30,11 +30,14 @@ enum StoreFileSum {
             .bindMemory(to: sqlite3_file.self, capacity: 1)
         defer { file.deallocate() }
         file.pointee.pMethods = nil
-        // The layer keeps the name until the file is closed; a database file's name ends with
-        // two NULs, as SQLite's own (a layer may look past the first for parameters).
+        // The layer keeps the name until the file is closed. Laid out as SQLite lays out a
+        // database file's name: four NUL bytes before it and two after, since a layer may
+        // look past its end for URI parameters, and SQLite's name functions
+        // (`sqlite3_filename_database`) walk back from it to the four NULs.
         let length = path.utf8.count
-        guard let name = calloc(length + 2, 1)?.assumingMemoryBound(to: CChar.self) else { return nil }
-        defer { free(name) }
+        guard let block = calloc(4 + length + 2, 1)?.assumingMemoryBound(to: CChar.self) else { return nil }
+        defer { free(block) }
+        let name = block + 4
         path.withCString { _ = memcpy(name, $0, length) }
         let flags = SQLITE_OPEN_MAIN_DB | SQLITE_OPEN_READONLY | SQLITE_OPEN_NOFOLLOW
         let rc = ForkSafety.sqlite { open(vfs, name, file, flags, nil) }
