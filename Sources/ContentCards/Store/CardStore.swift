@@ -101,12 +101,17 @@ final class CardStore {
             throw StoreError("the store at \(location) is read-only (permission denied); the store needs to write it: chmod 600 \(location)", complete: true)
         }
         // Reading a WAL-mode file makes SQLite create its -wal and -shm files; a refused file
-        // gets its directory back as it was (an empty WAL and the index we created go).
+        // gets its directory back as it was (an empty WAL and the index we created go). Only a
+        // file refused for what it holds (not ours, damaged): an open that failed for a reason
+        // of the moment (busy past its retries, a full disk, an I/O error) may have failed
+        // beside another process that made and mapped the same -shm meanwhile, and a third
+        // opener would then build a second index of the one WAL.
         let candidates: [String] = isInMemory ? [] : [location + "-wal", location + "-shm"]
         let companions = candidates.filter { (path: String) in access(path, F_OK) != 0 }
         do { try prepareSchema() } catch {
             db.close()
-            for file in companions {
+            let refusedFile = [0, SQLITE_CORRUPT, SQLITE_NOTADB, SQLITE_FORMAT].contains(error.code & 0xFF)
+            for file in companions where refusedFile {
                 var st = stat()
                 if lstat(file, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, file.hasSuffix("-shm") || st.st_size == 0 { unlink(file) }
             }
