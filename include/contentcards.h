@@ -68,8 +68,9 @@
  *                never hangs on a lock another thread held, including SQLite's; fork() itself
  *                waits only for the SQLite calls and write transactions in progress. The
  *                child's new controllers share a store with the parent as another process's
- *                would (the child's first new controller closes the child's copies of the
- *                parent's SQLite connections, writing nothing).
+ *                would (the child's first use of SQLite, a new controller's or a kept feed's
+ *                check, closes the child's copies of the parent's SQLite connections, writing
+ *                nothing).
  *   Never trap.  No input makes the library abort the host process.
  */
 #ifndef CONTENTCARDS_H

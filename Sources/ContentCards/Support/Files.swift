@@ -180,7 +180,7 @@ package enum Files {
     /// (`-wal`, `-shm`, `-journal`) without following a symbolic link: each must be a regular
     /// file owned by this user and not writable by group or others. Then the file must be writable.
     package static func prepareStoreFile(_ path: String) throws(Failure) {
-        if access(path, F_OK) != 0 { createStoreFile(path) }
+        creation.withLock { if access(path, F_OK) != 0 { createStoreFile(path) } }
         for (file, mustExist) in [(path, true), (path + "-wal", false), (path + "-shm", false), (path + "-journal", false)] {
             var st = stat()
             if lstat(file, &st) != 0 {
@@ -207,28 +207,32 @@ package enum Files {
         }
     }
 
+    /// Held while a store file is made, and taken by every `prepareStoreFile`, which every
+    /// opening of a store goes through first (a store's second connection, the
+    /// checkpointer's, opens a file its controller's opening made). Held across fork(), as
+    /// the library's other process-wide locks are (ForkSafety).
+    private static let creation: Lock = {
+        let lock = Lock()
+        ForkSafety.holdAcrossFork(lock)
+        return lock
+    }()
+
     /// Makes the empty store file, 0600, unless another thread or process made it first.
     ///
-    /// Made under another name and linked into place, so that our descriptor of it is closed
-    /// before any SQLite connection can know the file: a process keeps its POSIX locks on a
-    /// file only until it closes any descriptor of it, and a connection of this process that
-    /// opened the new store between our open and our close would have lost its locks at our
-    /// close (StoreFileSum.swift says what that allowed). Where the file system has no hard
-    /// links, the file is made in place, as before.
+    /// A process keeps its POSIX locks on a file only until it closes any descriptor of it:
+    /// a connection of this process that opened the new file between our open and our close
+    /// would have lost its SQLite locks at our close (StoreFileSum.swift says what that
+    /// allowed). The caller holds `creation`, so no opening in this process gets that far
+    /// until our descriptor is closed; other processes keep their locks (they are per
+    /// process). Made in place, on every file system: no second name that a crash between
+    /// two calls could leave behind (an earlier version linked a file made under another
+    /// name into place, and a kill between the link and the unlink left the store a second
+    /// name that forgetting a user would not remove).
     private static func createStoreFile(_ path: String) {
-        let temporary = "\(path).new-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let fd = open(temporary, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         if fd >= 0 {
             fchmod(fd, 0o600)   // the umask may have taken bits away; never more than 0600 anyway
             close(fd)
-            let linked = link(temporary, path) == 0 || errno == EEXIST
-            unlink(temporary)
-            if linked { return }
-        }
-        let inPlace = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        if inPlace >= 0 {
-            fchmod(inPlace, 0o600)
-            close(inPlace)
         }
     }
 }
