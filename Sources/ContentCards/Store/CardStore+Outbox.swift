@@ -1,0 +1,63 @@
+import CSQLite
+/// The event outbox: the events waiting to be sent, oldest first, counted, read in batches and
+/// deleted once delivered (docs/BEHAVIOUR.md, "Events").
+extension CardStore {
+    func pendingEventCount() throws(StoreError) -> Int {
+        let s = try statement("SELECT COUNT(*) FROM events")
+        defer { s.reset() }
+        return try s.step() ? Int(s.int(0)) : 0
+    }
+
+    /// The oldest events, at most `limit` of them and about `maxBytes` of JSON (always at
+    /// least one, so an event larger than the bound still goes out alone).
+    func pendingEvents(limit: Int, maxBytes: Int) throws(StoreError) -> [PendingEvent] {
+        let s = try statement("SELECT seq, id, type, card_id, class_type, user_id, time FROM events ORDER BY seq LIMIT ?")
+        defer { s.reset() }
+        try s.bind(1, Int64(limit))
+        var batch: [PendingEvent] = []
+        var bytes = 16
+        while try s.step() {
+            guard let id = s.text(1), let kind = s.text(2).flatMap(Event.Kind.init(rawValue:)) else { continue }
+            let event = Event(id: id, kind: kind, cardID: s.text(3), classType: s.text(4),
+                              userID: s.text(5) ?? "", time: s.double(6))
+            let size = EventJSON.encodedSize(event)
+            if !batch.isEmpty && bytes + size > maxBytes { break }
+            bytes += size
+            batch.append(PendingEvent(sequence: s.int(0), event: event))
+        }
+        return batch
+    }
+
+    /// Cards of `user` with a read or unread event still in the outbox: their local read state
+    /// wins over the server's in a merge until the event is delivered (docs/BEHAVIOUR.md,
+    /// "Merge", rule 9).
+    func pendingReadStateCards(user: String) throws(StoreError) -> Set<CardKey> {
+        let s = try statement("SELECT DISTINCT card_id FROM events WHERE user_id = ? AND type IN ('read', 'unread') AND card_id IS NOT NULL")
+        defer { s.reset() }
+        try s.bind(1, user)
+        var ids = Set<CardKey>()
+        while try s.step() { if let id = s.text(0) { ids.insert(CardKey(id)) } }
+        return ids
+    }
+
+    /// The user's rows in the cards table, decodable or not (diagnostics compares it with the
+    /// cards loaded, so a row that no longer decodes is reported rather than dropped silently).
+    func cardRowCount(user: String) throws(StoreError) -> Int {
+        if isInMemory { return 0 }     // no cards table: it writes none (`createSchema4`)
+        let s = try statement("SELECT COUNT(*) FROM cards WHERE user_id = ?")
+        defer { s.reset() }
+        try s.bind(1, user)
+        return try s.step() ? Int(s.int(0)) : 0
+    }
+
+    /// Deletes delivered events, each by its number and its id: a number can be given again
+    /// once the newest events are gone (schema 4 has no AUTOINCREMENT), and another process
+    /// delivering the same outbox may have deleted these and logged new ones meanwhile.
+    func deleteEvents(_ events: [PendingEvent]) throws(StoreError) {
+        guard !events.isEmpty else { return }
+        try db.transaction { () throws(StoreError) in
+            let s = try statement("DELETE FROM events WHERE seq = ? AND id = ?")
+            for e in events { try s.run([.int(e.sequence), .text(e.event.id)]) }
+        }
+    }
+}
