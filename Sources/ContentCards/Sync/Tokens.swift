@@ -39,6 +39,9 @@ package final class TokenSlot: @unchecked Sendable {
         let generation: Int
         var result: Result<AuthToken, ContentCardsError>?
         var abandoned = false
+        /// Its user was forgotten while it was asked: the answer goes to the requests waiting
+        /// for it (of the user just forgotten, whose results are discarded) and is not kept.
+        var forgotten = false
         init(generation: Int) { self.generation = generation }
     }
 
@@ -83,8 +86,17 @@ package final class TokenSlot: @unchecked Sendable {
         lock.withLock { if cache[user]?.auth.token == token { cache[user] = nil } }
     }
 
-    /// Forgets a user's token (the user was forgotten).
-    func forget(_ user: String) { lock.withLock { _ = cache.removeValue(forKey: user) } }
+    /// Forgets a user's token (the user was forgotten), and the answer of a request for one
+    /// in flight: kept when it came, it would have put the forgotten user's token back.
+    func forget(_ user: String) {
+        lock.withLock {
+            cache[user] = nil
+            if let running = asking[user] {
+                running.forgotten = true
+                asking[user] = nil
+            }
+        }
+    }
 
     /// How long before its expiry a token is asked for again: 30 s, or half its lifetime when
     /// that is shorter, so a token is never sent in its last moments.
@@ -161,7 +173,7 @@ package final class TokenSlot: @unchecked Sendable {
             ask.result = answer
             if asking[user] === ask { asking[user] = nil }
             if case .failure = answer { counts.failures += 1 }
-            if case .success(let token) = answer, ask.generation == generation, !ask.abandoned {
+            if case .success(let token) = answer, ask.generation == generation, !ask.abandoned, !ask.forgotten {
                 if cache.count >= Self.maxUsers, cache[user] == nil,
                    let oldest = cache.min(by: { $0.value.obtainedAt < $1.value.obtainedAt })?.key {
                     cache[oldest] = nil

@@ -87,6 +87,47 @@ import Testing
         #expect(try server.events().count == 1)
     }
 
+    /// A user forgotten while the provider is being asked for its token: the request waiting
+    /// gets the answer, and the token is not kept (kept, it put the forgotten user's token back
+    /// into the cache, and the next request for that user reused it without asking).
+    @Test func aTokenAskedForAUserForgottenMeanwhileIsNotKept() throws {
+        final class Calls: @unchecked Sendable {
+            let lock = NSCondition()
+            var count = 0, released = false
+        }
+        let calls = Calls()
+        let slot = TokenSlot()
+        slot.set { user in
+            calls.lock.lock()
+            calls.count += 1
+            let first = calls.count == 1
+            calls.lock.broadcast()
+            while first && !calls.released { calls.lock.wait() }
+            calls.lock.unlock()
+            return .success(AuthToken("token-\(user)"))
+        }
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            _ = slot.token(for: "alice", deadline: monotonicSeconds() + 10)
+            done.signal()
+        }.start()
+        calls.lock.lock()
+        while calls.count == 0 { calls.lock.wait() }
+        calls.lock.unlock()
+        slot.forget("alice")
+        calls.lock.lock()
+        calls.released = true
+        calls.lock.broadcast()
+        calls.lock.unlock()
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        guard case .success(let again)? = slot.token(for: "alice", deadline: monotonicSeconds() + 10) else {
+            Issue.record("no token")
+            return
+        }
+        #expect(again.token == "token-alice")
+        #expect(calls.count == 2)
+    }
+
     @Test func tokensThatCannotGoInAHeaderAreRefused() {
         #expect(TokenSlot.invalidity("ok.token-1_~") == nil)
         #expect(TokenSlot.invalidity("") != nil)
