@@ -74,7 +74,9 @@ extension ContentCardsController {
         }
         var receipt = ForgetReceipt(userID: user)
         receipt.eventsDelivered = delivered
-        let (imageURLs, wasCurrent, counts): (Set<String>, Bool, FeedCounts?) = try lock.withLock { () throws(ContentCardsError) in
+        // The current user's image cache is taken under the lock, with the erase: read after
+        // it, a user change in between made it the next user's, whose images were removed.
+        let (imageURLs, currentCache, counts): (Set<String>, ImageCache?, FeedCounts?) = try lock.withLock { () throws(ContentCardsError) in
             let store = try liveStore()
             let wasCurrent = user == userID
             do throws(StoreError) {
@@ -89,7 +91,7 @@ extension ContentCardsController {
                 otherUsers[user] = nil
                 tokens.forget(user)
                 let urls = Set(stored.cards.values.compactMap(\.image))
-                guard wasCurrent else { return (urls, false, nil) }
+                guard wasCurrent else { return (urls, nil, nil) }
                 // What the store holds for the user now, read with its data_version in one
                 // snapshot (a commit of another process since the erase is loaded, not skipped).
                 let (left, version) = try store.loadWithVersion(user: user, decoder: decoder)
@@ -101,7 +103,7 @@ extension ContentCardsController {
                 forgotten &+= 1
                 refresher.inFlight = nil
                 record.leftOut = []
-                return (urls, true, currentCounts())
+                return (urls, images?.current, currentCounts())
             } catch {
                 // Partly erased, perhaps: what is in memory no longer vouches for the store. The
                 // next read reloads it, and a close keeps no feed from it.
@@ -109,7 +111,7 @@ extension ContentCardsController {
                 throw ContentCardsError(.storage, "cannot forget user \(Self.quoted(user)): \(error.message) (the store is as it was, or partly erased: call again)")
             }
         }
-        receipt.images = forgetImages(of: user, current: wasCurrent, urls: imageURLs)
+        receipt.images = forgetImages(of: user, current: currentCache, urls: imageURLs)
         if let counts {
             subscribers.notify(FeedUpdate(reason: .userForgotten, error: nil, cardID: nil, counts: counts, sync: nil))
         }
@@ -135,13 +137,23 @@ extension ContentCardsController {
 
     private var userIDNow: String { lock.withLock { userID } }
 
-    /// Removes the user's image files: the current user's cache is emptied (and stays, in
-    /// use), another user's is emptied and its directory removed.
-    private func forgetImages(of user: String, current: Bool, urls: Set<String>) -> Int {
+    /// Removes the user's image files: the current user's cache (`current`, taken with the
+    /// erase) is emptied and stays, in use; another user's is emptied and its directory
+    /// removed. The files are those on the disk, not those this controller knew of: another
+    /// controller or process of the user may have fetched some since.
+    private func forgetImages(of user: String, current: ImageCache?, urls: Set<String>) -> Int {
         guard let images else { return 0 }
-        if current {
-            let removed = images.current.keepOnly([])
-            prefetchImages()      // the empty feed's prefetch: one running stops after its image
+        if let current {
+            current.scan()
+            var removed = current.keepOnly([])
+            // A prefetch running for the feed just emptied stops after its current image, which
+            // it may keep after the wipe: waited for (the empty feed's prefetch, scheduled
+            // here, is what stops it), then the disk is wiped again. Waiting is bounded by one
+            // image's fetch.
+            prefetchImages()
+            _ = images.wait(timeout: Self.clampTimeout(configuration.timeoutSeconds * 2))
+            current.scan()
+            removed += current.keepOnly([])
             return removed
         }
         guard let cache = images.existingCache(for: user) else { return 0 }

@@ -212,6 +212,32 @@ import Testing
         #expect((first as NSString).deletingLastPathComponent != (second as NSString).deletingLastPathComponent)
     }
 
+    /// Forgetting the user removes the images on the disk, not only those this controller
+    /// knew of: here another controller of the user fetched them after this one last looked
+    /// (its cache's list was empty, and the images stayed).
+    @Test func forgettingTheUserRemovesImagesAnotherControllerFetched() throws {
+        let dir = Fixtures.temporaryDirectory("images-forget")
+        defer { Fixtures.removeTree(dir) }
+        let server = FakeServer()
+        server.banner("a", 10, "size=3000")
+        server.banner("b", 11, "size=2000")
+        let config = #"{"userId":"pics","storagePath":"\#(dir)/store","refreshTokens":0,"source":{"callback":true},"images":{}}"#
+        let forgetting = try ContentCardsController(json: config, transport: ClosureTransport { server.send($0) })
+        defer { forgetting.close() }
+        let fetching = try ContentCardsController(json: config, transport: ClosureTransport { server.send($0) })
+        try fetching.refresh(timeout: 5)
+        #expect(try fetching.waitForImages(timeout: 10).cached == 2)
+        fetching.close()
+        let images = try FileManager.default.subpathsOfDirectory(atPath: dir + "/store/images")
+            .filter { $0.split(separator: "/").count == 2 && !$0.hasSuffix(".tmp") }   // USER/IMAGE
+        #expect(images.count == 2)
+        let receipt = try forgetting.forgetUser(pending: .discard)
+        #expect(receipt.images == 2)
+        let left = try FileManager.default.subpathsOfDirectory(atPath: dir + "/store/images")
+            .filter { $0.split(separator: "/").count == 2 }
+        #expect(left.isEmpty, "\(left)")
+    }
+
     @Test func configuration() {
         #expect(throws: ContentCardsError.self) { try ContentCardsController(json: #"{"images":{}}"#) }
         #expect(throws: ContentCardsError.self) { try ContentCardsController(json: "{}").waitForImages(timeout: 1) }
