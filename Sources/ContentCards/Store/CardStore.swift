@@ -177,6 +177,11 @@ final class CardStore {
     /// and the file holding every commit, its stamp and sum handed to `keep`. False when any
     /// step fails: another process reading or writing, a commit the caller has not loaded.
     private func keepFeed(_ keep: (String, UInt64, Int) -> Bool, standing: String?, version: Int64) -> Bool {
+        // Not waited for: a close that finds another connection writing, or reading an older
+        // snapshot, keeps no copy (the next open reads the store) rather than wait. The
+        // checkpoint and the write lock each waited the 5 s busy timeout, the controller's
+        // lock held all along. The connection closes next: nothing else runs on it.
+        sqlite3_busy_timeout(db.handle, 0)
         do throws(StoreError) {
             try db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             return try db.transaction { () throws(StoreError) -> Bool in
