@@ -156,4 +156,23 @@ import Glibc
         #expect(try s.step() && s.int(0) == 200)
         s.reset()
     }
+
+    /// A close that finds another connection in a write transaction keeps no copy and does
+    /// not wait for it: the checkpoint and the write lock the copy needs each waited the 5 s
+    /// busy timeout, the controller's lock held (a close took 10 s).
+    @Test func aCloseBesideAWriterKeepsNoCopyAndDoesNotWait() throws {
+        let dir = Fixtures.temporaryDirectory("kept-busy")
+        defer { Fixtures.removeTree(dir) }
+        let c = try makeController(storage: dir)
+        try c.apply(Fixtures.payload([Fixtures.wire("a"), Fixtures.wire("b")], full: true))
+        let writer = try SQLiteDatabase(path: dir + "/contentcards.sqlite")
+        defer { writer.close() }
+        try writer.execute("BEGIN IMMEDIATE")
+        let start = monotonicSeconds()
+        c.close()
+        let took = monotonicSeconds() - start
+        try writer.execute("ROLLBACK")
+        #expect(took < 2.5, "the close took \(took) s")
+        #expect(access(KeptFeed.path(of: dir + "/contentcards.sqlite"), F_OK) != 0)
+    }
 }
