@@ -7,11 +7,13 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 enum {
     CURLE_OK = 0,
     CURLE_OPERATION_TIMEDOUT = 28,
+    CURLE_ABORTED_BY_CALLBACK = 42,
     CURLOPT_WRITEDATA = 10001,
     CURLOPT_ERRORBUFFER = 10010,
     CURLOPT_HEADERDATA = 10029,
@@ -23,8 +25,6 @@ enum {
     CURLOPT_OPENSOCKETFUNCTION = 20163,
     CURLOPT_CLOSESOCKETFUNCTION = 20208,
     CURLOPT_XFERINFOFUNCTION = 20219,
-    CURLOPT_LOW_SPEED_LIMIT = 19,
-    CURLOPT_LOW_SPEED_TIME = 20,
     CURLOPT_NOPROGRESS = 43,
     CURLOPT_HTTPGET = 80,
     CURLOPT_CONNECTTIMEOUT_MS = 156,
@@ -43,6 +43,16 @@ void cc_stream_control_init(cc_stream_control *control) {
     pthread_mutex_init(&control->lock, NULL);
     control->fd = -1;
     control->stopped = 0;
+    control->interrupted = 0;
+    control->last_byte_ms = 0;
+    control->idle_ms = 0;
+    control->idled = 0;
+}
+
+static long long now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 void cc_stream_control_destroy(cc_stream_control *control) { pthread_mutex_destroy(&control->lock); }
@@ -58,7 +68,14 @@ void cc_stream_stop(cc_stream_control *control) {
 
 void cc_stream_interrupt(cc_stream_control *control) {
     pthread_mutex_lock(&control->lock);
+    control->interrupted = 1;
     if (control->fd >= 0) shutdown(control->fd, SHUT_RDWR);
+    pthread_mutex_unlock(&control->lock);
+}
+
+void cc_stream_resume(cc_stream_control *control) {
+    pthread_mutex_lock(&control->lock);
+    control->interrupted = 0;
     pthread_mutex_unlock(&control->lock);
 }
 
@@ -67,7 +84,7 @@ static int on_open(void *data, int purpose, struct curl_sockaddr *address) {
     cc_stream_control *control = data;
     pthread_mutex_lock(&control->lock);
     int fd = -1;
-    if (!control->stopped) {
+    if (!control->stopped && !control->interrupted) {
 #ifdef SOCK_CLOEXEC
         fd = socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
 #else
@@ -88,25 +105,32 @@ static int on_close(void *data, int fd) {
     return rc;
 }
 
-/// Called by curl about once a second at least: a stop that came between two reads ends it.
+/// Called by curl about once a second at least, on the transfer's thread: a stop or an
+/// interrupt that came between two reads ends it, and so does `idle_ms` without a byte.
 static int on_progress(void *data, long long a, long long b, long long c, long long d) {
     (void)a; (void)b; (void)c; (void)d;
     cc_stream_control *control = data;
     pthread_mutex_lock(&control->lock);
-    int stopped = control->stopped;
+    int end = control->stopped || control->interrupted;
     pthread_mutex_unlock(&control->lock);
-    return stopped;
+    if (!end && control->idle_ms > 0 && now_ms() - control->last_byte_ms > control->idle_ms) {
+        control->idled = 1;
+        end = 1;
+    }
+    return end;
 }
 
 struct reader {
     cc_stream_data_fn on_data;
     void *context;
     int refused;
+    cc_stream_control *control;
 };
 
 static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata) {
     struct reader *r = userdata;
     size_t n = size * nmemb;
+    r->control->last_byte_ms = now_ms();
     if (r->on_data(r->context, ptr, n) != 0) {
         r->refused = 1;
         return 0;   // CURLE_WRITE_ERROR
@@ -118,11 +142,13 @@ struct seen_headers {
     char *retry_after;
     size_t bytes;
     int too_large;
+    cc_stream_control *control;
 };
 
 static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata) {
     struct seen_headers *h = userdata;
     size_t n = size * nmemb;
+    h->control->last_byte_ms = now_ms();
     h->bytes += n;
     if (h->bytes > CC_HTTP_MAX_HEADER_BYTES) {
         h->too_large = 1;
@@ -138,16 +164,17 @@ int cc_http_stream(const char *url, const char *const *headers, size_t header_co
     cc_http_request r;
     int begun = cc_http_begin(&r, url, headers, header_count, out);
     if (begun != CC_HTTP_OK) return begun;
-    struct reader reader = {on_data, context, 0};
-    struct seen_headers seen = {out->retry_after, 0, 0};
+    struct reader reader = {on_data, context, 0, control};
+    struct seen_headers seen = {out->retry_after, 0, 0, control};
     char errbuf[CURL_ERROR_SIZE] = {0};
-    long idle_seconds = idle_ms <= 1000 ? 1 : (idle_ms + 999) / 1000;
     cc_http_set_long(&r, CURLOPT_HTTPGET, 1L);
     cc_http_set_long(&r, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
     // No overall timeout: the stream lasts. A server that sends nothing, not even a keepalive,
-    // for idle_ms (less than a byte a second over that time) ends it.
-    cc_http_set_long(&r, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    cc_http_set_long(&r, CURLOPT_LOW_SPEED_TIME, idle_seconds);
+    // for idle_ms after its last byte ends it (on_progress). (curl's low-speed limit, a byte a
+    // second on average, dropped a live server whose keepalive is a few bytes every 15 s.)
+    control->idle_ms = idle_ms < 1000 ? 1000 : idle_ms;
+    control->last_byte_ms = now_ms();
+    control->idled = 0;
     cc_http_set_function(&r, CURLOPT_WRITEFUNCTION, (void (*)(void))on_body);
     cc_http_set_pointer(&r, CURLOPT_WRITEDATA, &reader);
     cc_http_set_function(&r, CURLOPT_HEADERFUNCTION, (void (*)(void))on_header);
@@ -165,12 +192,15 @@ int cc_http_stream(const char *url, const char *const *headers, size_t header_co
     out->status = cc_http_status(&r);
     int result = CC_HTTP_OK;
     pthread_mutex_lock(&control->lock);
-    int stopped = control->stopped;
+    int stopped = control->stopped || control->interrupted;
     pthread_mutex_unlock(&control->lock);
     if (code != CURLE_OK) {
         if (stopped) {
             result = CC_HTTP_NETWORK;
             snprintf(out->error, sizeof out->error, "stopped");
+        } else if (code == CURLE_ABORTED_BY_CALLBACK && control->idled) {
+            result = CC_HTTP_TIMEOUT;
+            snprintf(out->error, sizeof out->error, "no byte from the server for %ld ms", control->idle_ms);
         } else if (reader.refused) {
             result = CC_HTTP_NETWORK;
             snprintf(out->error, sizeof out->error, "stopped by the reader");

@@ -21,6 +21,12 @@ typedef struct cc_stream_control {
     pthread_mutex_t lock;
     int fd;          // the connection's socket, -1 when none
     int stopped;     // set by cc_stream_stop: the transfer ends at once, a new one does not start
+    int interrupted; // set by cc_stream_interrupt until cc_stream_resume: as `stopped`, for now
+    // Monotonic milliseconds of the last byte received, and how long the stream may go silent
+    // (the transfer's own, set by cc_http_stream).
+    long long last_byte_ms;
+    long idle_ms;
+    int idled;       // the transfer ended for its silence
 } cc_stream_control;
 
 CC_HTTP_INTERNAL void cc_stream_control_init(cc_stream_control *control);
@@ -30,9 +36,15 @@ CC_HTTP_INTERNAL void cc_stream_control_destroy(cc_stream_control *control);
 /// before it starts. Any thread.
 CC_HTTP_INTERNAL void cc_stream_stop(cc_stream_control *control);
 
-/// Ends the transfer in progress now (its socket shut down), leaving later ones free to start:
-/// the reader reconnects (a user change). Any thread.
+/// Ends the transfer in progress now (its socket shut down), and any that starts before
+/// cc_stream_resume: the reader reconnects (a user change). A transfer that is connecting,
+/// or that has no socket recorded (curl tried two addresses at once), ends at its next
+/// progress call (curl makes one about every second). Any thread.
 CC_HTTP_INTERNAL void cc_stream_interrupt(cc_stream_control *control);
+
+/// Lets transfers start again after cc_stream_interrupt (the reader is about to connect for
+/// the user it read after the interrupt).
+CC_HTTP_INTERNAL void cc_stream_resume(cc_stream_control *control);
 
 /// Called with each piece of the body as it arrives; return 0 to go on, anything else to end
 /// the transfer (CC_HTTP_NETWORK, `error` says "stopped by the reader").
@@ -40,7 +52,8 @@ typedef int (*cc_stream_data_fn)(void *context, const char *data, size_t len);
 
 /// GETs `url` with `headers` and hands the body to `on_data` as it comes, until the server ends
 /// it, the connection breaks, `idle_ms` pass without a byte (a server that accepted and went
-/// silent: CC_HTTP_TIMEOUT), `on_data` asks to stop, or cc_stream_stop. `connect_ms` bounds the
+/// silent, measured from the last byte received, so a keepalive of a few bytes now and then
+/// keeps it: CC_HTTP_TIMEOUT), `on_data` asks to stop, or cc_stream_stop. `connect_ms` bounds the
 /// connection. `out->status` is the response's status (the body is handed over whatever it
 /// is; out->body stays NULL); `out->retry_after` its Retry-After. Returns a CC_HTTP_* outcome:
 /// CC_HTTP_OK when the server ended the body.

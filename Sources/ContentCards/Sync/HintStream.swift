@@ -65,25 +65,38 @@ final class HintStream: @unchecked Sendable {
         cc_stream_stop(control)
     }
 
-    /// Connects again at once (the user changed).
+    /// Connects again at once (the user changed). The interrupt holds until the stream's
+    /// thread takes it (`run`, under the same lock), so a connection being made when it came
+    /// (the token asked for, the name resolved, the socket connecting) ends too, and the next
+    /// one reads the new user.
     func restart() {
         lock.withLock {
             restarting = true
+            cc_stream_interrupt(control)
             wake.broadcast()
         }
-        cc_stream_interrupt(control)
     }
 
     private func run() {
         var failures = 0
         var retry = 1.0
         var lastEventID: String?
+        var streamUser: String?
         while true {
             let go: Bool = lock.withLock {
                 restarting = false
+                cc_stream_resume(control)
                 return !stopped
             }
             guard go, let user = currentUser() else { break }
+            if user != streamUser {
+                // Another user's stream: the last one's event id (which the server would
+                // read as this user's) and its backoff are not carried over.
+                streamUser = user
+                lastEventID = nil
+                failures = 0
+                retry = 1.0
+            }
             let outcome = connect(user: user, lastEventID: lastEventID)
             lastEventID = outcome.lastEventID ?? lastEventID
             if let ms = outcome.retryMilliseconds { retry = min(max(Double(ms) / 1000, 0.05), settings.retryMaxSeconds) }
@@ -138,6 +151,9 @@ final class HintStream: @unchecked Sendable {
                 headers.append("Authorization: Bearer \(token.token)")
             }
         }
+        // A user change or a stop while the token was asked for: not connected for the user
+        // read before it (the loop reads the user again, without a wait).
+        if lock.withLock({ restarting || stopped }) { return Outcome() }
         let reader = StreamReader(onHint: { [self] in
             lock.withLock { status.hints += 1 }
             onHint(user)

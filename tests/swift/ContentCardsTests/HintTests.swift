@@ -55,6 +55,53 @@ import Testing
         #expect(c.diagnostics().hints.streamHints >= 1)
     }
 
+    /// A user change while the stream waits for the user's token: the stream connects for the
+    /// new user. The interrupt found no socket to shut down, and the connection went on for
+    /// the user read before it, and stayed (the new user's hints never came).
+    @Test func aUserChangeWhileTheStreamAsksForItsTokenConnectsForTheNewUser() throws {
+        let server = try ReferenceServer(feed: Fixtures.root + "/tests/c/empty_feed.json")
+        let c = try ContentCardsController(json: #"""
+            {"userId":"ann","refreshTokens":0,"timeoutSeconds":5,"source":{"url":"\#(server.url)","hints":{"idleSeconds":5}}}
+            """#)
+        defer { c.close() }
+        final class Gate: @unchecked Sendable {
+            let lock = NSCondition()
+            var asked = false, open = false
+        }
+        let gate = Gate()
+        try c.setTokenProvider { user in
+            if user == "cat" {
+                gate.lock.lock()
+                gate.asked = true
+                gate.lock.broadcast()
+                while !gate.open { gate.lock.wait() }
+                gate.lock.unlock()
+            }
+            return .success(AuthToken("token-\(user)"))
+        }
+        try c.changeUser("cat")
+        gate.lock.lock()
+        let deadline = Date().addingTimeInterval(5)
+        while !gate.asked && Date() < deadline { _ = gate.lock.wait(until: deadline) }
+        gate.lock.unlock()
+        #expect(gate.asked)
+        try c.changeUser("ben")
+        gate.lock.lock()
+        gate.open = true
+        gate.lock.broadcast()
+        gate.lock.unlock()
+        func open() throws -> [String: JSONValue] {
+            guard case .object(let users)? = try server.admin("GET", "/_admin/streams")["by_user"] else { return [:] }
+            return Dictionary(users.map { ($0.key, $0.value) }, uniquingKeysWith: { a, _ in a })
+        }
+        let until = Date().addingTimeInterval(5)
+        while (try open())["ben"] == nil && Date() < until { usleep(20_000) }
+        usleep(300_000)     // a connection for the user before would have opened by now
+        let streams = try open()
+        #expect(streams["ben"] != nil, "\(streams)")
+        #expect(streams["cat"] == nil, "\(streams)")
+    }
+
     @Test func hintsForAnotherUserAreIgnoredAndNeedASource() throws {
         let none = try ContentCardsController(json: "{}")
         #expect(throws: ContentCardsError.self) { try none.hint() }
