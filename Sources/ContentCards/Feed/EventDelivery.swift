@@ -82,9 +82,11 @@ final class EventDelivery: @unchecked Sendable {
                     let pending: [PendingEvent]
                     do throws(StoreError) { pending = try store.pendingEvents(limit: controller.configuration.eventBatchSize, maxBytes: controller.configuration.eventBatchBytes) }
                     catch { throw ContentCardsError(.storage, error.message) }
-                    // With per-user tokens a batch goes with one user's token: the events of
-                    // the first user only (the next batch takes the next user's).
-                    guard controller.tokens.isSet, let user = pending.first?.event.userID else { return pending }
+                    // A batch is one user's events: the first user's only (the next batch
+                    // takes the next user's), so that with per-user tokens it goes with that
+                    // user's token. Cut so even with no provider set: one set between the cut
+                    // and the send gave every user's events of the batch the first one's token.
+                    guard let user = pending.first?.event.userID else { return pending }
                     return Array(pending.prefix { $0.event.userID == user })
                 }
             } catch {

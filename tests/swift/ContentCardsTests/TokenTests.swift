@@ -128,6 +128,37 @@ import Testing
         #expect(calls.count == 2)
     }
 
+    /// Every event batch is one user's, with or without a token provider: a provider set
+    /// between a batch's cut and its send gave all of its events the first user's token.
+    @Test func everyEventBatchIsOneUsers() throws {
+        final class Batches: @unchecked Sendable {
+            let lock = NSLock()
+            var users: [[String]] = []
+        }
+        let batches = Batches()
+        let c = try ContentCardsController(
+            json: #"{"userId":"ann","refreshTokens":0,"source":{"callback":true},"events":{"callback":true},"eventFlushIntervalSeconds":3600}"#,
+            transport: ClosureTransport { r in
+                if r.kind == .events, let doc = try? JSONReader.parse(r.body), case .array(let events)? = doc["events"] {
+                    batches.lock.lock()
+                    batches.users.append(events.compactMap { $0["user_id"]?.stringValue })
+                    batches.lock.unlock()
+                }
+                return .success(TransportResponse(status: 200, body: Array(#"{"cards":[],"full_sync":true}"#.utf8)))
+            })
+        defer { c.close() }
+        for user in ["ann", "ben"] {
+            if user != "ann" { try c.changeUser(user) }
+            _ = try c.apply(Fixtures.payload([Fixtures.wire("card-1")], full: true, user: user))
+            _ = try c.logImpression(cardID: "card-1")
+        }
+        #expect(try c.flushEvents(timeout: 5).delivered == 2)
+        batches.lock.lock()
+        defer { batches.lock.unlock() }
+        #expect(batches.users.flatMap { $0 }.sorted() == ["ann", "ben"])
+        #expect(batches.users.allSatisfy { Set($0).count == 1 }, "\(batches.users)")
+    }
+
     @Test func tokensThatCannotGoInAHeaderAreRefused() {
         #expect(TokenSlot.invalidity("ok.token-1_~") == nil)
         #expect(TokenSlot.invalidity("") != nil)
