@@ -42,9 +42,10 @@ final class EventDelivery: @unchecked Sendable {
         inFlight && thread.map { pthread_equal($0, me) != 0 } == true
     }
 
-    /// Delivers batches until the outbox is empty, a batch fails, or `deadline` (monotonic)
-    /// passes; the failure is thrown after a retry is scheduled. Called without the lock.
-    func deliver(for controller: ContentCardsController, until deadline: Double) throws(ContentCardsError) -> FlushResult {
+    /// Delivers batches until the outbox is empty (of `user`'s events, when given), a batch
+    /// fails, or `deadline` (monotonic) passes; the failure is thrown after a retry is
+    /// scheduled. Called without the lock.
+    func deliver(for controller: ContentCardsController, until deadline: Double, only user: String? = nil) throws(ContentCardsError) -> FlushResult {
         guard let sink else {
             throw ContentCardsError(.noSource, "no event sink is configured (\"events\"): events are kept in the outbox")
         }
@@ -80,7 +81,7 @@ final class EventDelivery: @unchecked Sendable {
                 batch = try controller.lock.withLock { () throws(ContentCardsError) in
                     let store = try controller.liveStore()
                     let pending: [PendingEvent]
-                    do throws(StoreError) { pending = try store.pendingEvents(limit: controller.configuration.eventBatchSize, maxBytes: controller.configuration.eventBatchBytes) }
+                    do throws(StoreError) { pending = try store.pendingEvents(limit: controller.configuration.eventBatchSize, maxBytes: controller.configuration.eventBatchBytes, of: user) }
                     catch { throw ContentCardsError(.storage, error.message) }
                     // A batch is one user's events: the first user's only (the next batch
                     // takes the next user's), so that with per-user tokens it goes with that

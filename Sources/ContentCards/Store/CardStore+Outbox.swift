@@ -8,12 +8,20 @@ extension CardStore {
         return try s.step() ? Int(s.int(0)) : 0
     }
 
-    /// The oldest events, at most `limit` of them and about `maxBytes` of JSON (always at
-    /// least one, so an event larger than the bound still goes out alone).
-    func pendingEvents(limit: Int, maxBytes: Int) throws(StoreError) -> [PendingEvent] {
-        let s = try statement("SELECT seq, id, type, card_id, class_type, user_id, time FROM events ORDER BY seq LIMIT ?")
+    /// The oldest events (of `user` only, when given), at most `limit` of them and about
+    /// `maxBytes` of JSON (always at least one, so an event larger than the bound still goes
+    /// out alone).
+    func pendingEvents(limit: Int, maxBytes: Int, of user: String? = nil) throws(StoreError) -> [PendingEvent] {
+        let s: SQLiteStatement
+        if let user {
+            s = try statement("SELECT seq, id, type, card_id, class_type, user_id, time FROM events WHERE user_id = ? ORDER BY seq LIMIT ?")
+            try s.bind(1, user)
+            try s.bind(2, Int64(limit))
+        } else {
+            s = try statement("SELECT seq, id, type, card_id, class_type, user_id, time FROM events ORDER BY seq LIMIT ?")
+            try s.bind(1, Int64(limit))
+        }
         defer { s.reset() }
-        try s.bind(1, Int64(limit))
         var batch: [PendingEvent] = []
         var bytes = 16
         while try s.step() {

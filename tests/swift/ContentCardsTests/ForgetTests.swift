@@ -66,6 +66,30 @@ import Testing
         again.close()
     }
 
+    /// Forgetting with `flush` delivers the user's own events: another user's that cannot be
+    /// delivered (here refused by the sink with 503, as when a provider has no token for a user
+    /// who logged out) no longer keep the user from being forgotten.
+    @Test func flushDeliversTheUsersOwnEventsOnly() throws {
+        let c = try ContentCardsController(
+            json: #"{"userId":"ben","refreshTokens":0,"source":{"callback":true},"events":{"callback":true},"eventFlushIntervalSeconds":3600}"#,
+            transport: ClosureTransport { r in
+                if r.kind == .events, String(decoding: r.body, as: UTF8.self).contains(#""user_id":"ben""#) {
+                    return .success(TransportResponse(status: 503, body: []))
+                }
+                return .success(TransportResponse(status: 200, body: Array(#"{"cards":[],"full_sync":true}"#.utf8)))
+            })
+        defer { c.close() }
+        for user in ["ben", "ann"] {
+            if user != "ben" { try c.changeUser(user) }
+            _ = try c.apply(Fixtures.payload([Fixtures.wire("card-1")], full: true, user: user))
+            _ = try c.logImpression(cardID: "card-1")
+        }
+        let receipt = try c.forgetUser(pending: .flush, timeout: 5)
+        #expect(receipt.eventsDelivered == 1)
+        #expect(receipt.cards == 1)
+        #expect(try c.pendingEvents() == 1)      // ben's, still waiting
+    }
+
     @Test func flushWithoutASinkRemovesNothing() throws {
         let c = try ContentCardsController(json: #"{"userId":"u","refreshTokens":0}"#)
         _ = try c.apply(Fixtures.payload([Fixtures.wire("c1")], full: true, user: "u"))
