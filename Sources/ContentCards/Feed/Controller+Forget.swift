@@ -80,6 +80,7 @@ extension ContentCardsController {
         }
         var receipt = ForgetReceipt(userID: user)
         receipt.eventsDelivered = delivered
+        var compactionFailure: String?
         // The current user's image cache is taken under the lock, with the erase: read after
         // it, a user change in between made it the next user's, whose images were removed.
         let (imageURLs, currentCache, counts): (Set<String>, ImageCache?, FeedCounts?) = try lock.withLock { () throws(ContentCardsError) in
@@ -94,6 +95,7 @@ extension ContentCardsController {
                 receipt.syncState = store.isInMemory ? (stored.cursors != SyncCursors() || stored.sync != SyncState()) : erased.syncState
                 receipt.eventsDiscarded = erased.events
                 receipt.walTruncated = erased.walTruncated || store.isInMemory
+                compactionFailure = erased.compactionFailure
                 otherUsers[user] = nil
                 tokens.forget(user)
                 let urls = Set(stored.cards.values.compactMap(\.image))
@@ -118,6 +120,9 @@ extension ContentCardsController {
             }
         }
         receipt.images = forgetImages(of: user, current: currentCache, urls: imageURLs)
+        if let compactionFailure {
+            ContentCardsLog.emit(.warning, "forgot user \(Self.quoted(user)), but the store could not be rewritten afterwards (\(compactionFailure)): the user's rows are gone and their bytes were zeroed; the file keeps its freed pages")
+        }
         if let counts {
             subscribers.notify(FeedUpdate(reason: .userForgotten, error: nil, cardID: nil, counts: counts, sync: nil))
         }

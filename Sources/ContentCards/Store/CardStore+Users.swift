@@ -10,6 +10,9 @@ extension CardStore {
         var syncState = false
         /// The WAL was checkpointed and cut to nothing: no page of the user's left there.
         var walTruncated = false
+        /// Why the store could not be rewritten after the rows were deleted (`VACUUM`: busy
+        /// past the timeout, a full disk); nil when it was.
+        var compactionFailure: String?
     }
 
     /// The user's events in the outbox, oldest first.
@@ -52,7 +55,11 @@ extension CardStore {
         // The cached statements hold no transaction, but VACUUM needs none to be running.
         statements.forEach { _ = $0.reset() }
         if !isInMemory {
-            try db.execute("VACUUM")
+            // The rows are gone (committed), their bytes zeroed (`secure_delete`); rewriting
+            // the file takes its free pages away too. A failure here is the receipt's to say,
+            // not thrown: thrown, the controller took the erase for one that had not happened
+            // (a refresh in flight merged the user's cards back, the token and images stayed).
+            do throws(StoreError) { try db.execute("VACUUM") } catch { erased.compactionFailure = error.message }
             erased.walTruncated = checkpointer.map { $0.exclusive { checkpointTruncating() } } ?? checkpointTruncating()
             // And again: another process's close may have kept a feed before the erase began.
             KeptFeedFile.remove(store: location)

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ContentCards
+import CSQLite
 
 /// Forgetting and exporting a user (docs/BEHAVIOUR.md, "Forgetting and exporting a user"): the
 /// export holds every part of the user's state, and after `forgetUser` no byte of the user's
@@ -89,6 +90,42 @@ import Testing
         #expect(receipt.cards == 1)
         #expect(try c.pendingEvents() == 1)      // ben's, still waiting
     }
+
+    /// A forget whose rewrite of the store fails after the rows were deleted (here another
+    /// connection takes the write lock the moment the delete commits, and holds it past the
+    /// busy timeout) is still a forget: the receipt comes back, the user has nothing stored.
+    /// It threw before, with the rows gone, and the controller took it for an erase that had
+    /// not happened (a refresh in flight merged the cards back, the token and images stayed).
+    @Test func aForgetWhoseRewriteFailsStillForgets() throws {
+        let dir = Fixtures.temporaryDirectory("forget-vacuum")
+        defer { Fixtures.removeTree(dir) }
+        let c = try open(dir, user: "erin")
+        defer { c.close() }
+        _ = try c.apply(Fixtures.payload([Fixtures.wire("erin-card-1")], full: true, user: "erin"))
+        let writer = try SQLiteDatabase(path: dir + "/contentcards.sqlite")
+        defer { writer.close() }
+        ForgetTests.writer = writer
+        let store = try openStore(c)
+        // After the next commit of the store's connection (the erase's delete), with its write
+        // lock released: the writer takes it, and gives it back 6 s later.
+        sqlite3_wal_hook(store.db.handle, { _, _, _, _ in
+            guard let writer = ForgetTests.writer else { return SQLITE_OK }
+            ForgetTests.writer = nil
+            try? writer.execute("BEGIN IMMEDIATE")
+            Thread.detachNewThread {
+                sleep(6)
+                try? writer.execute("ROLLBACK")
+                ForgetTests.released.signal()
+            }
+            return SQLITE_OK
+        }, nil)
+        let receipt = try c.forgetUser(pending: .discard)
+        ForgetTests.released.wait()
+        #expect(receipt.cards == 1)
+        #expect(try c.cards().isEmpty)
+    }
+    nonisolated(unsafe) static var writer: SQLiteDatabase?
+    static let released = DispatchSemaphore(value: 0)
 
     @Test func flushWithoutASinkRemovesNothing() throws {
         let c = try ContentCardsController(json: #"{"userId":"u","refreshTokens":0}"#)
