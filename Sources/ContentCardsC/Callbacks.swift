@@ -26,11 +26,17 @@ final class UserData: @unchecked Sendable {
 }
 
 /// The answers C callbacks fill in (a host transport's response, a token provider's token):
-/// each handed to C as an opaque pointer to its box, and checked against the boxes being
-/// answered now before any use, so a stray pointer, or one kept past its callback, is refused.
+/// each handed to C as an opaque handle that is a number never given out again (not the box's
+/// address, which a later box may get: an answer set late, by a task the host let run past
+/// its callback, then went to another request, perhaps another user's), checked against the
+/// boxes being answered now before any use, so a stray handle, or one kept past its callback,
+/// is refused. A box is written only under the lock (`answer`), and read by the library only
+/// once it was closed (`close`), under the same lock: an answer set from another thread is
+/// never read half written.
 final class AnswerBoxes<Box: AnyObject>: @unchecked Sendable {
     private let lock = Lock()
     private var active: [UInt: Box] = [:]
+    private var next: UInt = 0
     /// "a response", and "the transport callback": for the refusal's message.
     private let what: String
     private let inside: String
@@ -41,16 +47,29 @@ final class AnswerBoxes<Box: AnyObject>: @unchecked Sendable {
         ForkSafety.holdAcrossFork(lock)
     }
 
-    func handle(of box: Box) -> OpaquePointer { OpaquePointer(Unmanaged.passUnretained(box).toOpaque()) }
-    func activate(_ box: Box) { lock.withLock { active[UInt(bitPattern: handle(of: box))] = box } }
-    func deactivate(_ box: Box) { _ = lock.withLock { active.removeValue(forKey: UInt(bitPattern: handle(of: box))) } }
-
-    func find(_ p: OpaquePointer?) throws(ContentCardsError) -> Box {
-        guard let p else { throw ContentCardsError(.invalidArgument, "response is NULL") }
-        guard let box = lock.withLock({ active[UInt(bitPattern: p)] }) else {
-            throw ContentCardsError(.invalidArgument, "response is not \(what) being answered (use it only inside \(inside))")
+    /// Opens `box` to answers; its handle for C.
+    func open(_ box: Box) -> OpaquePointer {
+        lock.withLock {
+            next += 1
+            active[next] = box
+            return OpaquePointer(bitPattern: next)!
         }
-        return box
+    }
+
+    /// Closes the box of `handle` to answers: what was set is the library's to read from now on.
+    func close(_ handle: OpaquePointer) {
+        _ = lock.withLock { active.removeValue(forKey: UInt(bitPattern: handle)) }
+    }
+
+    /// Sets an answer: `body` runs on the box of `p`, under the lock.
+    func answer(_ p: OpaquePointer?, _ body: (Box) throws(ContentCardsError) -> Void) throws(ContentCardsError) {
+        guard let p else { throw ContentCardsError(.invalidArgument, "response is NULL") }
+        try lock.withLock { () throws(ContentCardsError) in
+            guard let box = active[UInt(bitPattern: p)] else {
+                throw ContentCardsError(.invalidArgument, "response is not \(what) being answered (use it only inside \(inside))")
+            }
+            try body(box)
+        }
     }
 }
 

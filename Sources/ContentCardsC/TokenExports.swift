@@ -7,19 +7,15 @@ final class TokenResponseBox {
     var failure: String?
 
     static let answers = AnswerBoxes<TokenResponseBox>(what: "a token response", inside: "the token provider")
-    var handle: OpaquePointer? { Self.answers.handle(of: self) }
-    func activate() { Self.answers.activate(self) }
-    func deactivate() { Self.answers.deactivate(self) }
-    static func find(_ p: OpaquePointer?) throws(ContentCardsError) -> TokenResponseBox { try answers.find(p) }
 }
 
 /// The host's token provider callback as a `TokenProvider`.
 private func cTokenProvider(fn: cc_token_fn, data: UserData) -> TokenProvider {
     { user in
         let box = TokenResponseBox()
-        box.activate()
-        defer { box.deactivate() }
-        let status = user.withCString { fn(data.pointer, $0, box.handle) }
+        let handle = TokenResponseBox.answers.open(box)
+        let status = user.withCString { fn(data.pointer, $0, handle) }
+        TokenResponseBox.answers.close(handle)
         if status != CC_OK {
             return .failure(ContentCardsError(.auth, box.failure ?? "the token provider returned \(status)"))
         }
@@ -33,7 +29,6 @@ private func cTokenProvider(fn: cc_token_fn, data: UserData) -> TokenProvider {
 @_cdecl("cc_token_response_set")
 public func cc_token_response_set(_ response: OpaquePointer?, _ token: UnsafePointer<CChar>?, _ expiresAt: Double) -> Int32 {
     entry { () throws(ContentCardsError) in
-        let box = try TokenResponseBox.find(response)
         guard let token else { throw ContentCardsError(.invalidArgument, "token is NULL") }
         // Checked byte by byte before any decoding: a token is printable ASCII, never shown.
         let length = strnlen(token, TokenSlot.maxBytes + 1)
@@ -42,15 +37,16 @@ public func cc_token_response_set(_ response: OpaquePointer?, _ token: UnsafePoi
             throw ContentCardsError(.invalidArgument, "token is over the limit of \(TokenSlot.maxBytes) bytes")
         }
         if let why = TokenSlot.invalidity(bytes: bytes) { throw ContentCardsError(.invalidArgument, "token cannot be sent: \(why)") }
-        box.token = AuthToken(String(decoding: bytes, as: UTF8.self), expiresAt: expiresAt)
+        let answer = AuthToken(String(decoding: bytes, as: UTF8.self), expiresAt: expiresAt)
+        try TokenResponseBox.answers.answer(response) { box in box.token = answer }
     }
 }
 
 @_cdecl("cc_token_response_fail")
 public func cc_token_response_fail(_ response: OpaquePointer?, _ message: UnsafePointer<CChar>?) -> Int32 {
     entry { () throws(ContentCardsError) in
-        let box = try TokenResponseBox.find(response)
-        box.failure = try CStrings.required(message, "message")
+        let failure = try CStrings.required(message, "message")
+        try TokenResponseBox.answers.answer(response) { box in box.failure = failure }
     }
 }
 

@@ -7,12 +7,12 @@ final class TransportResponseBox {
     var failure: String?
     /// From cc_transport_response_set_etag, in whichever order it came with the response.
     var validator: String?
+    /// The request's bound on its response's body (`TransportRequest.maxResponseBytes`).
+    let maxBytes: Int
+
+    init(maxBytes: Int) { self.maxBytes = maxBytes }
 
     static let answers = AnswerBoxes<TransportResponseBox>(what: "a response", inside: "the transport callback")
-    var handle: OpaquePointer? { Self.answers.handle(of: self) }
-    func activate() { Self.answers.activate(self) }
-    func deactivate() { Self.answers.deactivate(self) }
-    static func find(_ p: OpaquePointer?) throws(ContentCardsError) -> TransportResponseBox { try answers.find(p) }
 }
 
 /// The host's transport callback as a `Transport`.
@@ -23,14 +23,17 @@ final class CTransport: Transport, @unchecked Sendable {
     init(fn: cc_transport_fn, data: UserData) { self.fn = fn; self.data = data }
 
     func send(_ request: TransportRequest) -> Result<TransportResponse, ContentCardsError> {
-        let box = TransportResponseBox()
-        box.activate()
-        defer { box.deactivate() }
         var body = request.body
         body.append(0)   // NUL-terminated for C readers; body_len excludes it
         let headerLines = request.headers.map { "\($0.name): \($0.value)" }
         let cHeaders: [UnsafeMutablePointer<CChar>?] = headerLines.map { strdup($0) }
         defer { cHeaders.forEach { free($0) } }
+        // A header the host would read through a NULL: the request is not made.
+        if cHeaders.contains(where: { $0 == nil }) {
+            return .failure(ContentCardsError(.noMemory, "out of memory copying the \(request.kind.rawValue) request's headers"))
+        }
+        let box = TransportResponseBox(maxBytes: request.maxResponseBytes)
+        let handle = TransportResponseBox.answers.open(box)
         let status: Int32 = request.kind.rawValue.withCString { kind in
             request.url.withCString { url in
                 body.withUnsafeBufferPointer { bodyBytes in
@@ -41,19 +44,21 @@ final class CTransport: Transport, @unchecked Sendable {
                                     kind: kind, url: url, headers: headerPointers.baseAddress, header_count: headerPointers.count,
                                     body: bodyChars.baseAddress, body_len: max(bodyChars.count - 1, 0),
                                     timeout_seconds: request.timeout)
-                                return fn(data.pointer, &c, box.handle)
+                                return fn(data.pointer, &c, handle)
                             }
                         }
                     }
                 }
             }
         }
+        TransportResponseBox.answers.close(handle)
         if status != CC_OK {
             let why = box.failure ?? "the host transport returned \(status)"
             return .failure(ContentCardsError(.transport, "\(request.kind.rawValue) request failed in the host transport: \(why)"))
         }
         guard var response = box.response else {
-            return .failure(ContentCardsError(.transport, "the host transport returned CC_OK without cc_transport_response_set"))
+            let why = box.failure ?? "the host transport returned CC_OK without cc_transport_response_set"
+            return .failure(ContentCardsError(.transport, "\(request.kind.rawValue) request failed in the host transport: \(why)"))
         }
         if let validator = box.validator { response.etag = validator }
         return .success(response)
@@ -64,33 +69,41 @@ final class CTransport: Transport, @unchecked Sendable {
 public func cc_transport_response_set(_ response: OpaquePointer?, _ status: Int32, _ body: UnsafePointer<CChar>?,
                                       _ bodyLen: Int, _ retryAfterSeconds: Double) -> Int32 {
     entry { () throws(ContentCardsError) in
-        let box = try TransportResponseBox.find(response)
         guard bodyLen >= 0 else { throw ContentCardsError(.invalidArgument, "body_len is negative") }
         guard body != nil || bodyLen == 0 else { throw ContentCardsError(.invalidArgument, "body is NULL but body_len is \(bodyLen)") }
         guard status >= 100 && status <= 999 else { throw ContentCardsError(.invalidArgument, "status \(status) is not an HTTP status") }
-        var bytes: [UInt8] = []
-        if let body, bodyLen > 0 {
-            bytes = body.withMemoryRebound(to: UInt8.self, capacity: bodyLen) { Array(UnsafeBufferPointer(start: $0, count: bodyLen)) }
-        }
         // Bounded to a year: a huge value is no more meaningful, and stays safe to convert.
         let retry = retryAfterSeconds.isFinite && retryAfterSeconds >= 0 ? min(retryAfterSeconds, 31_536_000) : nil
-        box.response = TransportResponse(status: Int(status), body: bytes, retryAfter: retry)
+        try TransportResponseBox.answers.answer(response) { (box) throws(ContentCardsError) in
+            // Before any copy: a body over the request's bound is the request's failure (as
+            // libcurl's transport bounds it), never an allocation of whatever size the host
+            // says (a wrong body_len of 2^60 ended the process).
+            if bodyLen > box.maxBytes {
+                box.failure = "the response body is \(bodyLen) bytes, over the limit of \(box.maxBytes)"
+                throw ContentCardsError(.invalidArgument, "body_len \(bodyLen) is over the response limit of \(box.maxBytes) bytes (maxPayloadBytes, or the image limit)")
+            }
+            var bytes: [UInt8] = []
+            if let body, bodyLen > 0 {
+                bytes = body.withMemoryRebound(to: UInt8.self, capacity: bodyLen) { Array(UnsafeBufferPointer(start: $0, count: bodyLen)) }
+            }
+            box.response = TransportResponse(status: Int(status), body: bytes, retryAfter: retry)
+        }
     }
 }
 
 @_cdecl("cc_transport_response_set_etag")
 public func cc_transport_response_set_etag(_ response: OpaquePointer?, _ etag: UnsafePointer<CChar>?) -> Int32 {
     entry { () throws(ContentCardsError) in
-        let box = try TransportResponseBox.find(response)
-        box.validator = try CStrings.required(etag, "etag")
+        let validator = try CStrings.required(etag, "etag")
+        try TransportResponseBox.answers.answer(response) { box in box.validator = validator }
     }
 }
 
 @_cdecl("cc_transport_response_fail")
 public func cc_transport_response_fail(_ response: OpaquePointer?, _ message: UnsafePointer<CChar>?) -> Int32 {
     entry { () throws(ContentCardsError) in
-        let box = try TransportResponseBox.find(response)
-        box.failure = try CStrings.required(message, "message")
+        let failure = try CStrings.required(message, "message")
+        try TransportResponseBox.answers.answer(response) { box in box.failure = failure }
     }
 }
 

@@ -207,7 +207,49 @@ static void test_host_transport_validator(void) {
     CHECK_OK(cc_controller_close(c));
 }
 
+/* A response handle kept past its callback is refused in a later callback: the handle is
+ * never given out again, where a box's address could be (an answer set late, by a task the
+ * host let run on, then answered another request, perhaps another user's). And a body_len
+ * over the request's bound is refused before anything is copied: 2^60 ended the process. */
+typedef struct {
+    int calls;
+    cc_transport_response *kept;
+    int stale_rc;
+    int huge_rc;
+} stale_state;
+
+static int transport_keeping_its_handle(void *userdata, const cc_transport_request *req, cc_transport_response *resp) {
+    stale_state *t = userdata;
+    (void)req;
+    t->calls++;
+    const char *body = "{\"cards\":[],\"full_sync\":true}";
+    if (t->calls == 1) {
+        t->kept = resp;
+    } else if (t->calls == 2) {
+        t->stale_rc = cc_transport_response_set(t->kept, 500, body, strlen(body), -1);
+    } else {
+        t->huge_rc = cc_transport_response_set(resp, 200, body, (size_t)1 << 60, -1);
+        return 0;
+    }
+    return cc_transport_response_set(resp, 200, body, strlen(body), -1);
+}
+
+static void test_stale_and_huge_answers(void) {
+    cc_controller *c = NULL;
+    CHECK_OK(cc_controller_open(&c, "{\"userId\":\"s\",\"source\":{\"callback\":true},\"refreshTokens\":0}"));
+    stale_state t = {0};
+    CHECK_OK(cc_controller_set_transport(c, transport_keeping_its_handle, &t, NULL));
+    CHECK_OK(cc_controller_refresh(NULL, c, 5));
+    CHECK_OK(cc_controller_refresh(NULL, c, 5));     /* answered 200 by its own handle, not 500 */
+    CHECK(t.stale_rc == CC_E_INVALID_ARGUMENT);
+    CHECK_RC(CC_E_TRANSPORT, cc_controller_refresh(NULL, c, 5));
+    CHECK_MESSAGE("over the limit");
+    CHECK(t.huge_rc == CC_E_INVALID_ARGUMENT);
+    CHECK_OK(cc_controller_close(c));
+}
+
 int main(void) {
+    test_stale_and_huge_answers();
     test_host_transport();
     test_calls_from_inside_the_transport();
     test_host_transport_validator();
