@@ -173,12 +173,15 @@ public func cc_snapshot_extra_at(_ outKey: UnsafeMutablePointer<UnsafePointer<CC
                                  _ outValue: UnsafeMutablePointer<UnsafePointer<CChar>?>?,
                                  _ handle: OpaquePointer?, _ index: Int, _ extraIndex: Int) -> Int32 {
     entry { () throws(ContentCardsError) in
+        // Both outputs, as the header says (one NULL was taken as "not wanted").
+        guard let outKey else { throw ContentCardsError(.invalidArgument, "out_key is NULL") }
+        guard let outValue else { throw ContentCardsError(.invalidArgument, "out_value is NULL") }
         let e = try snapshot(handle).entry(index)
         guard extraIndex >= 0 && extraIndex < e.extras.count else {
             throw ContentCardsError(.invalidArgument, "extra_index \(extraIndex) is out of range (the card has \(e.extras.count) extras)")
         }
-        outKey?.pointee = UnsafePointer(e.extras[extraIndex].key)
-        outValue?.pointee = UnsafePointer(e.extras[extraIndex].value)
+        outKey.pointee = UnsafePointer(e.extras[extraIndex].key)
+        outValue.pointee = UnsafePointer(e.extras[extraIndex].value)
     }
 }
 

@@ -220,6 +220,8 @@ static void test_snapshot(void) {
     CHECK_OK(cc_snapshot_extra_at(&key, &value, s, 1, 0));
     CHECK(key && strcmp(key, "class_type") == 0 && value && strcmp(value, "coupon_code") == 0);
     CHECK_RC(CC_E_INVALID_ARGUMENT, cc_snapshot_extra_at(&key, &value, s, 1, 4));
+    CHECK_RC(CC_E_INVALID_ARGUMENT, cc_snapshot_extra_at(NULL, &value, s, 1, 0));   /* an output NULL */
+    CHECK_RC(CC_E_INVALID_ARGUMENT, cc_snapshot_extra_at(&key, NULL, s, 1, 0));
     CHECK_RC(CC_E_INVALID_ARGUMENT, cc_snapshot_string(&id, s, 2, "id"));
     CHECK_MESSAGE("out of range");
     CHECK_RC(CC_E_INVALID_ARGUMENT, cc_snapshot_string(&id, s, 0, "created"));
