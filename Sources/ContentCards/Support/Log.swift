@@ -92,7 +92,9 @@ public enum ContentCardsLog {
         if pthread_getspecific(insideKey) != nil { return }
         let text = message()
         pthread_setspecific(insideKey, UnsafeRawPointer(bitPattern: 1))
-        handler(level, text)
+        // Host code, as a subscriber is: a call it makes (unsubscribe, close) must not wait
+        // for callbacks on other threads, one of which may be waiting for this thread.
+        CallbackContext.run { handler(level, text) }
         pthread_setspecific(insideKey, nil)
     }
 }

@@ -34,6 +34,21 @@ import Testing
 
     /// A refused thread start is logged (from the timer thread, which holds no lock of any
     /// controller), and the work still runs once a thread can be had.
+    /// A log handler runs as a callback (`CallbackContext`): an unsubscribe or a close it
+    /// calls does not wait for subscribers on other threads (one of which may be waiting for
+    /// the delivery that is logging). It ran as plain library code.
+    @Test func aLogHandlerRunsAsACallback() {
+        final class Seen: @unchecked Sendable { var inside: Bool?; let lock = NSLock() }
+        let seen = Seen()
+        ContentCardsLog.setHandler(minLevel: .debug) { _, _ in
+            seen.lock.lock(); seen.inside = CallbackContext.isInsideCallback; seen.lock.unlock()
+        }
+        defer { ContentCardsLog.setHandler(nil) }
+        ContentCardsLog.emit(.info, "a message")
+        seen.lock.lock(); defer { seen.lock.unlock() }
+        #expect(seen.inside == true)
+    }
+
     @Test func aRefusedThreadStartIsLoggedAndTheWorkStillRuns() throws {
         let log = install(.warning)
         defer { ContentCardsLog.setHandler(nil) }
