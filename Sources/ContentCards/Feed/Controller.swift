@@ -172,7 +172,9 @@ public final class ContentCardsController: @unchecked Sendable {
     public func setTokenProvider(_ provider: TokenProvider?) throws(ContentCardsError) {
         try refuseIfInherited()
         try lock.withLock { () throws(ContentCardsError) in try checkOpen() }
-        tokens.set(provider)
+        // Refused when a close came in between (the slot closed): not installed on a closed
+        // controller, and the provider is let go now (a C provider's free_userdata runs).
+        guard tokens.set(provider) else { throw Self.closedError }
     }
 
     /// Sets (or with nil, removes) the host's transport, used where the configuration says
@@ -180,7 +182,7 @@ public final class ContentCardsController: @unchecked Sendable {
     public func setTransport(_ transport: Transport?) throws(ContentCardsError) {
         try refuseIfInherited()
         try lock.withLock { () throws(ContentCardsError) in try checkOpen() }
-        hostTransport.set(transport)
+        guard hostTransport.set(transport) else { throw Self.closedError }
     }
 
     static let closedError = ContentCardsError(.closed, "the controller is closed")
@@ -255,8 +257,8 @@ public final class ContentCardsController: @unchecked Sendable {
             Scheduler.shared.cancel(on: timerQueues)
             lock.withLock { refresher.hintStream }?.stop()
             images?.close()
-            hostTransport.set(nil)
-            tokens.set(nil)
+            hostTransport.close()
+            tokens.close()
             subscribers.removeAll()
         }
     }

@@ -63,12 +63,32 @@ package final class TokenSlot: @unchecked Sendable {
     var isSet: Bool { lock.withLock { provider != nil } }
     var diagnostics: Diagnostics.Tokens { lock.withLock { var c = counts; c.abandoned = abandoned; c.provider = provider != nil; return c } }
 
-    /// Replaces the provider (nil removes it): its tokens are forgotten. The old provider is
-    /// released outside the lock (releasing a host's provider runs its free_userdata).
-    func set(_ new: TokenProvider?) {
-        let old: TokenProvider? = lock.withLock {
+    /// Replaces the provider (nil removes it): its tokens are forgotten. False (`new` not
+    /// kept) once the slot is closed. The old provider is released outside the lock
+    /// (releasing a host's provider runs its free_userdata).
+    @discardableResult
+    func set(_ new: TokenProvider?) -> Bool {
+        let (old, kept): (TokenProvider?, Bool) = lock.withLock {
+            if closed { return (nil, false) }
             let old = provider
             provider = new
+            generation += 1
+            cache.removeAll()
+            asking.removeAll()
+            answered.broadcast()
+            return (old, true)
+        }
+        withExtendedLifetime(old) {}
+        return kept
+    }
+
+    /// Removes the provider for good (the controller closed): a `set` that raced the close is
+    /// refused, where it installed a provider on a closed controller.
+    func close() {
+        let old: TokenProvider? = lock.withLock {
+            closed = true
+            let old = provider
+            provider = nil
             generation += 1
             cache.removeAll()
             asking.removeAll()
@@ -77,6 +97,7 @@ package final class TokenSlot: @unchecked Sendable {
         }
         withExtendedLifetime(old) {}
     }
+    private var closed = false
 
     /// A request is sent again after a 401, with a token asked for anew.
     func noteRetry() { lock.withLock { counts.retriedAfter401 += 1 } }

@@ -142,14 +142,31 @@ func withCStrings<R>(_ strings: [String], _ body: (UnsafeBufferPointer<UnsafePoi
 final class HostTransportSlot: @unchecked Sendable {
     private let lock = Lock()
     private var transport: Transport?
+    /// The controller closed: no transport is taken any more.
+    private var closed = false
 
-    /// Replaces the transport. The old one is released after the lock is, because releasing a
-    /// host's transport runs its free_userdata callback, and no callback runs under a lock.
-    func set(_ t: Transport?) {
-        let old: Transport? = lock.withLock {
+    /// Replaces the transport; false (`t` not kept) once the slot is closed. The old one is
+    /// released after the lock is, because releasing a host's transport runs its
+    /// free_userdata callback, and no callback runs under a lock.
+    @discardableResult
+    func set(_ t: Transport?) -> Bool {
+        let (old, kept): (Transport?, Bool) = lock.withLock {
+            if closed { return (nil, false) }
             let old = transport
             transport = t
-            return old
+            return (old, true)
+        }
+        withExtendedLifetime(old) {}
+        return kept
+    }
+
+    /// Removes the transport for good (the controller closed): a `set` that raced the close
+    /// is refused, where it installed a transport on a closed controller.
+    func close() {
+        let old: Transport? = lock.withLock {
+            closed = true
+            defer { transport = nil }
+            return transport
         }
         withExtendedLifetime(old) {}
     }

@@ -159,6 +159,22 @@ import Testing
         #expect(batches.users.allSatisfy { Set($0).count == 1 }, "\(batches.users)")
     }
 
+    /// A provider or a transport set in the moment a close runs (after the set's check that
+    /// the controller is open) is refused, not installed on the closed controller (whose C
+    /// callbacks' free_userdata then ran only when the controller object went, if ever).
+    @Test func aClosedSlotRefusesANewProviderOrTransport() {
+        let tokens = TokenSlot()
+        #expect(tokens.set { _ in .success(AuthToken("t")) })
+        tokens.close()
+        #expect(!tokens.set { _ in .success(AuthToken("t")) })
+        #expect(!tokens.isSet)
+        let transports = HostTransportSlot()
+        #expect(transports.set(ClosureTransport { _ in .success(TransportResponse(status: 200, body: [])) }))
+        transports.close()
+        #expect(!transports.set(ClosureTransport { _ in .success(TransportResponse(status: 200, body: [])) }))
+        if case .success = transports.get() { Issue.record("a transport after close") }
+    }
+
     @Test func tokensThatCannotGoInAHeaderAreRefused() {
         #expect(TokenSlot.invalidity("ok.token-1_~") == nil)
         #expect(TokenSlot.invalidity("") != nil)
