@@ -27,6 +27,7 @@ than in a module that the import would load as well.
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_char_p, c_double, c_int, c_int64, c_size_t,
                     c_uint64, c_void_p)
@@ -607,6 +608,11 @@ class CallbackRegistry:
                 self.stray_releases += 1
             return found
 
+    def _after_fork_in_child(self) -> None:
+        # A thread that held the lock at the fork does not exist in the child: a new lock, or
+        # the child's first subscribe waits forever.
+        self._lock = threading.Lock()
+
     def __contains__(self, key: object) -> bool:
         with self._lock:
             return key in self._entries
@@ -617,6 +623,8 @@ class CallbackRegistry:
 
 
 callbacks = CallbackRegistry()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=callbacks._after_fork_in_child)
 CALLBACK_KEY_NONE = 0
 
 

@@ -17,6 +17,7 @@ package: the library does not deliver what it logs on that thread meanwhile (no 
 from __future__ import annotations
 
 import atexit
+import os
 import sys
 import threading
 
@@ -128,5 +129,15 @@ def _uninstall() -> None:
         _ffi.set_log_handler(None, 0)
 
 
+def _after_fork_in_child() -> None:
+    # The lock may have been held at the fork by a thread the child does not have (it is held
+    # across the C call that installs the handler): a new one, or the child's first controller
+    # waits forever in follow_logger_level.
+    global _lock
+    _lock = threading.Lock()
+
+
 follow_logger_level()
 atexit.register(_uninstall)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

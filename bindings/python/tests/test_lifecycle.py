@@ -252,3 +252,46 @@ def test_the_ffi_table_covers_the_header() -> None:
         if name in _ffi.NEWER and not _ffi.has(name):
             continue  # a library built before the function: loads, the method says so
         assert getattr(_ffi.lib, name).argtypes is not None
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_a_fork_while_a_thread_holds_the_bindings_locks_does_not_hang_the_child() -> None:
+    """A thread that holds the bindings' log or callback lock at a fork (the log lock is held
+    across the C call that installs the handler) does not exist in the child: the child gets
+    new locks, where its first controller waited forever in follow_logger_level and its first
+    subscribe in the callback registry."""
+    import time
+    from contentcards import _logs
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with _logs._lock, _ffi.callbacks._lock:
+            held.set()
+            release.wait(20)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert held.wait(5)
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            _logs.reinstall()
+            with open_sample() as c:
+                c.subscribe(lambda update: None)
+            code = 0
+        finally:
+            os._exit(code)
+    release.set()
+    holder.join()
+    deadline = time.monotonic() + 20
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the child hung on a lock held at the fork")
+        time.sleep(0.02)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
