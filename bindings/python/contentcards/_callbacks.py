@@ -66,6 +66,27 @@ def report_unraisable(exc: BaseException, message: str, obj: object) -> None:
         pass
 
 
+def detached(exc: BaseException) -> BaseException:
+    """``exc`` as a controller keeps it: its traceback as text (a note, shown when it is
+    printed), not as frames. The frames would keep the call that ran the callback alive, the
+    controller's own among them: the controller holding the exception holding the controller,
+    a cycle that only the garbage collector ends, closing the controller on whatever thread it
+    runs (which may hold a lock a subscriber waits for)."""
+    try:
+        import traceback
+        text = "".join(traceback.format_tb(exc.__traceback__)).rstrip()
+        if text:
+            notes = getattr(exc, "__notes__", None)
+            if not isinstance(notes, list):
+                notes = []
+                exc.__notes__ = notes
+            notes.append("raised in the callback at:\n" + text)
+        exc.__traceback__ = None
+    except BaseException:  # noqa: BLE001 - keeping it must never fail
+        pass
+    return exc
+
+
 def update_entry(controller: weakref.ref[ContentCards], fn: Subscriber) -> Callable[[bytes | None], None]:
     """The callable the update trampoline calls for one subscription."""
     report = report_unraisable
@@ -80,9 +101,9 @@ def update_entry(controller: weakref.ref[ContentCards], fn: Subscriber) -> Calla
             owner = controller()
             if isinstance(exc, closed_error) and (owner is None or owner.closed):
                 return  # the subscriber ran while its controller was being closed: not a bug
-            if owner is not None:
-                owner._record_subscriber_error(exc)
             report(exc, "Exception ignored in contentcards subscriber", fn)
+            if owner is not None:
+                owner._record_subscriber_error(detached(exc))
 
     return entry
 
@@ -112,7 +133,7 @@ def transport_entry(fn: TransportFunction,
         except BaseException as exc:  # noqa: BLE001 - a transport failure for the library
             owner = controller()
             if owner is not None:
-                owner._transport_error = exc
+                owner._transport_error = detached(exc)
             return _fail(response_fail, response, f"{type(exc).__name__}: {exc}")
 
     return entry
@@ -151,7 +172,7 @@ def token_entry(fn: TokenProvider,
             text = (str(exc) if answered else f"{type(exc).__name__}: {exc}").replace("\0", " ")
             owner = controller()
             if owner is not None:
-                owner._token_error = (text, exc)
+                owner._token_error = (text, detached(exc))
             return _fail(response_fail, response, text)
 
     return entry

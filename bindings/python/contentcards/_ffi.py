@@ -203,9 +203,22 @@ lib, library_path = _library.load()
 def _errcheck(result: int, func: Any, arguments: tuple[Any, ...]) -> int:
     """Raises the exception of a negative status, with the thread's last error message."""
     if result < 0:
-        message = _last_error_message()
-        raise error_for(result, message, lib.cc_last_error_retry_after())
+        raise _error(result)
     return result
+
+
+def _error(result: int) -> Exception:
+    """The exception of status ``result``, with the thread's last error when it is that
+    call's: Python code may run between the call and this read (a garbage collection running
+    a finalizer that calls the library, which clears the thread's error), and another call's
+    message or wait would then be reported as this one's."""
+    message = _last_error_message()
+    retry_after = lib.cc_last_error_retry_after()
+    if lib.cc_last_error_code() != result:
+        name = lib.cc_status_name(result)
+        message = f"{name.decode('utf-8') if name else result} (the library's message for it was not available)"
+        retry_after = -1.0
+    return error_for(result, message, retry_after)
 
 
 def _declare() -> None:
@@ -534,7 +547,7 @@ def controller_log(handle: int, action: bytes, card_id: bytes | None) -> tuple[b
         if status == -6:
             recorded = False
         elif status < 0:
-            raise error_for(status, _last_error_message(), lib.cc_last_error_retry_after())
+            raise _error(status)
         text = _take_string(out)
     finally:
         if out.value:

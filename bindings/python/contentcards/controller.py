@@ -124,8 +124,10 @@ class ContentCards:
     never interrupts the call that caused the update. It is appended to
     :attr:`subscriber_errors` (the latest 100) and reported through ``sys.unraisablehook``
     (by default printed on stderr as "Exception ignored in contentcards subscriber: ..." with
-    the traceback), as CPython does for exceptions in ``__del__``. The subscriber stays
-    subscribed. One exception is not reported: a ClosedError raised while this controller is
+    the traceback), as CPython does for exceptions in ``__del__``; the exceptions kept there
+    hold their traceback as text (a note), not as frames, which would keep the controller
+    alive in a cycle until the garbage collector closed it on whatever thread it ran. The
+    subscriber stays subscribed. One exception is not reported: a ClosedError raised while this controller is
     closed (a subscriber running on another thread when the controller was closed).
     """
 

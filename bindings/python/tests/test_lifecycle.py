@@ -295,3 +295,31 @@ def test_a_fork_while_a_thread_holds_the_bindings_locks_does_not_hang_the_child(
             pytest.fail("the child hung on a lock held at the fork")
         time.sleep(0.02)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def test_a_subscriber_that_raised_leaves_no_cycle_keeping_its_controller() -> None:
+    """A subscriber's exception kept on the controller (to be raised later) does not keep the
+    controller alive through the frame its traceback holds: dropped, the controller goes at
+    once, not when the garbage collector finds the cycle and closes it on whatever thread it
+    runs (where a close may wait for a subscriber that waits for a lock that thread holds)."""
+    import time
+    c = open_sample()
+    called = threading.Event()
+
+    def boom(update: object) -> None:
+        called.set()
+        raise RuntimeError("a subscriber's bug")
+
+    c.subscribe(boom)
+    c.refresh()
+    assert called.wait(5)
+    deadline = time.monotonic() + 5
+    while not c.subscriber_errors and time.monotonic() < deadline:
+        time.sleep(0.01)
+    ref = weakref.ref(c)
+    gc.disable()
+    try:
+        del c
+        assert ref() is None
+    finally:
+        gc.enable()
