@@ -249,6 +249,21 @@ class ContentCards:
                 raise _errors.ClosedError("the controller was closed during the call") from exc
             raise
 
+    def _call_keyed(self, key: int, function: Callable[..., T], *args: Any) -> T:
+        """``_call`` for a function handed the callback ``key`` (its last argument): a call
+        that never reaches the library (the controller closed meanwhile) releases the key
+        here; one that does leaves it to the library, which releases it on a failure."""
+        handle = self._handle
+        if handle is None:
+            _ffi.callbacks.release(key)
+            raise _errors.ClosedError("the controller is closed")
+        try:
+            return function(handle, *args, key)
+        except (_errors.InvalidHandleError, _errors.ClosedError) as exc:
+            if self._handle is None:
+                raise _errors.ClosedError("the controller was closed during the call") from exc
+            raise
+
     def _callback_key(self, entry: Callable[..., Any]) -> int:
         """Keeps ``entry`` in ``_ffi.callbacks`` for the library to call: the key to hand it as
         userdata. ClosedError, and nothing kept, once the controller is closed."""
@@ -314,10 +329,10 @@ class ContentCards:
             except RuntimeError:
                 pass  # the loop is closed: nobody is waiting any more
 
+        seconds = _timeout(timeout)   # before the key: a bad timeout must not leave one kept
         key = self._callback_key(done)
         # On failure the library releases the key itself (free_userdata runs right away).
-        seconds = _timeout(timeout)
-        self._call(_ffi.controller_refresh_in_background, seconds, key)
+        self._call_keyed(key, _ffi.controller_refresh_in_background, seconds)
         if seconds <= 0:
             return await future
         try:
@@ -589,7 +604,7 @@ class ContentCards:
         from .subscriptions import Subscription
         key = self._callback_key(update_entry(weakref.ref(self), fn))
         # On failure the library releases the key itself (free_userdata runs right away).
-        subscription_id = self._call(_ffi.controller_subscribe, key)
+        subscription_id = self._call_keyed(key, _ffi.controller_subscribe)
         return Subscription(self, subscription_id, key, fn)
 
     def updates(self, *, current: bool = False, max_queued: int = 100) -> UpdateStream:
@@ -623,7 +638,7 @@ class ContentCards:
             raise TypeError(f"transport must be callable, not {type(fn).__name__}")
         from ._callbacks import transport_entry
         key = self._callback_key(transport_entry(fn, weakref.ref(self)))
-        self._call(_ffi.controller_set_transport, key)
+        self._call_keyed(key, _ffi.controller_set_transport)
 
     def set_token_provider(self, fn: TokenProvider | None) -> None:
         """Sets the per-user token provider: ``fn(user_id)`` returns the user's token (a str,
@@ -642,7 +657,7 @@ class ContentCards:
         from ._callbacks import token_entry
         key = self._callback_key(token_entry(fn, weakref.ref(self)))
         # On failure the library releases the key itself (free_userdata runs right away).
-        self._call(_ffi.controller_set_token_provider, key)
+        self._call_keyed(key, _ffi.controller_set_token_provider)
 
     def hint(self, user_id: str | None = None) -> None:
         """Hands in a hint that ``user_id``'s cards (None: the current user's) may have

@@ -323,3 +323,26 @@ def test_a_subscriber_that_raised_leaves_no_cycle_keeping_its_controller() -> No
         assert ref() is None
     finally:
         gc.enable()
+
+
+def test_a_call_refused_before_the_library_keeps_no_callback() -> None:
+    """A callback registered for a call that never reaches the library (a bad argument found
+    after it was registered, or a controller closed in between) is let go: it stayed in the
+    registry, with what it holds (an event loop and a future), for the life of the process."""
+    import asyncio
+    c = open_sample()
+    before = len(_ffi.callbacks)
+
+    async def bad_timeout() -> None:
+        await c.refresh_async(timeout="5")  # type: ignore[arg-type]
+
+    with pytest.raises(TypeError):
+        asyncio.run(bad_timeout())
+    assert len(_ffi.callbacks) == before
+    key = _ffi.callbacks.add(lambda *a: None)
+    handle, c._handle = c._handle, None       # closed between the key and the call
+    with pytest.raises(cc.ClosedError):
+        c._call_keyed(key, _ffi.controller_set_transport)
+    assert key not in _ffi.callbacks
+    c._handle = handle
+    c.close()
