@@ -568,8 +568,9 @@ class ContentCards:
         import json
 
         from .results import PendingEvents
-        if limit is not None and (not isinstance(limit, int) or limit < 0):
-            raise ValueError(f"limit must be a whole number >= 0 or None, not {limit!r}")
+        if limit is not None and (not isinstance(limit, int) or limit < 0 or limit >= 2**63):
+            # (ctypes would pass 2**64 to C as 0, which means all.)
+            raise ValueError(f"limit must be a whole number >= 0 (below 2**63) or None, not {limit!r}")
         text = self._call(_ffi.controller_pending_events_json, limit or 0)
         return PendingEvents.from_json(json.loads(text))
 

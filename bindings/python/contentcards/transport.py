@@ -98,6 +98,9 @@ class TransportResponse(Value):
         status = self.status
         if isinstance(status, bool) or not isinstance(status, int):
             raise TypeError(f"TransportResponse.status must be an int, not {type(status).__name__}")
+        if not 100 <= status <= 999:
+            # Checked here: ctypes would pass 2**32 + 200 to C as 200.
+            raise ValueError(f"TransportResponse.status {status} is not an HTTP status (100...999)")
         body = self.body
         if isinstance(body, str):
             data = body.encode("utf-8")

@@ -309,3 +309,17 @@ def test_nul_inside_json_strings() -> None:
     with cc.ContentCards() as c:
         summary = c.apply([{"id": "x\u0000y", "tp": "short_news", "ca": 1, "ds": "d"}])
         assert summary.added == 0 and len(summary.left_out) == 1
+
+
+def test_ints_ctypes_would_wrap_are_refused() -> None:
+    """An int that ctypes would truncate on its way to C is refused in Python: a transport
+    status of 2**32 + 200 reached the library as 200, a pending-events limit of 2**64 as 0
+    (which means all)."""
+    from contentcards.transport import TransportResponse
+    with pytest.raises(ValueError):
+        TransportResponse(2**32 + 200, b"")._encoded()
+    assert TransportResponse(200, b"")._encoded()[0] == 200
+    with open_sample() as c:
+        with pytest.raises(ValueError):
+            c.list_pending_events(limit=2**64)
+        assert c.list_pending_events(limit=5).pending == 0
