@@ -297,12 +297,14 @@ def test_a_fork_while_a_thread_holds_the_bindings_locks_does_not_hang_the_child(
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 
 
-def test_a_subscriber_that_raised_leaves_no_cycle_keeping_its_controller() -> None:
+def test_a_subscriber_that_raised_leaves_no_cycle_keeping_its_controller(monkeypatch: pytest.MonkeyPatch) -> None:
     """A subscriber's exception kept on the controller (to be raised later) does not keep the
     controller alive through the frame its traceback holds: dropped, the controller goes at
     once, not when the garbage collector finds the cycle and closes it on whatever thread it
     runs (where a close may wait for a subscriber that waits for a lock that thread holds)."""
     import time
+    reported: list[object] = []
+    monkeypatch.setattr(sys, "unraisablehook", reported.append)
     c = open_sample()
     called = threading.Event()
 
