@@ -913,7 +913,9 @@ CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_count(size_t *out_count, const cc_s
  * "images" in cc_controller_open). *out is NULL where the card has no such value (JSON null).
  * The string is owned by the snapshot and lives until it is closed.
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (out or field NULL, index out of range,
- * unknown field, a field that is not a string). */
+ * unknown field, a field that is not a string, a text that holds a NUL character, which a C
+ * string cannot carry: read it from the feed's JSON, cc_controller_feed; the same holds for
+ * cc_snapshot_extra and cc_snapshot_extra_at). */
 CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_string(const char **out, const cc_snapshot *snapshot, size_t index, const char *field);
 
 /* An integer field: "created", "expiresAt" (unix seconds; -1 = never). Errors: as

@@ -17,7 +17,18 @@ final class Snapshot: @unchecked Sendable {
 
     let entries: [Entry]
 
-    init(cards: [Card]) {
+    /// A text that holds a NUL character: a C string cannot carry it, and `strdup` would cut
+    /// it there, so the getter refuses it (`heldNUL`) rather than hand out part of it.
+    static let heldNUL = UnsafeMutablePointer<CChar>(bitPattern: 1)!
+
+    /// Copies every text; `.noMemory` when a copy fails (a NULL would read as no value).
+    init(cards: [Card]) throws(ContentCardsError) {
+        var failed = false
+        func copy(_ text: String) -> UnsafeMutablePointer<CChar>? {
+            if text.utf8.contains(0) { return Self.heldNUL }
+            guard let c = strdup(text) else { failed = true; return nil }
+            return c
+        }
         entries = cards.map { card in
             let values: [String?] = [card.id, card.type.rawValue, card.url, card.classType, card.image,
                                      card.imageAltText, card.title, card.cardDescription, card.domain, card.imagePath]
@@ -25,16 +36,27 @@ final class Snapshot: @unchecked Sendable {
             let extras = card.extras
             let keys = extras.keys.sorted()
             return Entry(card: card,
-                         strings: values.map { $0.flatMap { strdup($0) } },
-                         extras: keys.map { (strdup($0), strdup(extras[$0] ?? "")) },
+                         strings: values.map { $0.flatMap(copy) },
+                         extras: keys.map { (copy($0), copy(extras[$0] ?? "")) },
                          extraIndex: Dictionary(uniqueKeysWithValues: keys.enumerated().map { ($1, $0) }))
         }
+        if failed { throw ContentCardsError(.noMemory, "out of memory copying the snapshot's texts") }
     }
+
+    /// `p` as handed to C: an error for a text that holds a NUL.
+    static func handedOut(_ p: UnsafeMutablePointer<CChar>?, _ what: @autoclosure () -> String) throws(ContentCardsError) -> UnsafePointer<CChar>? {
+        if p == heldNUL {
+            throw ContentCardsError(.invalidArgument, "\(what()) holds a NUL character, which a C string cannot carry: read it from the feed's JSON (cc_controller_feed)")
+        }
+        return UnsafePointer(p)
+    }
+
+    private static func release(_ p: UnsafeMutablePointer<CChar>?) { if p != heldNUL { free(p) } }
 
     deinit {
         for e in entries {
-            e.strings.forEach { free($0) }
-            e.extras.forEach { free($0.key); free($0.value) }
+            e.strings.forEach { Self.release($0) }
+            e.extras.forEach { Self.release($0.key); Self.release($0.value) }
         }
     }
 
@@ -54,7 +76,7 @@ final class Snapshot: @unchecked Sendable {
 
     func string(_ index: Int, _ field: String) throws(ContentCardsError) -> UnsafePointer<CChar>? {
         guard let i = Self.stringIndex[field] else { throw Self.fieldError(field, expected: "a string") }
-        return UnsafePointer(try entry(index).strings[i])
+        return try Self.handedOut(try entry(index).strings[i], "field \"\(field)\" of card \(index)")
     }
 
     func int(_ index: Int, _ field: String) throws(ContentCardsError) -> Int64 {
@@ -99,7 +121,7 @@ public func cc_controller_snapshot(_ out: UnsafeMutablePointer<OpaquePointer?>?,
         let out = try CStrings.requireOutput(out, "out")
         let c = try Handles.controller(controller)
         let cards = try c.cards(try filterArgument(filterJSON))
-        out.pointee = try Handles.snapshots.insert(Snapshot(cards: cards))
+        out.pointee = try Handles.snapshots.insert(try Snapshot(cards: cards))
     }
 }
 
@@ -156,7 +178,7 @@ public func cc_snapshot_extra(_ out: UnsafeMutablePointer<UnsafePointer<CChar>?>
         let out = try CStrings.requireOutput(out, "out")
         let e = try snapshot(handle).entry(index)
         let name = try CStrings.required(key, "key")
-        if let i = e.extraIndex[name] { out.pointee = UnsafePointer(e.extras[i].value) }
+        if let i = e.extraIndex[name] { out.pointee = try Snapshot.handedOut(e.extras[i].value, "extra \"\(name)\" of card \(index)") }
     }
 }
 
@@ -180,8 +202,10 @@ public func cc_snapshot_extra_at(_ outKey: UnsafeMutablePointer<UnsafePointer<CC
         guard extraIndex >= 0 && extraIndex < e.extras.count else {
             throw ContentCardsError(.invalidArgument, "extra_index \(extraIndex) is out of range (the card has \(e.extras.count) extras)")
         }
-        outKey.pointee = UnsafePointer(e.extras[extraIndex].key)
-        outValue.pointee = UnsafePointer(e.extras[extraIndex].value)
+        let key = try Snapshot.handedOut(e.extras[extraIndex].key, "the key of extra \(extraIndex) of card \(index)")
+        let value = try Snapshot.handedOut(e.extras[extraIndex].value, "the value of extra \(extraIndex) of card \(index)")
+        outKey.pointee = key
+        outValue.pointee = value
     }
 }
 

@@ -237,6 +237,29 @@ static void test_snapshot(void) {
     CHECK_RC(CC_E_INVALID_HANDLE, cc_snapshot_close(s));
 }
 
+/* A text holding a NUL character (an escaped \u0000 in the payload) is refused by the
+ * snapshot's getters, with a message that says where to read it: a C string cannot carry it,
+ * and the getters handed out the part before the NUL ("a"), silently. */
+static void test_snapshot_texts_with_nul(void) {
+    cc_controller *c = NULL;
+    CHECK_OK(cc_controller_open(&c, "{\"userId\":\"n\",\"source\":{\"callback\":true}}"));
+    CHECK_OK(cc_controller_apply(NULL, c, "[{\"id\":\"n1\",\"tp\":\"short_news\",\"ca\":1,"
+                                          "\"ds\":\"a\\u0000b\",\"e\":{\"k\":\"v\\u0000w\"}}]"));
+    cc_snapshot *s = NULL;
+    CHECK_OK(cc_controller_snapshot(&s, c, NULL));
+    const char *text = NULL;
+    CHECK_RC(CC_E_INVALID_ARGUMENT, cc_snapshot_string(&text, s, 0, "cardDescription"));
+    CHECK_MESSAGE("NUL");
+    CHECK_RC(CC_E_INVALID_ARGUMENT, cc_snapshot_extra(&text, s, 0, "k"));
+    CHECK_MESSAGE("NUL");
+    const char *key = NULL;
+    CHECK_RC(CC_E_INVALID_ARGUMENT, cc_snapshot_extra_at(&key, &text, s, 0, 0));
+    CHECK_OK(cc_snapshot_string(&text, s, 0, "id"));
+    CHECK(text && strcmp(text, "n1") == 0);
+    CHECK_OK(cc_snapshot_close(s));
+    CHECK_OK(cc_controller_close(c));
+}
+
 static void test_storage(void) {
     char dir[256];
     cc_test_make_dir(dir, sizeof dir, "cc-c-test");
@@ -267,6 +290,7 @@ int main(void) {
     test_apply_user_diagnostics();
     test_rate_limit_and_config();
     test_snapshot();
+    test_snapshot_texts_with_nul();
     test_storage();
     return cc_test_finish("test_api");
 }
