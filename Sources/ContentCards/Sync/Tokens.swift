@@ -67,9 +67,18 @@ package final class TokenSlot: @unchecked Sendable {
     /// kept) once the slot is closed. The old provider is released outside the lock
     /// (releasing a host's provider runs its free_userdata).
     @discardableResult
-    func set(_ new: TokenProvider?) -> Bool {
+    func set(_ new: TokenProvider?) -> Bool { replace(with: new, closing: false) }
+
+    /// Removes the provider for good (the controller closed): a `set` that raced the close is
+    /// refused, where it installed a provider on a closed controller.
+    func close() { replace(with: nil, closing: true) }
+    private var closed = false
+
+    @discardableResult
+    private func replace(with new: TokenProvider?, closing: Bool) -> Bool {
         let (old, kept): (TokenProvider?, Bool) = lock.withLock {
             if closed { return (nil, false) }
+            if closing { closed = true }
             let old = provider
             provider = new
             generation += 1
@@ -81,23 +90,6 @@ package final class TokenSlot: @unchecked Sendable {
         withExtendedLifetime(old) {}
         return kept
     }
-
-    /// Removes the provider for good (the controller closed): a `set` that raced the close is
-    /// refused, where it installed a provider on a closed controller.
-    func close() {
-        let old: TokenProvider? = lock.withLock {
-            closed = true
-            let old = provider
-            provider = nil
-            generation += 1
-            cache.removeAll()
-            asking.removeAll()
-            answered.broadcast()
-            return old
-        }
-        withExtendedLifetime(old) {}
-    }
-    private var closed = false
 
     /// A request is sent again after a 401, with a token asked for anew.
     func noteRetry() { lock.withLock { counts.retriedAfter401 += 1 } }

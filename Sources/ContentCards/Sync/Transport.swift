@@ -149,26 +149,23 @@ final class HostTransportSlot: @unchecked Sendable {
     /// released after the lock is, because releasing a host's transport runs its
     /// free_userdata callback, and no callback runs under a lock.
     @discardableResult
-    func set(_ t: Transport?) -> Bool {
+    func set(_ t: Transport?) -> Bool { replace(with: t, closing: false) }
+
+    /// Removes the transport for good (the controller closed): a `set` that raced the close
+    /// is refused, where it installed a transport on a closed controller.
+    func close() { replace(with: nil, closing: true) }
+
+    @discardableResult
+    private func replace(with t: Transport?, closing: Bool) -> Bool {
         let (old, kept): (Transport?, Bool) = lock.withLock {
             if closed { return (nil, false) }
+            if closing { closed = true }
             let old = transport
             transport = t
             return (old, true)
         }
         withExtendedLifetime(old) {}
         return kept
-    }
-
-    /// Removes the transport for good (the controller closed): a `set` that raced the close
-    /// is refused, where it installed a transport on a closed controller.
-    func close() {
-        let old: Transport? = lock.withLock {
-            closed = true
-            defer { transport = nil }
-            return transport
-        }
-        withExtendedLifetime(old) {}
     }
 
     @Sendable func get() -> Result<Transport, ContentCardsError> {
