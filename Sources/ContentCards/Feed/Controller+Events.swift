@@ -34,10 +34,16 @@ extension ContentCardsController {
     /// background with backoff); `.noSource` when no event sink is configured.
     @discardableResult
     public func flushEvents(timeout: Double? = nil) throws(ContentCardsError) -> FlushResult {
+        try flushEvents(timeout: timeout, only: nil)
+    }
+
+    /// `flushEvents`, of `user`'s events only when given (a forget delivers the user's own).
+    @discardableResult
+    func flushEvents(timeout: Double?, only user: String?) throws(ContentCardsError) -> FlushResult {
         try refuseIfInherited()
         let timeout = Self.clampTimeout(timeout ?? configuration.timeoutSeconds)
         Scheduler.shared.kick()
-        return try delivery.deliver(for: self, until: monotonicSeconds() + timeout)
+        return try delivery.deliver(for: self, until: monotonicSeconds() + timeout, only: user)
     }
 }
 

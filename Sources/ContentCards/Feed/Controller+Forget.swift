@@ -68,11 +68,7 @@ extension ContentCardsController {
                 }
                 // The user's own events: another user's that cannot go (a provider that has
                 // no token for a user logged out) do not keep this one from being forgotten.
-                do throws(ContentCardsError) {
-                    Scheduler.shared.kick()
-                    _ = try delivery.deliver(for: self, until: monotonicSeconds() + Self.clampTimeout(timeout ?? configuration.timeoutSeconds),
-                                             only: user)
-                } catch {
+                do throws(ContentCardsError) { try flushEvents(timeout: timeout, only: user) } catch {
                     throw ContentCardsError(error.code, "user \(Self.quoted(user)) was not forgotten: its pending events could not be delivered first (\(error.message)); nothing was removed", retryAfter: error.retryAfter)
                 }
                 delivered = max(0, before - (try pendingEvents(of: user)))
