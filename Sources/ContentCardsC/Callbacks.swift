@@ -61,15 +61,24 @@ final class AnswerBoxes<Box: AnyObject>: @unchecked Sendable {
         _ = lock.withLock { active.removeValue(forKey: UInt(bitPattern: handle)) }
     }
 
+    /// Reads the box of `p` (being answered now) under the lock: what a setter checks before
+    /// work it should not do under a lock every controller's callbacks share (a body's copy).
+    func read<T>(_ p: OpaquePointer?, _ body: (Box) -> T) throws(ContentCardsError) -> T {
+        try lock.withLock { () throws(ContentCardsError) -> T in body(try box(p)) }
+    }
+
     /// Sets an answer: `body` runs on the box of `p`, under the lock.
     func answer(_ p: OpaquePointer?, _ body: (Box) throws(ContentCardsError) -> Void) throws(ContentCardsError) {
+        try lock.withLock { () throws(ContentCardsError) in try body(try box(p)) }
+    }
+
+    /// The box of `p`; called with the lock held.
+    private func box(_ p: OpaquePointer?) throws(ContentCardsError) -> Box {
         guard let p else { throw ContentCardsError(.invalidArgument, "response is NULL") }
-        try lock.withLock { () throws(ContentCardsError) in
-            guard let box = active[UInt(bitPattern: p)] else {
-                throw ContentCardsError(.invalidArgument, "response is not \(what) being answered (use it only inside \(inside))")
-            }
-            try body(box)
+        guard let box = active[UInt(bitPattern: p)] else {
+            throw ContentCardsError(.invalidArgument, "response is not \(what) being answered (use it only inside \(inside))")
         }
+        return box
     }
 }
 

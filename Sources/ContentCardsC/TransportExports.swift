@@ -74,20 +74,23 @@ public func cc_transport_response_set(_ response: OpaquePointer?, _ status: Int3
         guard status >= 100 && status <= 999 else { throw ContentCardsError(.invalidArgument, "status \(status) is not an HTTP status") }
         // Bounded to a year: a huge value is no more meaningful, and stays safe to convert.
         let retry = retryAfterSeconds.isFinite && retryAfterSeconds >= 0 ? min(retryAfterSeconds, 31_536_000) : nil
-        try TransportResponseBox.answers.answer(response) { (box) throws(ContentCardsError) in
-            // Before any copy: a body over the request's bound is the request's failure (as
-            // libcurl's transport bounds it), never an allocation of whatever size the host
-            // says (a wrong body_len of 2^60 ended the process).
-            if bodyLen > box.maxBytes {
-                box.failure = "the response body is \(bodyLen) bytes, over the limit of \(box.maxBytes)"
-                throw ContentCardsError(.invalidArgument, "body_len \(bodyLen) is over the response limit of \(box.maxBytes) bytes (maxPayloadBytes, or the image limit)")
+        // Before any copy: a body over the request's bound is the request's failure (as
+        // libcurl's transport bounds it), never an allocation of whatever size the host says
+        // (a wrong body_len of 2^60 ended the process).
+        let limit = try TransportResponseBox.answers.read(response) { $0.maxBytes }
+        if bodyLen > limit {
+            try TransportResponseBox.answers.answer(response) { box in
+                box.failure = "the response body is \(bodyLen) bytes, over the limit of \(limit)"
             }
-            var bytes: [UInt8] = []
-            if let body, bodyLen > 0 {
-                bytes = body.withMemoryRebound(to: UInt8.self, capacity: bodyLen) { Array(UnsafeBufferPointer(start: $0, count: bodyLen)) }
-            }
-            box.response = TransportResponse(status: Int(status), body: bytes, retryAfter: retry)
+            throw ContentCardsError(.invalidArgument, "body_len \(bodyLen) is over the response limit of \(limit) bytes (maxPayloadBytes, or the image limit)")
         }
+        // Copied outside the lock, which every controller's transport answers share.
+        var bytes: [UInt8] = []
+        if let body, bodyLen > 0 {
+            bytes = body.withMemoryRebound(to: UInt8.self, capacity: bodyLen) { Array(UnsafeBufferPointer(start: $0, count: bodyLen)) }
+        }
+        let answer = TransportResponse(status: Int(status), body: bytes, retryAfter: retry)
+        try TransportResponseBox.answers.answer(response) { box in box.response = answer }
     }
 }
 
