@@ -19,6 +19,13 @@ extension ContentCardsController {
         ContentCardsError(.wrongUser, "user \"\(user)\" was forgotten during the refresh: response discarded")
     }
 
+    /// The user's stored state was erased by another controller or process (its
+    /// `forgetUser`) while the refresh was out: nothing of the user is left, and an answer asked
+    /// for from the erased cursors would put back a delta onto nothing, or the user's cards.
+    static func forgottenElsewhereDuringRefresh(_ user: String) -> ContentCardsError {
+        ContentCardsError(.wrongUser, "user \"\(user)\" was forgotten by another controller or process during the refresh: response discarded; the next refresh asks for a full sync")
+    }
+
     private struct RefreshStart {
         let ticket: RefreshTicket
         let source: CardSource
@@ -28,6 +35,10 @@ extension ContentCardsController {
         /// The controller's `forgotten` at the start: the user's data was erased since when it
         /// differs at the merge, and the answer is discarded.
         let forgotten: Int
+        /// The store held something of the user at the start (cards, dismissals, cursors or a
+        /// sync's time). Only a forget empties all of it, so finding it all empty at the merge
+        /// means another controller or process forgot the user meanwhile.
+        let heldState: Bool
     }
 
     private enum Begin {
@@ -110,7 +121,13 @@ extension ContentCardsController {
     private func beginRefresh() throws(ContentCardsError) -> Begin {
         let outcome: Result<Begin, ContentCardsError> = lock.withLock {
             // The request carries the stored cursors and validator: a deferred open is finished.
-            do throws(ContentCardsError) { _ = try liveStore() } catch { return .failure(error) }
+            // Read again if another controller or process committed since this one last looked:
+            // the cursors it sends must be the store's, not this controller's memory of them
+            // (after another's forget, the old cursors asked for a delta onto nothing).
+            do throws(ContentCardsError) {
+                _ = try liveStore()
+                try reloadIfChangedElsewhere()
+            } catch { return .failure(error) }
             // A refresh still running for the user before a change is not joined: its answer
             // will be discarded, and the new user's refresh starts now (that one's late
             // outcome leaves `inFlight` to this one: see `Refresher.finish`).
@@ -126,7 +143,8 @@ extension ContentCardsController {
             if let store { ticket.readCrossing = (try? store.pendingReadStateCards(user: userID)) ?? [] }
             refresher.inFlight = ticket
             return .success(.started(RefreshStart(ticket: ticket, source: source, userID: userID, cursors: feed.stored.cursors,
-                                                  validator: feed.stored.sync.validator, forgotten: forgotten)))
+                                                  validator: feed.stored.sync.validator, forgotten: forgotten,
+                                                  heldState: !feed.stored.isBlank)))
         }
         switch outcome {
         case .success(let begin): return begin
@@ -137,6 +155,12 @@ extension ContentCardsController {
             }
             throw e
         }
+    }
+
+    /// `reloadIfChangedElsewhere`'s failure, if it fails. Called with the lock held.
+    private func reloadFailure() -> ContentCardsError? {
+        do { try reloadIfChangedElsewhere() } catch { return error }
+        return nil
     }
 
     /// Records a failed refresh. Called with the lock held.
@@ -223,6 +247,10 @@ extension ContentCardsController {
                     result = .failure(ContentCardsError(.wrongUser, "the user changed to \"\(userID)\" during the refresh for \"\(start.userID)\": response discarded"))
                 } else if forgotten != start.forgotten {
                     result = .failure(Self.forgottenDuringRefresh(start.userID))
+                } else if let e = reloadFailure() {
+                    result = .failure(e)
+                } else if start.heldState && feed.stored.isBlank {
+                    result = .failure(Self.forgottenElsewhereDuringRefresh(start.userID))
                 } else {
                     var summary = SyncSummary()
                     summary.notModified = true
@@ -247,7 +275,7 @@ extension ContentCardsController {
                     result = .failure(Self.forgottenDuringRefresh(start.userID))
                 } else {
                     result = mergeLocked(&payload, sync: SyncState(validator: validator, syncedAt: finishedAt),
-                                         readCrossing: start.ticket.readCrossing)
+                                         readCrossing: start.ticket.readCrossing, basedOnState: start.heldState)
                 }
             }
             switch result {
@@ -318,26 +346,38 @@ extension ContentCardsController {
     /// `readCrossing`: cards whose read state changed locally while the sync was out (see
     /// `RefreshTicket.readCrossing`); their local read state stays, like that of cards with a
     /// read event still in the outbox.
+    ///
+    /// The reload, the plan and the writes are one write transaction of the store: no other
+    /// connection's commit (another process's forget, or its sync) can fall between the state
+    /// planned against and the write. `basedOnState`: the refresh's request was asked from a
+    /// stored state that held something of the user (`RefreshStart.heldState`); finding it
+    /// all empty now, the answer is discarded (another controller or process forgot the user).
     func mergeLocked(_ payload: inout Payload, sync: SyncState? = nil,
-                     readCrossing: Set<CardKey> = []) -> Result<SyncSummary, ContentCardsError> {
-        do {
-            try reloadIfChangedElsewhere()
+                     readCrossing: Set<CardKey> = [], basedOnState: Bool = false) -> Result<SyncSummary, ContentCardsError> {
+        var planned: Merge?
+        do throws(ContentCardsError) {
+            try inWriteTransaction { () throws(ContentCardsError) in
+                try reloadIfChangedElsewhere()
+                if basedOnState && feed.stored.isBlank { throw Self.forgottenElsewhereDuringRefresh(userID) }
+                // Only a payload that carries read state needs the outbox's pending read changes.
+                var pendingRead = Set<CardKey>()
+                if payload.cards.contains(where: { $0.read != nil }) {
+                    do throws(StoreError) { pendingRead = try store?.pendingReadStateCards(user: userID) ?? [] } catch {
+                        throw ContentCardsError(.storage, error.message)
+                    }
+                    pendingRead.formUnion(readCrossing)
+                }
+                var merge = Merge.plan(&payload, from: feed.stored, pendingRead: pendingRead)
+                payload.cards = []
+                let nextSync = sync ?? SyncState(validator: nil, syncedAt: feed.stored.sync.syncedAt)
+                if nextSync != feed.stored.sync { merge.changes.sync = nextSync }
+                try persist(merge.changes, for: userID)
+                planned = merge     // the arrays are shared, not copied; `merge` ends here
+            }
         } catch {
             return .failure(error)
         }
-        // Only a payload that carries read state needs the outbox's pending read changes.
-        var pendingRead = Set<CardKey>()
-        if payload.cards.contains(where: { $0.read != nil }) {
-            do throws(StoreError) { pendingRead = try store?.pendingReadStateCards(user: userID) ?? [] } catch {
-                return .failure(ContentCardsError(.storage, error.message))
-            }
-            pendingRead.formUnion(readCrossing)
-        }
-        var merge = Merge.plan(&payload, from: feed.stored, pendingRead: pendingRead)
-        payload.cards = []
-        let nextSync = sync ?? SyncState(validator: nil, syncedAt: feed.stored.sync.syncedAt)
-        if nextSync != feed.stored.sync { merge.changes.sync = nextSync }
-        do { try persist(merge.changes, for: userID) } catch { return .failure(error) }
+        guard var merge = planned.take() else { return .failure(ContentCardsError(.internal, "a merge without a plan")) }
         feed.publish(&merge.changes)
         record.leftOut = payload.leftOut
         var summary = SyncSummary()

@@ -11,6 +11,12 @@ struct StoredUser {
     var dismissed: Set<CardKey> = []
     var cursors = SyncCursors()
     var sync = SyncState()
+
+    /// Nothing of the user is stored: never synced, or forgotten (`CardStore.erase` removes
+    /// all of it). A sync, even one that leaves no card, records its time.
+    var isBlank: Bool {
+        cards.isEmpty && dismissed.isEmpty && cursors == SyncCursors() && sync == SyncState()
+    }
 }
 
 /// What the user's last sync left besides the cursors (docs/BEHAVIOUR.md, "Conditional

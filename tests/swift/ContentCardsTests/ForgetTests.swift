@@ -140,4 +140,66 @@ import CSQLite
         #expect(try c.cards().isEmpty)
         #expect(try c.pendingEvents() == 0)
     }
+
+    /// A second controller on the same store, which loaded the user's cursors before another
+    /// forgot the user: its refresh asks from the store's cursors (none now), so the server's
+    /// full sync comes back. It asked from its own memory before, got a delta, and merged it
+    /// onto nothing: the feed held the delta's one card, with the old cursors, until the
+    /// server chose to send a full sync.
+    @Test func aRefreshAfterAnotherControllerForgotAsksForAFullSync() throws {
+        let dir = Fixtures.temporaryDirectory("forget-other")
+        defer { Fixtures.removeTree(dir) }
+        let a = try open(dir, user: "u")
+        defer { a.close() }
+        _ = try a.apply(Fixtures.payload([Fixtures.wire("c1"), Fixtures.wire("c2")], full: true, user: "u",
+                                         lastFull: 100, lastUpdated: 100))
+        let b = try ContentCardsController(
+            json: #"{"userId":"u","storagePath":"\#(dir)","refreshTokens":0,"source":{"callback":true}}"#,
+            transport: Self.deltaUnlessAskedFromNothing)
+        defer { b.close() }
+        #expect(try b.cards().count == 2)
+        _ = try a.forgetUser(pending: .discard)
+        let summary = try b.refresh(timeout: 5)
+        #expect(summary.fullSync)
+        #expect(try b.cards().map(\.id).sorted() == ["c1", "c2", "c3"])
+    }
+
+    /// A forget by another controller while a refresh is out (here from inside the refresh's
+    /// own transport call): the answer, a delta asked from the forgotten cursors, is discarded
+    /// and nothing of the user is stored again. Before, the delta was merged onto the erased
+    /// user, with new cursors.
+    @Test func aRefreshCrossingAnotherControllersForgetIsDiscarded() throws {
+        let dir = Fixtures.temporaryDirectory("forget-crossing")
+        defer { Fixtures.removeTree(dir) }
+        let a = try open(dir, user: "u")
+        defer { a.close() }
+        _ = try a.apply(Fixtures.payload([Fixtures.wire("c1"), Fixtures.wire("c2")], full: true, user: "u",
+                                         lastFull: 100, lastUpdated: 100))
+        let b = try ContentCardsController(
+            json: #"{"userId":"u","storagePath":"\#(dir)","refreshTokens":0,"source":{"callback":true}}"#,
+            transport: ClosureTransport { r in
+                _ = try? a.forgetUser(pending: .discard)
+                return Self.deltaUnlessAskedFromNothing.send(r)
+            })
+        defer { b.close() }
+        #expect(throws: ContentCardsError.self) { try b.refresh(timeout: 5) }
+        #expect(try b.cards().isEmpty)
+        // No cursors were stored: the next refresh, from a third controller, asks from none.
+        let c = try ContentCardsController(
+            json: #"{"userId":"u","storagePath":"\#(dir)","refreshTokens":0,"source":{"callback":true}}"#,
+            transport: Self.deltaUnlessAskedFromNothing)
+        defer { c.close() }
+        #expect(try c.cards().isEmpty)
+        #expect(try c.refresh(timeout: 5).fullSync)
+    }
+
+    /// A server that answers a request from no cursors with a full sync of three cards, and
+    /// any other with a delta of the third card.
+    static let deltaUnlessAskedFromNothing = ClosureTransport { r in
+        let asked = String(decoding: r.body, as: UTF8.self)
+        let body = asked.contains(#""last_full_sync_at":0"#)
+            ? Fixtures.payload(["c1", "c2", "c3"].map { Fixtures.wire($0) }, full: true, user: "u", lastFull: 200, lastUpdated: 200)
+            : Fixtures.payload([Fixtures.wire("c3")], user: "u", lastFull: 200, lastUpdated: 200)
+        return .success(TransportResponse(status: 200, body: Array(body.utf8)))
+    }
 }
