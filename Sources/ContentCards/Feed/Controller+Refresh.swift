@@ -19,6 +19,11 @@ extension ContentCardsController {
         ContentCardsError(.wrongUser, "user \"\(user)\" was forgotten during the refresh: response discarded")
     }
 
+    static func userChangedDuringRefresh(from old: String, to new: String) -> ContentCardsError {
+        let change = old == new ? "changed (and back to \"\(new)\")" : "changed to \"\(new)\""
+        return ContentCardsError(.wrongUser, "the user \(change) during the refresh for \"\(old)\": response discarded")
+    }
+
     /// The user's stored state was erased by another controller or process (its
     /// `forgetUser`) while the refresh was out: nothing of the user is left, and an answer asked
     /// for from the erased cursors would put back a delta onto nothing, or the user's cards.
@@ -70,6 +75,13 @@ extension ContentCardsController {
         case .started(let start):
             return try perform(start, timeout: min(timeout, configuration.timeoutSeconds)).get()
         case .joined(let ticket):
+            // A background refresh not yet begun is run here, bounded by this call's timeout
+            // too (see `RefreshTicket.unclaimed`).
+            if let (run, limit) = lock.withLock({ () -> (((Double) -> Void), Double)? in
+                ticket.claim().map { ($0, ticket.unclaimedLimit) }
+            }) {
+                run(min(timeout, configuration.timeoutSeconds, limit))
+            }
             return try lock.withLock { () throws(ContentCardsError) in
                 while true {
                     if let result = ticket.result { return try result.get() }
@@ -108,7 +120,13 @@ extension ContentCardsController {
         case .started(let start):
             if let completion { lock.withLock { start.ticket.completions.append(completion) } }
             let limit = min(Self.clampTimeout(timeout ?? configuration.timeoutSeconds), configuration.timeoutSeconds)
-            refresher.queue.async { [self] in _ = perform(start, timeout: limit) }
+            lock.withLock {
+                start.ticket.unclaimedLimit = limit
+                start.ticket.unclaimed = { [self] bound in _ = perform(start, timeout: bound) }
+            }
+            refresher.queue.async { [self] in
+                if let run = lock.withLock({ start.ticket.claim() }) { run(limit) }
+            }
             return true
         }
     }
@@ -131,13 +149,15 @@ extension ContentCardsController {
             // A refresh still running for the user before a change is not joined: its answer
             // will be discarded, and the new user's refresh starts now (that one's late
             // outcome leaves `inFlight` to this one: see `Refresher.finish`).
-            if let ticket = refresher.inFlight, ticket.userID == userID { return .success(.joined(ticket)) }
+            if let ticket = refresher.inFlight, ticket.userID == userID, ticket.userChanges == userChanges {
+                return .success(.joined(ticket))
+            }
             if let e = refresher.refusal(now: clock.now(), configuration: configuration) {
                 noteRefreshFailure(e)
                 return .failure(e)
             }
             guard let source = refresher.source else { return .failure(ContentCardsError(.internal, "no source")) }
-            let ticket = RefreshTicket(userID: userID)
+            let ticket = RefreshTicket(userID: userID, userChanges: userChanges)
             // A read event pending now may be delivered before the answer comes, yet after the
             // server wrote it: remembered here, not only looked up in the outbox at the merge.
             if let store { ticket.readCrossing = (try? store.pendingReadStateCards(user: userID)) ?? [] }
@@ -243,8 +263,8 @@ extension ContentCardsController {
                 // time of the last merge, so a reopen may check once more: a cheap 304).
                 if store == nil {
                     result = .failure(Self.closedError)
-                } else if userID != start.userID {
-                    result = .failure(ContentCardsError(.wrongUser, "the user changed to \"\(userID)\" during the refresh for \"\(start.userID)\": response discarded"))
+                } else if userChanges != start.ticket.userChanges {
+                    result = .failure(Self.userChangedDuringRefresh(from: start.userID, to: userID))
                 } else if forgotten != start.forgotten {
                     result = .failure(Self.forgottenDuringRefresh(start.userID))
                 } else if let e = reloadFailure() {
@@ -267,10 +287,10 @@ extension ContentCardsController {
                 if store == nil {
                     result = .failure(Self.closedError)
                 } else if let other = payload.userID, other != start.userID {
-                    record.leftOut = payload.leftOut
+                    // Discarded whole: its cards left out are not this user's diagnostics.
                     result = .failure(ContentCardsError(.wrongUser, "the sync response is for user \"\(other)\", not \"\(start.userID)\": discarded"))
-                } else if userID != start.userID {
-                    result = .failure(ContentCardsError(.wrongUser, "the user changed to \"\(userID)\" during the refresh for \"\(start.userID)\": response discarded"))
+                } else if userChanges != start.ticket.userChanges {
+                    result = .failure(Self.userChangedDuringRefresh(from: start.userID, to: userID))
                 } else if forgotten != start.forgotten {
                     result = .failure(Self.forgottenDuringRefresh(start.userID))
                 } else {

@@ -26,6 +26,7 @@ extension ContentCardsController {
                 if let nextImages { images?.use(nextImages) }
                 feed.publish(replacing: loaded)
                 userID = newUserID
+                userChanges &+= 1
                 refresher.lastSyncedAt = loaded.sync.syncedAt
             } catch {
                 throw ContentCardsError(.storage, "cannot load user \"\(newUserID)\": \(error.message)")

@@ -48,6 +48,9 @@ public final class ContentCardsController: @unchecked Sendable {
     var otherUsers: [String: StoredUser] = [:]
     /// Times the current user was forgotten: a refresh started before discards its answer.
     var forgotten = 0
+    /// Times the user changed: a refresh started before discards its answer, even when the
+    /// user changed back to its user meanwhile (its answer may be older than a later refresh's).
+    var userChanges = 0
     /// The store's data_version when `stored` was loaded: another process's commit changes it.
     var storeVersion: Int64 = 0
     /// Refreshing: the source, the rate limit, the Retry-After circuit, the refresh in flight,

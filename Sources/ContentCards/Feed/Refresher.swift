@@ -82,9 +82,25 @@ final class Refresher: @unchecked Sendable {
 final class RefreshTicket {
     /// The user the refresh is for: only a refresh of the current user is joined.
     let userID: String
+    /// The controller's `userChanges` when it started: a refresh for the same user id after
+    /// a change away and back is another refresh (this one's answer is discarded).
+    let userChanges: Int
     /// When it started (monotonic): a hint that came later is not answered by joining it.
     let startedAt = monotonicSeconds()
-    init(userID: String) { self.userID = userID }
+    init(userID: String, userChanges: Int) { self.userID = userID; self.userChanges = userChanges }
+    /// A background refresh's run, until a thread takes it (`claim`): the refresh queue's job,
+    /// or a blocking refresh that joins it first. A joiner that waited for the queue instead
+    /// could be the very job the queue runs (an automatic refresh, a hint's, a completion
+    /// that refreshes), and waited its whole timeout for a request never sent.
+    var unclaimed: ((Double) -> Void)?
+    /// The bound the background refresh was asked with (its run's timeout).
+    var unclaimedLimit = 0.0
+
+    /// Takes the run if no thread has; under the controller's lock.
+    func claim() -> ((Double) -> Void)? {
+        defer { unclaimed = nil }
+        return unclaimed
+    }
     /// Cards whose read state this device changed while the sync was out: a read or unread
     /// event pending when it started, or one logged since (delivered meanwhile or not). The
     /// server may have answered before it heard of them, so their local state wins in this
