@@ -383,10 +383,17 @@ CC_API int cc_controller_close(cc_controller *controller);
  * CC_E_SOURCE_FILE at once, as is a missing or unreadable file. Called from inside this
  * controller's own transport callback it fails at once with CC_E_REFUSED (the running refresh
  * is waiting for that callback); closed meanwhile (e.g. from inside the transport callback),
- * CC_E_CLOSED.
+ * CC_E_CLOSED. Joining a cc_controller_refresh_in_background whose request has not gone yet,
+ * it sends that request itself, on the calling thread, bounded by both timeouts (the library
+ * thread may be the caller itself: a completion that refreshes). The request carries the
+ * store's cursors (read again if another controller or process wrote since); an answer that
+ * crosses a change of user (also away and back) or a forget of the user, by this or another
+ * controller or process, is discarded: CC_E_WRONG_USER.
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (NaN timeout), CC_E_NO_SOURCE,
  * CC_E_RATE_LIMITED, CC_E_NETWORK, CC_E_SOURCE_FILE, CC_E_TIMEOUT, CC_E_SERVER, CC_E_PARSE, CC_E_WRONG_USER,
- * CC_E_UNAVAILABLE, CC_E_TRANSPORT, CC_E_STORAGE, CC_E_REFUSED, CC_E_CLOSED, CC_E_NO_MEMORY. */
+ * CC_E_UNAVAILABLE, CC_E_TRANSPORT, CC_E_AUTH (a token provider is set and gave no usable
+ * token, or the server refused the new one too), CC_E_STORAGE, CC_E_REFUSED, CC_E_CLOSED,
+ * CC_E_NO_MEMORY. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_refresh(char **out_summary_json, cc_controller *controller, double timeout_seconds);
 
 /* Called once with the outcome of a refresh started by cc_controller_refresh_in_background:
@@ -409,7 +416,9 @@ typedef void (*cc_refresh_done_fn)(void *userdata, int status, const char *resul
  * is NULL. Refusals known at once are returned (and told to subscribers, not to fn):
  * CC_E_NO_SOURCE, CC_E_RATE_LIMITED, CC_E_TIMEOUT (4 abandoned fetches still blocked).
  * Any thread. Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (NaN timeout), CC_E_NO_SOURCE,
- * CC_E_RATE_LIMITED, CC_E_TIMEOUT, CC_E_STORAGE (inherited across fork()), CC_E_CLOSED. */
+ * CC_E_RATE_LIMITED, CC_E_TIMEOUT, CC_E_STORAGE (inherited across fork(); a deferred open
+ * that fails; the store unreadable when read again for another connection's changes),
+ * CC_E_CLOSED. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_refresh_in_background(cc_controller *controller,
                                                                   double timeout_seconds,
                                                                   cc_refresh_done_fn fn, void *userdata,
@@ -418,7 +427,7 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_refresh_in_background(cc_controll
 /* The former name of cc_controller_refresh_in_background(controller, 0, NULL, NULL, NULL), kept
  * for ABI 1 ("async" names an awaitable call in docs/API.md; this is fire and forget).
  * Errors: CC_E_INVALID_HANDLE, CC_E_NO_SOURCE, CC_E_RATE_LIMITED, CC_E_TIMEOUT,
- * CC_E_STORAGE (inherited across fork()), CC_E_CLOSED. */
+ * CC_E_STORAGE (as cc_controller_refresh_in_background), CC_E_CLOSED. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_refresh_async(cc_controller *controller);
 
 /* Hands in cards the application got itself (a push message, its own networking): a sync

@@ -59,12 +59,14 @@ extension ContentCardsController {
             if error.code == .closed { return }
             let again: Bool = lock.withLock {
                 refresher.hints.failed += 1
-                guard !refresher.hints.queued, error.retryAfter != nil else { return false }
+                // A wait of 0 (`Retry-After: 0`, or a date past) is no wait to honour: asked
+                // again at once, a server that always answers so was asked in a loop.
+                guard !refresher.hints.queued, let after = error.retryAfter, after > 0 else { return false }
                 refresher.hints.queued = true
                 return true
             }
             if again, let after = error.retryAfter {
-                Scheduler.shared.schedule(after: min(after, 3600), on: refresher.queue) { [weak self] in
+                Scheduler.shared.schedule(after: min(after, RetryAfter.maxSeconds), on: refresher.queue) { [weak self] in
                     self?.answerHint(at: hintAt)
                 }
             }

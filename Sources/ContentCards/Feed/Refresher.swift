@@ -52,6 +52,9 @@ final class Refresher: @unchecked Sendable {
             return ContentCardsError(.timeout, "refresh not started: \(fetches) earlier fetches from the source are still blocked (abandoned at their timeout); the cached feed stays readable")
         }
         if now < serverRetryAt {
+            // The wait was bounded to an hour when it was set; more means the wall clock
+            // went back since (a correction, a user setting the time), not a longer wait.
+            if serverRetryAt - now > RetryAfter.maxSeconds { serverRetryAt = now + RetryAfter.maxSeconds }
             let wait = serverRetryAt - now
             return ContentCardsError(.rateLimited, "refresh not sent: the server asked to wait (Retry-After); retry after \(Int(wait.rounded(.up))) s; the cached feed stays readable", retryAfter: wait)
         }
@@ -69,7 +72,7 @@ final class Refresher: @unchecked Sendable {
         case .success: lastSyncedAt = finishedAt
         case .failure(let e):
             if let after = e.retryAfter, e.code == .rateLimited || e.code == .server, after > 0 {
-                serverRetryAt = now + min(after, 3600)
+                serverRetryAt = now + min(after, RetryAfter.maxSeconds)
             }
         }
         ticket.result = result
