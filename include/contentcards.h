@@ -658,8 +658,11 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_diagnostics(char **out_json, cc_c
  * current user's cache; prefetches still queued or running: 0 unless the wait timed out, which is
  * not an error). A failed fetch never fails a refresh; it is counted here and logged. Free
  * *out_json with cc_string_free; on failure it is set to NULL. Any thread.
+ * Called from inside the prefetch (its image transport callback, or a log handler it
+ * called), it fails at once with CC_E_REFUSED: it would wait for itself.
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (NaN timeout), CC_E_NO_SOURCE (no "images"
- * in the configuration), CC_E_STORAGE (inherited across fork()), CC_E_CLOSED, CC_E_NO_MEMORY. */
+ * in the configuration), CC_E_REFUSED, CC_E_STORAGE (inherited across fork()), CC_E_CLOSED,
+ * CC_E_NO_MEMORY. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_wait_images(char **out_json, cc_controller *controller, double timeout_seconds);
 
 /* ---------------------------------------------------------------------------------------------

@@ -158,13 +158,20 @@ extension ContentCardsController {
             // here, is what stops it), then the disk is wiped again. Waiting is bounded by one
             // image's fetch.
             prefetchImages()
-            _ = images.wait(timeout: Self.clampTimeout(configuration.timeoutSeconds * 2))
+            // Not from the prefetch itself (its transport callback or a log handler): it
+            // would wait for itself.
+            if !images.isWorkerThread { _ = images.wait(timeout: Self.clampTimeout(configuration.timeoutSeconds * 2)) }
             current.scan()
             removed += current.keepOnly([])
             return removed
         }
         guard let cache = images.existingCache(for: user) else { return 0 }
-        let removed = cache.keepOnly([])
+        var removed = cache.keepOnly([])
+        // A prefetch of the user's feed from before a user change stops after its current
+        // image, which it may store after the wipe: waited for, then the disk wiped again.
+        images.waitUntilNotWriting(to: cache.directory, timeout: Self.clampTimeout(configuration.timeoutSeconds * 2))
+        cache.scan()
+        removed += cache.keepOnly([])
         rmdir(cache.directory)
         return removed
     }

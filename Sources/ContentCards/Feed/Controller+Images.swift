@@ -12,14 +12,21 @@ extension ContentCardsController {
 
     /// Queues a prefetch of the visible cards' images (control cards have none), and the removal
     /// of images no stored card has. Called after a successful merge, without a lock.
+    ///
+    /// The feed's images and the cache they go to are read together, under the lock a user
+    /// change holds: read apart, a change between them sent one user's images into the other's
+    /// cache (and removed that user's own).
     func prefetchImages() {
         guard let images else { return }
-        let urls: (visible: [String], stored: Set<String>)? = try? read { () throws(ContentCardsError) in
-            let visible = feed.index.ids(.all, now: clock.now()).compactMap { feed.stored.cards[$0]?.image }
-            return (visible, Set(feed.stored.cards.values.compactMap(\.image)))
+        let request: (visible: [String], stored: Set<String>, cache: ImageCache)? = lock.withLock {
+            guard isOpenLocked, (try? reloadIfChangedElsewhere()) != nil else { return nil }
+            return feed.lock.withLock {
+                let visible = feed.index.ids(.all, now: clock.now()).compactMap { feed.stored.cards[$0]?.image }
+                return (visible, Set(feed.stored.cards.values.compactMap(\.image)), images.current)
+            }
         }
-        guard let urls else { return }
-        images.schedule(visible: urls.visible, stored: urls.stored)
+        guard let request else { return }
+        images.schedule(visible: request.visible, stored: request.stored, into: request.cache)
     }
 
     /// Waits at most `timeout` seconds for the queued prefetches to finish; what the cache did.
@@ -29,6 +36,9 @@ extension ContentCardsController {
         try lock.withLock { () throws(ContentCardsError) in try checkOpen() }
         guard let images else {
             throw ContentCardsError(.noSource, "no image cache is configured (\"images\")")
+        }
+        if images.isWorkerThread {
+            throw ContentCardsError(.refused, "waitForImages called from inside the image prefetch (its transport callback or a log handler it called): it would wait for itself; return first")
         }
         return images.wait(timeout: Self.clampTimeout(timeout ?? configuration.timeoutSeconds * 4))
     }

@@ -37,6 +37,10 @@ final class ImagePrefetcher: @unchecked Sendable {
     private var next: Request?
     /// A prefetch runs (or its drain is queued).
     private var running = false
+    /// The directory of the cache the running prefetch writes to, and the thread running it
+    /// (nil between prefetches).
+    private var runningDirectory: String?
+    private var worker: pthread_t?
 
     private struct Request {
         let cache: ImageCache
@@ -67,8 +71,35 @@ final class ImagePrefetcher: @unchecked Sendable {
         return try? ImageCache(root: root, userID: userID, limits: limits)
     }
 
+    /// Switches to another user's cache. A prefetch running for the previous user's feed
+    /// stops after its current image (`superseded`): it would go on filling the cache of a
+    /// user no longer current, whom a forget may be emptying.
     func use(_ next: ImageCache) {
         lock.withLock { cache = next }
+    }
+
+    /// Nothing is queued or running (for tests).
+    var isIdle: Bool { lock.withLock { !running } }
+
+    /// The calling thread runs the prefetch (its transport call, or a log handler it called):
+    /// a wait for the prefetches would wait for itself.
+    var isWorkerThread: Bool {
+        lock.withLock { worker.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+    }
+
+    /// Waits at most `timeout` seconds until no prefetch runs on the cache in `directory` (a
+    /// user no longer current, being forgotten); true if none does (or the caller is the
+    /// prefetch itself, which cannot be waited for).
+    @discardableResult
+    func waitUntilNotWriting(to directory: String, timeout: Double) -> Bool {
+        let deadline = monotonicSeconds() + timeout
+        return lock.withLock {
+            if let worker, pthread_equal(worker, pthread_self()) != 0 { return true }
+            while runningDirectory == directory {
+                if !done.wait(lock, until: deadline) && monotonicSeconds() >= deadline { return false }
+            }
+            return true
+        }
     }
 
     func close() {
@@ -81,10 +112,12 @@ final class ImagePrefetcher: @unchecked Sendable {
     /// Queues a prefetch: the images of `visible` (feed order) up to `maxCount`, after dropping
     /// the cached images of no stored card (`stored`: every stored card's image). It replaces
     /// a prefetch still waiting, and stops the running one after its current image.
-    func schedule(visible: [String], stored: Set<String>) {
+    /// `into`: the cache of the user whose feed this is, read with the feed (a user change may
+    /// have switched `cache` since); a feed of a user no longer current is not fetched.
+    func schedule(visible: [String], stored: Set<String>, into target: ImageCache) {
         let start: Bool = lock.withLock {
-            if closed { return false }
-            next = Request(cache: cache, visible: visible, stored: stored)
+            if closed || target !== cache { return false }
+            next = Request(cache: target, visible: visible, stored: stored)
             stats.pending = running ? 2 : 1
             if running { return false }
             running = true
@@ -106,15 +139,29 @@ final class ImagePrefetcher: @unchecked Sendable {
                 }
                 next = nil
                 stats.pending = 1
+                runningDirectory = request.cache.directory
+                worker = pthread_self()
                 return request
             }
             guard let request else { return }
             prefetch(request)
+            lock.withLock {
+                runningDirectory = nil
+                worker = nil
+                done.broadcast()
+            }
         }
     }
 
-    /// True when the running prefetch should stop: closed, or a newer feed waits.
-    private var superseded: Bool { lock.withLock { closed || next != nil } }
+    /// True when the running prefetch should stop: closed, a newer feed waits, or the user
+    /// changed (the request's cache is no longer the current one).
+    private func superseded(_ request: Request) -> Bool {
+        lock.withLock { closed || next != nil || cache !== request.cache }
+    }
+
+    /// Closed since the request was sent: a fetch that comes back then keeps nothing (the host
+    /// may be removing the storage directory after the close returned).
+    private var isClosed: Bool { lock.withLock { closed } }
 
     private func prefetch(_ request: Request) {
         let cache = request.cache
@@ -130,7 +177,7 @@ final class ImagePrefetcher: @unchecked Sendable {
         // beside them is not fetched again (it would be evicted at once).
         var used = 0
         for url in wanted {
-            if superseded { break }
+            if superseded(request) { break }
             if cache.touch(url, now: Self.now()) {
                 used += cache.size(of: url) ?? 0
                 continue
@@ -138,7 +185,7 @@ final class ImagePrefetcher: @unchecked Sendable {
             if let size = cache.sizeThatDidNotFit(url), used + size > limits.maxBytes { continue }
             let ok = fetch(url, into: cache)
             lock.withLock { if ok { stats.fetched += 1 } else { stats.failed += 1 } }
-            guard ok else { continue }
+            guard ok, !isClosed else { continue }
             // Within bounds after every image, this feed's first images kept longest.
             let size = cache.size(of: url) ?? 0
             cache.evict(keeping: feed)
@@ -177,6 +224,10 @@ final class ImagePrefetcher: @unchecked Sendable {
             }
             guard response.body.count <= limits.maxImageBytes else {
                 ContentCardsLog.emit(.info, "image not kept: \(shown) is \(response.body.count) bytes, over images.maxImageBytes (\(limits.maxImageBytes))")
+                return false
+            }
+            guard !isClosed else {
+                ContentCardsLog.emit(.debug, "image not kept: \(shown) came after the controller closed")
                 return false
             }
             guard cache.store(url, response.body, now: Self.now()) else {

@@ -1,0 +1,118 @@
+import Foundation
+import Testing
+@testable import ContentCards
+
+/// The image prefetch against the controller's life (docs/BEHAVIOUR.md, "Images"): a fetch that
+/// comes back after a close keeps nothing, a user change stops the previous user's prefetch,
+/// and a wait for the images from inside the prefetch is refused instead of waiting for
+/// itself. A host transport whose image answers wait at a gate.
+@Suite struct ImagePrefetchTests {
+    final class Server: @unchecked Sendable {
+        private let lock = NSLock()
+        private var images: [String] = []
+        let started = DispatchSemaphore(value: 0)
+        let gate = DispatchSemaphore(value: 0)
+        /// Called inside each image request, before it answers.
+        var during: (@Sendable () -> Void)?
+
+        var imageRequests: [String] { lock.lock(); defer { lock.unlock() }; return images }
+
+        func send(_ r: TransportRequest) -> Result<TransportResponse, ContentCardsError> {
+            switch r.kind {
+            case .sync:
+                let cards = (1...3).map { #"{"id":"c\#($0)","tp":"banner_image","ca":\#($0),"i":"https://img.example/\#($0).png"}"# }
+                let body = #"{"cards":[\#(cards.joined(separator: ","))],"full_sync":true}"#
+                return .success(TransportResponse(status: 200, body: Array(body.utf8)))
+            case .image:
+                lock.lock(); images.append(r.url); let first = images.count == 1; lock.unlock()
+                if first {
+                    started.signal()
+                    _ = gate.wait(timeout: .now() + 20)
+                }
+                during?()
+                return .success(TransportResponse(status: 200, body: [UInt8](repeating: 0x42, count: 100)))
+            case .events:
+                return .success(TransportResponse(status: 200, body: []))
+            }
+        }
+    }
+
+    static func controller(_ dir: String, _ server: Server) throws -> ContentCardsController {
+        try ContentCardsController(
+            json: #"{"userId":"a","storagePath":"\#(dir)/store","refreshTokens":0,"source":{"callback":true},"images":{}}"#,
+            transport: ClosureTransport { server.send($0) })
+    }
+
+    /// The image files under the storage path (USER/IMAGE), temporary ones too.
+    static func imageFiles(_ dir: String) -> [String] {
+        ((try? FileManager.default.subpathsOfDirectory(atPath: dir + "/store/images")) ?? [])
+            .filter { $0.split(separator: "/").count == 2 }
+    }
+
+    static func waitIdle(_ c: ContentCardsController) -> Bool {
+        BackgroundWorkTests.waitUntil { c.images?.isIdle ?? true }
+    }
+
+    /// A fetch still out when the controller closes: its image is not written. It was, with
+    /// the cache's eviction after it, into a directory the host may be removing once the
+    /// close returned.
+    @Test func aFetchThatComesBackAfterCloseKeepsNothing() throws {
+        let dir = Fixtures.temporaryDirectory("images-close")
+        defer { Fixtures.removeTree(dir) }
+        let server = Server()
+        let c = try Self.controller(dir, server)
+        try c.refresh(timeout: 5)
+        #expect(server.started.wait(timeout: .now() + 10) == .success)
+        c.close()
+        server.gate.signal()
+        #expect(Self.waitIdle(c))
+        #expect(Self.imageFiles(dir).isEmpty, "\(Self.imageFiles(dir))")
+        #expect(server.imageRequests.count == 1)
+    }
+
+    /// A user change while the previous user's prefetch runs: it stops after its current
+    /// image. It went on fetching the previous user's images into that user's cache (which a
+    /// forget of that user may be emptying).
+    @Test func aUserChangeStopsThePreviousUsersPrefetch() throws {
+        let dir = Fixtures.temporaryDirectory("images-change")
+        defer { Fixtures.removeTree(dir) }
+        let server = Server()
+        let c = try Self.controller(dir, server)
+        defer { c.close() }
+        try c.refresh(timeout: 5)
+        #expect(server.started.wait(timeout: .now() + 10) == .success)
+        try c.changeUser("b")
+        server.gate.signal()
+        #expect(Self.waitIdle(c))
+        #expect(server.imageRequests.count == 1, "\(server.imageRequests)")
+    }
+
+    /// `waitForImages` from inside the prefetch's own transport call is refused at once. It
+    /// waited its whole timeout for the prefetch that was calling it.
+    @Test func aWaitFromInsideThePrefetchIsRefused() throws {
+        let dir = Fixtures.temporaryDirectory("images-self")
+        defer { Fixtures.removeTree(dir) }
+        final class Box: @unchecked Sendable {
+            weak var controller: ContentCardsController?
+            var outcome: Result<ImageStats, ContentCardsError>?
+        }
+        let box = Box()
+        let server = Server()
+        server.gate.signal()
+        server.during = {
+            if box.outcome == nil, let c = box.controller {
+                box.outcome = Result { () throws(ContentCardsError) in try c.waitForImages(timeout: 3) }
+            }
+        }
+        let c = try Self.controller(dir, server)
+        defer { c.close() }
+        box.controller = c
+        try c.refresh(timeout: 5)
+        _ = try c.waitForImages(timeout: 20)
+        guard case .failure(let e)? = box.outcome else {
+            Issue.record("the wait from the prefetch was not refused: \(String(describing: box.outcome))")
+            return
+        }
+        #expect(e.code == .refused)
+    }
+}
