@@ -190,6 +190,29 @@ static void test_undeliverable_events_remove_nothing(void) {
     CHECK_OK(cc_controller_close(c));
 }
 
+/* A second controller of the user on the same store, opened before the first forgot the user:
+ * its next refresh asks from the store's cursors (none now), and the server's full sync brings
+ * the user's cards back. It asked from the cursors it had loaded, and the server's delta (no
+ * card changed since) left it with nothing, reported as a success, until a full sync. */
+static void test_another_controllers_forget_reaches_this_one(void) {
+    seed_server();
+    cc_controller *a = open_store("erin", 0);
+    CHECK_OK(cc_controller_refresh(NULL, a, 5));
+    cc_controller *b = open_store("erin", 0);
+    int64_t total = -1;
+    CHECK_OK(cc_controller_counts(&total, NULL, b, NULL));
+    CHECK(total == 2);
+    CHECK_OK(cc_controller_forget_user(NULL, a, NULL, CC_PENDING_DISCARD, 0));
+    char *summary = NULL;
+    CHECK_OK(cc_controller_refresh(&summary, b, 5));
+    if (summary) CHECK_CONTAINS(summary, "\"fullSync\":true");
+    cc_string_free(summary);
+    CHECK_OK(cc_controller_counts(&total, NULL, b, NULL));
+    CHECK(total == 2);
+    CHECK_OK(cc_controller_close(b));
+    CHECK_OK(cc_controller_close(a));
+}
+
 static void test_misuse(void) {
     cc_controller *c = cc_test_open_sample();
     CHECK_OK(cc_controller_refresh(NULL, c, 5));
@@ -222,6 +245,7 @@ int main(void) {
     test_export_then_forget_leaves_no_bytes();
     test_pending_events_flushed_first();
     test_undeliverable_events_remove_nothing();
+    test_another_controllers_forget_reaches_this_one();
     test_misuse();
     return cc_test_finish("test_forget");
 }

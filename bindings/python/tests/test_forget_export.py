@@ -220,6 +220,23 @@ def test_forgetting_another_user_keeps_the_current_one(server: ReferenceServer,
         assert c.pending_events() == 4
 
 
+def test_another_controllers_forget_reaches_this_one(server: ReferenceServer,
+                                                     tmp_path: Any) -> None:
+    """A second controller of the user on the same store, opened before the first forgot the
+    user: its next refresh asks from the store's cursors (none now), so the server's full sync
+    brings the user's cards back. It asked from the cursors it had loaded, and the server's
+    delta (no card changed since) left it empty, as a success, until a full sync."""
+    root = str(tmp_path / "store")
+    with open_stored(server, root) as a:
+        a.refresh()
+        with open_stored(server, root) as b:
+            assert b.counts().total == 4
+            a.forget_user(pending="discard")
+            summary = b.refresh()
+            assert summary.full_sync
+            assert b.counts().total == 4
+
+
 def test_forget_user_arguments(server: ReferenceServer, tmp_path: Any) -> None:
     with open_stored(server, str(tmp_path / "store")) as c:
         with pytest.raises(ValueError, match='"flush" or "discard"'):
