@@ -328,11 +328,42 @@ static void test_last_refresh_time_survives_reopen(void) {
     CHECK(cc_test_remove_dir(dir));
 }
 
+/* A completion (run on the controller's refresh thread) that starts another background refresh
+ * and then refreshes blocking: the blocking call joins the second refresh, whose run was queued
+ * behind the completion itself. It waited its whole timeout (5 s) and failed with
+ * CC_E_TIMEOUT, the request never sent; now it sends it. */
+typedef struct {
+    cc_controller *c;
+    completion *d;
+    int inner_status;
+} nested;
+
+static void on_done_refreshing(void *userdata, int status, const char *result_json) {
+    nested *n = userdata;
+    (void)status; (void)result_json;
+    CHECK_OK(cc_controller_refresh_in_background(n->c, 0, NULL, NULL, NULL));
+    n->inner_status = cc_controller_refresh(NULL, n->c, 5);
+    on_done(n->d, status, result_json);
+}
+
+static void on_free_nested(void *userdata) { on_free(((nested *)userdata)->d); }
+
+static void test_blocking_refresh_joining_a_queued_one_runs_it(void) {
+    cc_controller *c = cc_test_open_sample();
+    completion d = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    nested n = {.c = c, .d = &d, .inner_status = 1};
+    CHECK_OK(cc_controller_refresh_in_background(c, 5, on_done_refreshing, &n, on_free_nested));
+    CHECK(wait_frees(&d, 1));
+    CHECK(n.inner_status == CC_OK);
+    CHECK_OK(cc_controller_close(c));
+}
+
 int main(void) {
     test_log_results();
     test_expired_card_is_logged();
     test_refresh_in_background();
     test_joined_refresh_gets_the_same_outcome();
+    test_blocking_refresh_joining_a_queued_one_runs_it();
     test_expiry_reaches_subscribers();
     test_outbox_attempts();
     test_missing_source_file();
