@@ -282,6 +282,20 @@ static void test_storage(void) {
     CHECK(cc_test_remove_dir(dir));
 }
 
+/* User ids are compared byte for byte: "café" with U+00E9 and with "e" + U+0301 are two users
+ * (Swift's string equality took them for one: the change stayed on the first user). */
+static void test_user_ids_compared_by_bytes(void) {
+    cc_controller *c = NULL;
+    CHECK_OK(cc_controller_open(&c, "{\"userId\":\"caf\xc3\xa9\",\"refreshTokens\":0}"));
+    CHECK_OK(cc_controller_apply(NULL, c, "[{\"id\":\"first\",\"tp\":\"short_news\",\"ca\":5,\"ds\":\"x\"}]"));
+    CHECK(cc_controller_total_count(c, NULL) == 1);
+    CHECK_OK(cc_controller_change_user(c, "cafe\xcc\x81"));
+    CHECK(cc_controller_total_count(c, NULL) == 0);
+    CHECK_OK(cc_controller_change_user(c, "caf\xc3\xa9"));
+    CHECK(cc_controller_total_count(c, NULL) == 1);
+    CHECK_OK(cc_controller_close(c));
+}
+
 int main(void) {
     test_versions();
     test_refresh_feed_counts();
@@ -292,5 +306,6 @@ int main(void) {
     test_snapshot();
     test_snapshot_texts_with_nul();
     test_storage();
+    test_user_ids_compared_by_bytes();
     return cc_test_finish("test_api");
 }

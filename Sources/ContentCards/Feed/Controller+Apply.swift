@@ -36,7 +36,7 @@ extension ContentCardsController {
             let result: Result<SyncSummary, ContentCardsError>
             if let e = decodeError {
                 result = .failure(e)
-            } else if let other = payload.userID, other != userID {
+            } else if let other = payload.userID, !sameUser(other, userID) {
                 result = .failure(ContentCardsError(.wrongUser, "the payload is for user \"\(other)\", not the current user \"\(userID)\": discarded"))
             } else {
                 result = mergeLocked(&payload)

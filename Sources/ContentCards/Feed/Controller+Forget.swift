@@ -42,7 +42,7 @@ extension ContentCardsController {
                 return (user, try storedState(of: user, in: store), try store.events(of: user))
             } catch { throw ContentCardsError(.storage, "cannot read user \(Self.quoted(user)): \(error.message)") }
         }
-        let cache = images.flatMap { user == userIDNow ? $0.current : $0.existingCache(for: user) }
+        let cache = images.flatMap { sameUser(user, userIDNow) ? $0.current : $0.existingCache(for: user) }
         return Self.exportJSON(user: user, stored: stored, events: events, images: cache, now: clock.now())
     }
 
@@ -81,7 +81,7 @@ extension ContentCardsController {
         // it, a user change in between made it the next user's, whose images were removed.
         let (imageURLs, currentCache, counts): (Set<String>, ImageCache?, FeedCounts?) = try lock.withLock { () throws(ContentCardsError) in
             let store = try liveStore()
-            let wasCurrent = user == userID
+            let wasCurrent = sameUser(user, userID)
             do throws(StoreError) {
                 let stored = try storedState(of: user, in: store)
                 let erased = try store.erase(user: user)
@@ -92,7 +92,7 @@ extension ContentCardsController {
                 receipt.eventsDiscarded = erased.events
                 receipt.walTruncated = erased.walTruncated || store.isInMemory
                 compactionFailure = erased.compactionFailure
-                otherUsers[user] = nil
+                otherUsers[UserKey(user)] = nil
                 tokens.forget(user)
                 let urls = Set(stored.cards.values.compactMap(\.image))
                 guard wasCurrent else { return (urls, nil, nil) }
@@ -137,8 +137,8 @@ extension ContentCardsController {
     /// The user's stored state: the published one for the current user, else the store's (or,
     /// for an in-memory store, the copy kept in memory). Called with the lock held.
     private func storedState(of user: String, in store: CardStore) throws(StoreError) -> StoredUser {
-        if user == userID { return feed.stored }
-        if store.isInMemory { return otherUsers[user] ?? StoredUser() }
+        if sameUser(user, userID) { return feed.stored }
+        if store.isInMemory { return otherUsers[UserKey(user)] ?? StoredUser() }
         return try store.load(user: user, decoder: decoder)
     }
 

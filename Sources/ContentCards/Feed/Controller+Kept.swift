@@ -121,7 +121,7 @@ extension ContentCardsController {
     /// The stamp the kept feed beside the store stands for, if it is the current user's and
     /// no card of it expired since (a copy to write again otherwise).
     private func standingKeptStamp() -> String? {
-        guard let standing = keptStanding, userID == openedUserID, clock.now() < standing.validBefore else { return nil }
+        guard let standing = keptStanding, sameUser(userID, openedUserID), clock.now() < standing.validBefore else { return nil }
         return standing.stamp
     }
 }

@@ -62,7 +62,7 @@ extension ContentCardsController {
                     try persist(changes, for: userID)
                     // A sync out now may answer with the old state after this change's event
                     // was delivered: its merge keeps these cards' local read state.
-                    if let ticket = refresher.inFlight, ticket.userID == userID, ticket.userChanges == userChanges {
+                    if let ticket = refresher.inFlight, sameUser(ticket.userID, userID), ticket.userChanges == userChanges {
                         for card in changes.upserts { ticket.readCrossing.insert(CardKey(card.id)) }
                     }
                     feed.publish(&changes)

@@ -4,9 +4,13 @@
 extension ContentCardsController {
     public func changeUser(_ newUserID: String) throws(ContentCardsError) {
         try refuseIfInherited()
+        // As the configuration's userId: ids go out through C strings, where a NUL cuts them.
+        if newUserID.utf8.contains(0) {
+            throw ContentCardsError(.invalidArgument, "the user id must not contain a NUL character")
+        }
         let counts: FeedCounts? = try lock.withLock { () throws(ContentCardsError) -> FeedCounts? in
             let store = try liveStore()
-            if newUserID == userID { return nil }
+            if sameUser(newUserID, userID) { return nil }
             var nextImages: ImageCache?
             if let images {
                 do throws(Files.Failure) { nextImages = try images.cache(for: newUserID) } catch {
@@ -18,8 +22,8 @@ extension ContentCardsController {
                 if store.isInMemory {
                     // The other users of an in-memory store are kept here (the store keeps
                     // only events, see CardStore.apply).
-                    loaded = otherUsers.removeValue(forKey: newUserID) ?? StoredUser()
-                    otherUsers[userID] = feed.stored
+                    loaded = otherUsers.removeValue(forKey: UserKey(newUserID)) ?? StoredUser()
+                    otherUsers[UserKey(userID)] = feed.stored
                 } else {
                     (loaded, storeVersion) = try store.loadWithVersion(user: newUserID, decoder: decoder)
                 }

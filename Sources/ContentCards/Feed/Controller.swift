@@ -45,7 +45,7 @@ public final class ContentCardsController: @unchecked Sendable {
     /// An in-memory store has no other connection to hear from: reads skip the version check.
     let storeIsInMemory: Bool
     /// An in-memory store's users other than the current one (its SQLite keeps only events).
-    var otherUsers: [String: StoredUser] = [:]
+    var otherUsers: [UserKey: StoredUser] = [:]
     /// Times the current user was forgotten: a refresh started before discards its answer.
     var forgotten = 0
     /// Times the user changed: a refresh started before discards its answer, even when the

@@ -88,7 +88,7 @@ final class EventDelivery: @unchecked Sendable {
                     // user's token. Cut so even with no provider set: one set between the cut
                     // and the send gave every user's events of the batch the first one's token.
                     guard let user = pending.first?.event.userID else { return pending }
-                    return Array(pending.prefix { $0.event.userID == user })
+                    return Array(pending.prefix { sameUser($0.event.userID, user) })
                 }
             } catch {
                 failure = error

@@ -29,7 +29,7 @@ extension ContentCardsController {
             guard refresher.source != nil else {
                 throw ContentCardsError(.noSource, "a hint needs a source to refresh from: set \"source\" to a url or a callback")
             }
-            if let user, user != userID {
+            if let user, !sameUser(user, userID) {
                 refresher.hints.ignored += 1
                 return false
             }

@@ -89,7 +89,7 @@ final class HintStream: @unchecked Sendable {
                 return !stopped
             }
             guard go, let user = currentUser() else { break }
-            if user != streamUser {
+            if !sameUser(user, streamUser) {
                 // Another user's stream: the last one's event id (which the server would
                 // read as this user's) and its backoff are not carried over.
                 streamUser = user

@@ -55,8 +55,8 @@ package final class TokenSlot: @unchecked Sendable {
     private var provider: TokenProvider?
     /// Bumped when the provider is replaced: tokens and answers of an earlier one are not used.
     private var generation = 0
-    private var cache: [String: Cached] = [:]
-    private var asking: [String: Ask] = [:]
+    private var cache: [UserKey: Cached] = [:]
+    private var asking: [UserKey: Ask] = [:]
     private var abandoned = 0
     private var counts = Diagnostics.Tokens()
 
@@ -96,17 +96,17 @@ package final class TokenSlot: @unchecked Sendable {
 
     /// Drops `token` of `user` from the cache (a server refused it): the next request asks anew.
     func discard(_ token: String, of user: String) {
-        lock.withLock { if cache[user]?.auth.token == token { cache[user] = nil } }
+        lock.withLock { if cache[UserKey(user)]?.auth.token == token { cache[UserKey(user)] = nil } }
     }
 
     /// Forgets a user's token (the user was forgotten), and the answer of a request for one
     /// in flight: kept when it came, it would have put the forgotten user's token back.
     func forget(_ user: String) {
         lock.withLock {
-            cache[user] = nil
-            if let running = asking[user] {
+            cache[UserKey(user)] = nil
+            if let running = asking[UserKey(user)] {
                 running.forgotten = true
-                asking[user] = nil
+                asking[UserKey(user)] = nil
             }
         }
     }
@@ -131,19 +131,19 @@ package final class TokenSlot: @unchecked Sendable {
         defer { lock.unlock() }
         guard let provider else { return nil }
         let now = SystemClock().now()
-        if let cached = cache[user] {
+        if let cached = cache[UserKey(user)] {
             if cached.auth.token == rejected {
-                cache[user] = nil
+                cache[UserKey(user)] = nil
             } else if let expiresAt = cached.auth.expiresAt,
                       now >= expiresAt - Self.refreshMargin(cached.auth, obtainedAt: cached.obtainedAt) {
-                cache[user] = nil
+                cache[UserKey(user)] = nil
             } else {
                 counts.reused += 1
                 return .success(cached.auth)
             }
         }
         let ask: Ask
-        if let running = asking[user], running.generation == generation {
+        if let running = asking[UserKey(user)], running.generation == generation {
             ask = running            // another request asked already: wait for the same answer
         } else {
             guard abandoned < Self.maxAbandoned else {
@@ -151,14 +151,14 @@ package final class TokenSlot: @unchecked Sendable {
                 return .failure(ContentCardsError(.auth, "no token for the request: \(abandoned) earlier calls of the token provider have not returned (abandoned at their timeouts); requests fail until one does"))
             }
             ask = Ask(generation: generation)
-            asking[user] = ask
+            asking[UserKey(user)] = ask
             counts.asked += 1
             let started = spawnThread { [self] in
                 let answer = CallbackContext.run { provider(user) }
                 finish(ask, user: user, answer: Self.checked(answer))
             }
             if !started {
-                asking[user] = nil
+                asking[UserKey(user)] = nil
                 counts.failures += 1
                 return .failure(ContentCardsError(.auth, "no token for the request: the token provider could not be called (no thread could be started)"))
             }
@@ -173,7 +173,7 @@ package final class TokenSlot: @unchecked Sendable {
         if !ask.abandoned {
             ask.abandoned = true
             abandoned += 1
-            if asking[user] === ask { asking[user] = nil }
+            if asking[UserKey(user)] === ask { asking[UserKey(user)] = nil }
         }
         counts.failures += 1
         counts.timeouts += 1
@@ -184,14 +184,14 @@ package final class TokenSlot: @unchecked Sendable {
         lock.withLock {
             if ask.abandoned { abandoned -= 1 }
             ask.result = answer
-            if asking[user] === ask { asking[user] = nil }
+            if asking[UserKey(user)] === ask { asking[UserKey(user)] = nil }
             if case .failure = answer { counts.failures += 1 }
             if case .success(let token) = answer, ask.generation == generation, !ask.abandoned, !ask.forgotten {
-                if cache.count >= Self.maxUsers, cache[user] == nil,
+                if cache.count >= Self.maxUsers, cache[UserKey(user)] == nil,
                    let oldest = cache.min(by: { $0.value.obtainedAt < $1.value.obtainedAt })?.key {
                     cache[oldest] = nil
                 }
-                cache[user] = Cached(auth: token, obtainedAt: SystemClock().now())
+                cache[UserKey(user)] = Cached(auth: token, obtainedAt: SystemClock().now())
             }
             answered.broadcast()
         }
