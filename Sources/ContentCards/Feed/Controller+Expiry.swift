@@ -11,7 +11,12 @@ extension ContentCardsController {
     func setExpiryTimer(at: Double) {
         // A weak reference: a timer set for a card that expires next year must not keep a
         // controller the application dropped alive until then.
-        Scheduler.shared.schedule(after: max(at - clock.now(), 0.001), on: expiryQueue) { [weak self] in
+        // At most `expiryRecheckSeconds` ahead: the expiry is a wall-clock time, the wait a
+        // monotonic one, and a wall clock set forward (the first NTP answer after a boot at
+        // 1970) or a suspend (the monotonic clock stops) would leave the timer years late.
+        // A timer that fires before `at` only sets the next one.
+        let wait = min(max(at - clock.now(), 0.001), expiryRecheckSeconds)
+        Scheduler.shared.schedule(after: wait, on: expiryQueue) { [weak self] in
             self?.expiryTimerFired(at: at)
         }
     }

@@ -58,6 +58,9 @@ public final class ContentCardsController: @unchecked Sendable {
     let refresher: Refresher
     /// Tells the subscribers when a visible card expires (Controller+Expiry.swift).
     let expiryQueue = WorkQueue()
+    /// The longest wait of an expiry timer before it looks at the wall clock again
+    /// (`setExpiryTimer`); a test shortens it before arming.
+    var expiryRecheckSeconds: Double = 60
     /// Event delivery: the sink, its schedule, backoff and attempts (EventDelivery.swift); its
     /// state is guarded by `lock`.
     let delivery: EventDelivery

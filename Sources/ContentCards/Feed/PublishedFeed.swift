@@ -151,7 +151,9 @@ final class PublishedFeed: @unchecked Sendable {
     func armExpiryTimer() {
         guard isOpen, let at = index.validBefore, at.isFinite else { return }
         if let set = expiryTimerAt, set <= at { return }
-        guard at > clock.now(), let armTimer else { return }
+        // An expiry already past is armed too (it fires at once): a card that expired between
+        // the counts and this call left no timer, and nothing armed one until the next count.
+        guard let armTimer else { return }
         expiryTimerAt = at
         armTimer(at)
     }
