@@ -607,7 +607,10 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_user(char **out_user_id, cc_contr
  * inside this controller's own events transport callback it fails at once with CC_E_REFUSED.
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (NaN timeout), CC_E_NO_SOURCE (no event
  * sink), CC_E_NETWORK, CC_E_TIMEOUT, CC_E_SERVER, CC_E_RATE_LIMITED, CC_E_UNAVAILABLE,
- * CC_E_TRANSPORT, CC_E_STORAGE, CC_E_REFUSED, CC_E_CLOSED, CC_E_NO_MEMORY. */
+ * CC_E_TRANSPORT, CC_E_AUTH (a token provider is set and gave no usable token, or the endpoint
+ * refused the new one too), CC_E_PARSE (the endpoint's answer over its 1 MiB bound),
+ * CC_E_STORAGE (also a file sink that cannot write or sync the batch), CC_E_REFUSED,
+ * CC_E_CLOSED, CC_E_NO_MEMORY. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_flush_events(char **out_result_json, cc_controller *controller, double timeout_seconds);
 
 /* The number of events waiting in the store's outbox (every user's).
@@ -702,8 +705,8 @@ CC_API int cc_set_log_handler(cc_log_fn fn, int min_level, void *userdata, void 
 /* Called after every refresh (success or failure), apply, user change, logged impression,
  * click or dismissal, read-state change, and when a card expires, with update_json (valid only
  * during the call):
- *   {"reason":"refresh"|"cards_applied"|"user_changed"|"impression"|"click"|"dismissal"
- *             |"read"|"unread"|"expired",
+ *   {"reason":"refresh"|"cards_applied"|"user_changed"|"user_forgotten"|"impression"|"click"
+ *             |"dismissal"|"read"|"unread"|"expired",
  *    "ok":B, "error":null|{"code":N,"name":S,"message":S}, "cardId":S|null,
  *    "counts":{"total":N,"unviewed":N,"unread":N},
  *    "sync":null|{...as cc_controller_refresh's summary}, "origin":"server"|"application"|"store"}
@@ -883,11 +886,14 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_hint(cc_controller *controller, c
  * to the store (another process) kept the WAL from being truncated: its bytes are overwritten
  * at that connection's next checkpoint. Free it with cc_string_free.
  * With CC_PENDING_FLUSH, when the events cannot be delivered (no sink, a network error, the
- * timeout), nothing is removed and the error is the delivery's.
+ * timeout), nothing is removed and the error is the delivery's. A delivery of events already
+ * running (a background one, or another thread's flush) is waited for first, within the same
+ * timeout (past it: CC_E_TIMEOUT, nothing removed): its batch may be this user's. Called from
+ * inside this controller's events transport callback: CC_E_REFUSED.
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (pending not one of the two, NaN timeout,
  * user_id not UTF-8), CC_E_NO_SOURCE (CC_PENDING_FLUSH with events pending and no event sink),
- * the delivery's errors (CC_E_NETWORK, CC_E_TIMEOUT, CC_E_SERVER, CC_E_AUTH...), CC_E_STORAGE,
- * CC_E_CLOSED, CC_E_NO_MEMORY. */
+ * the delivery's errors (CC_E_NETWORK, CC_E_TIMEOUT, CC_E_SERVER, CC_E_AUTH...), CC_E_REFUSED,
+ * CC_E_STORAGE, CC_E_CLOSED, CC_E_NO_MEMORY. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_forget_user(char **out_receipt_json, cc_controller *controller,
                                                            const char *user_id, int pending, double timeout_seconds);
 

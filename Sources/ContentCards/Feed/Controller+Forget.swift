@@ -59,6 +59,8 @@ extension ContentCardsController {
             try checkOpen()
             return user ?? userID
         }
+        // The flush first, then the wait for a delivery still running: both within the timeout.
+        let deadline = monotonicSeconds() + Self.clampTimeout(timeout ?? configuration.timeoutSeconds)
         var delivered = 0
         if pending == .flush {
             let before = try pendingEvents(of: user)
@@ -80,6 +82,11 @@ extension ContentCardsController {
         // The current user's image cache is taken under the lock, with the erase: read after
         // it, a user change in between made it the next user's, whose images were removed.
         let (imageURLs, currentCache, counts): (Set<String>, ImageCache?, FeedCounts?) = try lock.withLock { () throws(ContentCardsError) in
+            // A delivery running now holds a batch it read before the erase, perhaps this
+            // user's, and with a 401 would ask the provider for the user's token again after
+            // the forget: waited for (bounded by the forget's timeout), and none can start
+            // while the lock is held for the erase.
+            try waitForNoDelivery(until: deadline)
             let store = try liveStore()
             let wasCurrent = sameUser(user, userID)
             do throws(StoreError) {
@@ -143,6 +150,20 @@ extension ContentCardsController {
     }
 
     private var userIDNow: String { lock.withLock { userID } }
+
+    /// Waits until no delivery of events runs, at most until `deadline` (monotonic). Called
+    /// with the lock held; refused from inside the events transport (it would wait for itself).
+    private func waitForNoDelivery(until deadline: Double) throws(ContentCardsError) {
+        if delivery.isInsideSink(pthread_self()) {
+            throw ContentCardsError(.refused, "forgetUser called from inside this controller's events transport callback, which the running delivery is waiting for: return from the callback first; nothing was removed")
+        }
+        while delivery.inFlight {
+            try checkOpen()
+            if !changed.wait(lock, until: deadline) && monotonicSeconds() >= deadline && delivery.inFlight {
+                throw ContentCardsError(.timeout, "a delivery of events still runs (its sink has not answered): nothing was removed; forget again once it is over")
+            }
+        }
+    }
 
     /// Removes the user's image files: the current user's cache (`current`, taken with the
     /// erase) is emptied and stays, in use; another user's is emptied and its directory

@@ -88,7 +88,14 @@ package enum Files {
             }
             offset += n
         }
-        fsync(fd)
+        // Written is not kept: a failed sync (EIO, or ENOSPC on a network file system) may lose
+        // the bytes, and the batch must then stay pending, as after a failed write.
+        if fsync(fd) != 0 {
+            let reason = describeErrno(errno)
+            let undone = ftruncate(fd, before) == 0
+            throw Failure(message: "cannot sync \(path) to disk (\(reason)); "
+                + (undone ? "the file was cut back to its previous \(before) bytes" : "and cannot cut it back: \(describeErrno(errno))"))
+        }
     }
 
     /// Writes all of `bytes` to `fd` (again after a signal); false when a write fails or

@@ -193,6 +193,32 @@ import CSQLite
         #expect(try c.refresh(timeout: 5).fullSync)
     }
 
+    /// A delivery of the user's events running when the user is forgotten with `discard`: the
+    /// forget waits for it, and the receipt counts the events as delivered, not discarded.
+    /// It erased them at once and said so, and the delivery then sent them to the server
+    /// after the forget had returned.
+    @Test func aForgetWaitsForTheDeliveryRunning() throws {
+        let started = DispatchSemaphore(value: 0), gate = DispatchSemaphore(value: 0)
+        let c = try ContentCardsController(
+            json: #"{"userId":"ben","refreshTokens":0,"source":{"callback":true},"events":{"callback":true},"eventFlushIntervalSeconds":3600}"#,
+            transport: ClosureTransport { r in
+                if r.kind == .events {
+                    started.signal()
+                    _ = gate.wait(timeout: .now() + 20)
+                }
+                return .success(TransportResponse(status: 200, body: Array(#"{"cards":[],"full_sync":true}"#.utf8)))
+            })
+        defer { c.close() }
+        _ = try c.apply(Fixtures.payload([Fixtures.wire("card-1")], full: true, user: "ben"))
+        _ = try c.logImpression(cardID: "card-1")
+        DispatchQueue.global().async { _ = try? c.flushEvents(timeout: 20) }
+        #expect(started.wait(timeout: .now() + 10) == .success)
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) { gate.signal() }
+        let receipt = try c.forgetUser(pending: .discard, timeout: 10)
+        #expect(receipt.eventsDiscarded == 0)
+        #expect(c.diagnostics().deliveredEvents == 1)
+    }
+
     /// A server that answers a request from no cursors with a full sync of three cards, and
     /// any other with a delta of the third card.
     static let deltaUnlessAskedFromNothing = ClosureTransport { r in
