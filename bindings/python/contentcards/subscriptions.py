@@ -7,6 +7,7 @@ Both are also importable from :mod:`contentcards.controller` (and the package).
 from __future__ import annotations
 
 import threading
+import weakref
 
 from . import _ffi
 from .errors import CardNotFoundError, ClosedError
@@ -39,7 +40,10 @@ class Subscription:
 
     def __init__(self, controller: ContentCards, subscription_id: int, key: int,
                  callback: Subscriber) -> None:
-        self._controller = controller
+        # Weak: the library's registry holds the subscriber until the controller closes, and an
+        # update stream's subscriber holds this object; a strong reference back made the
+        # controller unreachable yet never collected (its __del__, which closes it, never ran).
+        self._controller = weakref.ref(controller)
         self.id = subscription_id
         self._key = key
         self.callback = callback
@@ -49,7 +53,9 @@ class Subscription:
     @property
     def active(self) -> bool:
         """True until cancelled or until the controller is closed."""
-        return not self._cancelled and not self._controller.closed and self._key in _ffi.callbacks
+        controller = self._controller()
+        return (not self._cancelled and controller is not None and not controller.closed
+                and self._key in _ffi.callbacks)
 
     def cancel(self) -> None:
         """Unsubscribes. Harmless when already cancelled or the controller is closed. May be
@@ -58,8 +64,11 @@ class Subscription:
             if self._cancelled:
                 return
             self._cancelled = True
+        controller = self._controller()
+        if controller is None:
+            return  # collected, and so closed: every subscriber is gone
         try:
-            self._controller._call(_ffi.controller_unsubscribe, self.id)
+            controller._call(_ffi.controller_unsubscribe, self.id)
         except (ClosedError, CardNotFoundError):
             pass  # closed (every subscriber is gone) or already unsubscribed
 

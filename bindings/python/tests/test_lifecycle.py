@@ -78,6 +78,25 @@ def test_garbage_collected_without_close() -> None:
     assert len(_ffi.callbacks) == before  # closing released every callback
 
 
+def test_an_update_stream_left_open_does_not_keep_its_controller() -> None:
+    """A stream of updates dropped without ``aclose``: the controller is still collected (and
+    closed by it). The stream's subscription held the controller, and the library's registry
+    held the stream until a close that then never came."""
+    import asyncio
+
+    async def main() -> weakref.ref[cc.ContentCards]:
+        c = open_sample()
+        stream = c.updates()
+        assert stream is not None
+        return weakref.ref(c)
+
+    before = len(_ffi.callbacks)
+    ref = asyncio.run(main())
+    gc.collect()
+    assert ref() is None
+    assert len(_ffi.callbacks) == before
+
+
 def test_subscriber_referencing_its_controller_is_collected_after_close() -> None:
     c = open_sample()
     c.subscribe(lambda update: c.count())
