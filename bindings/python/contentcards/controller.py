@@ -541,7 +541,9 @@ class ContentCards:
     def wait_for_images(self, timeout: float | None = None) -> ImageStats:
         """Waits for the image prefetches queued by refreshes (configuration ``images``), at
         most ``timeout`` seconds (None: 4 x timeoutSeconds); what the image cache did.
-        Raises NoSourceError when no image cache is configured."""
+        Raises NoSourceError when no image cache is configured, and RefusedError when called
+        from inside the prefetch (its image transport call, or a log hook it called): it
+        would wait for itself."""
         import json
 
         from .results import ImageStats

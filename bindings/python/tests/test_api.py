@@ -437,3 +437,17 @@ def test_submodules_and_exit_order_are_as_an_eager_import_left_them() -> None:
                             env=dict(os.environ), timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["Update Registry", "at exit 1"], result.stderr
+
+
+def test_user_ids_are_compared_by_bytes() -> None:
+    """"café" with U+00E9 and with "e" + U+0301 are two users (as in C and Swift: the core
+    compared them with Swift's string equality, and the change stayed on the first user)."""
+    composed, decomposed = "caf\u00e9", "cafe\u0301"
+    with cc.ContentCards(user_id=composed, refresh_tokens=0) as c:
+        c.apply('[{"id":"first","tp":"short_news","ca":5,"ds":"x"}]')
+        c.change_user(decomposed)
+        assert c.user_id == decomposed and c.counts().total == 0
+        c.change_user(composed)
+        assert c.counts().total == 1
+        with pytest.raises(ValueError):
+            c.change_user("a\0b")

@@ -142,3 +142,23 @@ def test_hint_without_a_source_and_after_close(tmp_path: Any) -> None:
             c.hint(5)  # type: ignore[arg-type]
     with pytest.raises(cc.ClosedError):
         c.hint()
+
+
+def test_a_hint_answered_with_no_wait_is_not_asked_again_at_once() -> None:
+    """A hint's refresh answered 503 with ``Retry-After: 0`` every time: not asked again at
+    once (as in Swift; it was, in a loop as fast as the server answered, with the rate limit
+    off)."""
+    calls: list[str] = []
+
+    def transport(request: cc.TransportRequest) -> cc.TransportResponse:
+        calls.append(request.kind)
+        return cc.TransportResponse(503, retry_after=0)
+
+    with cc.ContentCards(user_id="u", refresh_tokens=0, source={"callback": True}) as c:
+        c.set_transport(transport)
+        c.hint()
+        deadline = time.monotonic() + 10
+        while not calls and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.3)  # nothing can follow: no retry is scheduled after the answer
+        assert calls == ["sync"]

@@ -180,3 +180,30 @@ def test_through_the_host_transport(tmp_path) -> None:
         with open(cc.card("p").image_path, "rb") as f:
             assert f.read(4) == b"\x89PNG"
     assert ("image", "https://cdn.example.com/p.png", b"") in seen
+
+
+def test_a_wait_from_inside_the_prefetch_is_refused(tmp_path: os.PathLike[str]) -> None:
+    """``wait_for_images`` from inside the prefetch's own transport call fails at once with
+    RefusedError (as in C and Swift); it waited its whole timeout for the prefetch calling it."""
+    from contentcards import RefusedError
+    seen: list[BaseException | None] = []
+    box: list[ContentCards] = []
+
+    def transport(request: TransportRequest) -> TransportResponse:
+        if request.kind == "image":
+            try:
+                box[0].wait_for_images(3)
+                seen.append(None)
+            except BaseException as e:  # noqa: BLE001 - recorded for the assertion
+                seen.append(e)
+            return TransportResponse(200, b"\x42" * 100)
+        card = {"id": "c1", "tp": "banner_image", "ca": 1, "i": "https://img.example/1.png"}
+        return TransportResponse(200, json.dumps({"cards": [card], "full_sync": True}))
+
+    with ContentCards(user_id="u", storage_path=str(tmp_path), refresh_tokens=0,
+                      source={"callback": True}, images={}) as c:
+        box.append(c)
+        c.set_transport(transport)
+        c.refresh()
+        c.wait_for_images(20)
+        assert len(seen) == 1 and isinstance(seen[0], RefusedError), seen
