@@ -111,6 +111,7 @@ extension ContentCardsController {
         } catch {
             if !isDecided { return calls.map { _ in .failure(error) } }
             for (i, _) in decided.recorded { decided.outcomes[i] = .failure(error) }
+            for i in decided.dependent { decided.outcomes[i] = .failure(error) }
             return decided.outcomes
         }
         if !decided.recorded.isEmpty {
@@ -130,8 +131,10 @@ extension ContentCardsController {
     /// were not (refused, unknown card).
     private func decide(_ calls: [PendingLog]) -> DecidedLogs {
         var decided = DecidedLogs(count: calls.count)
-        var changed: [String: Card] = [:]      // cards changed by earlier calls of this batch
-        var changedOrder: [String] = []
+        // Cards changed by earlier calls of this batch, by id byte for byte (`CardKey`): a
+        // `String` key took two canonically equivalent ids for one card.
+        var changed: [CardKey: Card] = [:]
+        var changedOrder: [CardKey] = []
         for (i, call) in calls.enumerated() {
             guard let cardID = call.cardID, let decide = call.decide else {
                 let event = Event(id: eventIDs.next(), kind: .feedDisplayed, cardID: nil, classType: nil,
@@ -140,7 +143,9 @@ extension ContentCardsController {
                 decided.recorded.append((i, .recorded(eventID: event.id, stateChanged: false)))
                 continue
             }
-            guard let card = changed[cardID] ?? feed.stored.cards[cardID] else {
+            let key = CardKey(cardID)
+            let earlier = changed[key]
+            guard let card = earlier ?? feed.stored.cards[key] else {
                 let e = Self.unknownCard(cardID)
                 record.lastError = e
                 decided.outcomes[i] = .failure(e)
@@ -150,12 +155,15 @@ extension ContentCardsController {
             do throws(ContentCardsError) { (kind, next) = try decide(card) } catch {
                 record.lastError = error
                 decided.outcomes[i] = .failure(error)
+                // Refused for what an earlier call of the batch did ("already dismissed"):
+                // true only if that call's write commits (`writeLocked`).
+                if earlier != nil { decided.dependent.append(i) }
                 continue
             }
             let event = Event(id: eventIDs.next(), kind: kind, cardID: card.id, classType: card.classType,
                               userID: userID, time: clock.now())
             decided.changes.events.append(event)
-            if let next, changed.updateValue(next, forKey: next.id) == nil { changedOrder.append(next.id) }
+            if let next, changed.updateValue(next, forKey: key) == nil { changedOrder.append(key) }
             if kind == .dismissal { decided.changes.dismissalsAdded.append(card.id) }
             decided.recorded.append((i, .recorded(eventID: event.id, stateChanged: next != nil)))
         }
@@ -169,6 +177,9 @@ private struct DecidedLogs {
     var changes = StoreChanges()
     /// The calls to record (their index in the batch) with their result once written.
     var recorded: [(Int, LogResult)] = []
+    /// Calls refused for the change of an earlier call of the batch: if the batch's write
+    /// fails, their refusal was decided against a state that never was, and they fail with it.
+    var dependent: [Int] = []
     /// Each call's outcome, in order: what is returned, so it is made once (an array of
     /// optionals mapped to this one, and a first `DecidedLogs` made only to be replaced, were
     /// three allocations a logged impression).

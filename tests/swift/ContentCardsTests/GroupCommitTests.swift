@@ -127,6 +127,47 @@ import Testing
         #expect(try !c.card(id: "tile-1").viewed && !c.card(id: "msg-1").viewed)
     }
 
+    /// A call refused for what an earlier call of its batch did (a second dismissal), in a batch
+    /// whose write fails: it fails with the write's error too. Its refusal ("already
+    /// dismissed") described a state the rollback undid: the card was not dismissed.
+    @Test func aRefusalThatRestedOnAFailedWriteFailsWithIt() throws {
+        let dir = Fixtures.temporaryDirectory("batch-fails-dependent")
+        defer { Fixtures.removeTree(dir) }
+        let c = try makeController(storage: dir)
+        defer { c.close() }
+        try c.refresh()
+        let other = try SQLiteDatabase(path: dir + "/contentcards.sqlite")
+        try other.execute("CREATE TRIGGER no_events BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'no events (test)'); END")
+        other.close()
+        let o = Self.queuedBehindAWriter(c, [
+            ("dismiss", { try c.logDismissal(cardID: "tile-1") }),
+            ("dismiss again", { try c.logDismissal(cardID: "tile-1") }),
+        ])
+        for name in ["dismiss", "dismiss again"] {
+            do { let r = try o[name]?.get(); Issue.record("\(name): \(String(describing: r))") } catch {
+                #expect((error as? ContentCardsError)?.code == .storage, "\(name): \(error)")
+            }
+        }
+        #expect(try !c.card(id: "tile-1").dismissed)
+    }
+
+    /// Two cards whose ids are canonically equivalent ("é" as one code point, and "e" + U+0301)
+    /// seen in one batch: two cards, both viewed. The batch's own changes were keyed by
+    /// `String`, so the second call was decided against the first card (no state changed, the
+    /// event named the first card) and the second card stayed unviewed.
+    @Test func cardsOfEquivalentIdsInOneBatchAreTwoCards() throws {
+        let c = try makeController()
+        try c.refresh()
+        _ = try c.apply(Fixtures.payload([Fixtures.wire("caf\u{E9}"), Fixtures.wire("cafe\u{301}")]))
+        let o = Self.queuedBehindAWriter(c, [
+            ("composed", { try c.logImpression(cardID: "caf\u{E9}") }),
+            ("decomposed", { try c.logImpression(cardID: "cafe\u{301}") }),
+        ])
+        #expect(try o["composed"]?.get().stateChanged == true)
+        #expect(try o["decomposed"]?.get().stateChanged == true)
+        #expect(try c.card(id: "caf\u{E9}").viewed && c.card(id: "cafe\u{301}").viewed)
+    }
+
     /// Many threads at once, every kind of call on a file store: each recorded call's event is
     /// stored once, each card's state is what its calls say, and a new controller reads the same.
     @Test func manyThreadsLoggingAtOnceLoseNothing() throws {
