@@ -29,8 +29,25 @@ enum EventJSON {
         return w.bytes
     }
 
-    /// An estimate of one event's encoded size, for batching by bytes.
+    /// One event's encoded size at most, for batching by bytes: the fixed text, and each string
+    /// as the writer escapes it (a control character is six bytes, a quote two): counted raw, ids
+    /// full of them made a batch several times `eventBatchBytes`, which a server's limit then
+    /// refused whole.
     static func encodedSize(_ e: Event) -> Int {
-        100 + e.id.utf8.count + (e.cardID?.utf8.count ?? 0) + (e.classType?.utf8.count ?? 0) + e.userID.utf8.count
+        100 + escapedCount(e.id) + (e.cardID.map(escapedCount) ?? 0) + (e.classType.map(escapedCount) ?? 0)
+            + escapedCount(e.userID)
+    }
+
+    /// The bytes of `s` written as a JSON string's contents (`JSONWriter`'s escapes).
+    static func escapedCount(_ s: String) -> Int {
+        var n = 0
+        for b in s.utf8 {
+            switch b {
+            case 0x22, 0x5C, 0x0A, 0x0D, 0x09, 0x08, 0x0C: n += 2
+            case _ where JSONWriter.needsEscape(b): n += 6
+            default: n += 1
+            }
+        }
+        return n
     }
 }

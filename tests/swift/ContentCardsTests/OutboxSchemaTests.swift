@@ -150,4 +150,22 @@ import Testing
         #expect(try c.listPendingEvents().events.map(\.cardID) == ["tile-2"])
         c.close()
     }
+
+    /// Batches are cut by their encoded bytes, escapes counted: events of cards whose ids are
+    /// full of control characters (six bytes each once escaped) stay within `eventBatchBytes`.
+    /// Counted raw, such a batch was several times the bound.
+    @Test func aBatchStaysWithinItsBytesWithEscapes() throws {
+        let c = try ContentCardsController(json: #"{"userId":"u","refreshTokens":0}"#)
+        defer { c.close() }
+        let ids = (0..<20).map { "card-\($0)-" + String(repeating: "\u{1}", count: 100) }
+        // In the payload's JSON each control character is written \u0001.
+        _ = try c.apply(Fixtures.payload((0..<20).map { Fixtures.wire("card-\($0)-" + String(repeating: "\\u0001", count: 100)) }))
+        #expect(try c.cards().count == ids.count)
+        for id in ids { _ = try c.logImpression(cardID: id) }
+        let store = try #require(c.store)
+        let maxBytes = 4096
+        let batch = try store.pendingEvents(limit: 100, maxBytes: maxBytes)
+        #expect(!batch.isEmpty && batch.count < ids.count)
+        #expect(EventJSON.batch(batch.map(\.event)).count <= maxBytes)
+    }
 }
