@@ -49,6 +49,9 @@ struct RemoteEventSink: EventSink {
         if !apiKey.isEmpty { headers.append(("X-Api-Key", apiKey)) }
         if let bad = TransportRequest.checkHeaders(headers, kind: .events) { return .retry(bad) }
         let json = EventJSON.batch(events)
+        // One deadline for the call, a plain resend after a 415 included: each send with the
+        // whole timeout made one delivery up to twice it.
+        let deadline = monotonicSeconds() + timeout
         // A batch is of one user when tokens are used (EventDelivery cuts it so): its token.
         let user = events.first?.userID ?? ""
         if let compression, let gzipped = compression.compress(json) {
@@ -70,7 +73,11 @@ struct RemoteEventSink: EventSink {
                 return Self.outcome(response)
             }
         }
-        let sent = TokenSlot.send(tokens, user: user, timeout: timeout, what: "event delivery") { auth, left in
+        let remaining = deadline - monotonicSeconds()
+        guard remaining > 0 else {
+            return .retry(ContentCardsError(.timeout, "event delivery: no time left to send the batch uncompressed after the endpoint refused gzip (415); it stays pending"))
+        }
+        let sent = TokenSlot.send(tokens, user: user, timeout: remaining, what: "event delivery") { auth, left in
             transport.send(TransportRequest(kind: .events, url: url, headers: headers + (auth.map { [$0] } ?? []),
                                             body: json, timeout: left, maxResponseBytes: 1 << 20))
         }

@@ -93,6 +93,35 @@ import Glibc
         #expect(try server.events().count > 11)
     }
 
+    /// A 415 to the gzipped batch after most of the delivery's time went: the plain resend
+    /// gets what is left of the one deadline. It got the whole timeout again, so a delivery
+    /// could run twice its bound (and its late answer came after the flush had returned). The
+    /// sink as the library's HTTP endpoint makes it (compressing), over a transport in memory.
+    @Test func thePlainResendAfterA415GetsWhatIsLeftOfTheTimeout() throws {
+        final class Seen: @unchecked Sendable {
+            private let lock = NSLock()
+            private var timeouts: [Double] = []
+            func add(_ t: Double) { lock.lock(); timeouts.append(t); lock.unlock() }
+            var all: [Double] { lock.lock(); defer { lock.unlock() }; return timeouts }
+        }
+        let seen = Seen()
+        let transport = ClosureTransport { r in
+            if r.headers.contains(where: { $0.name == "Content-Encoding" }) {
+                usleep(600_000)
+                return .success(TransportResponse(status: 415, body: []))
+            }
+            seen.add(r.timeout)
+            return .success(TransportResponse(status: 200, body: []))
+        }
+        let sink = RemoteEventSink(url: "http://127.0.0.1:9/events", apiKey: "", compression: EventCompression(),
+                                   transport: { .success(transport) })
+        // Enough events to be worth compressing (`EventCompression.minimumBytes`).
+        let events = (0..<50).map { Event(id: "e\($0)", kind: .impression, cardID: "card-\($0)", classType: nil, userID: "u", time: 1) }
+        #expect(sink.deliver(events, timeout: 1) == .delivered)
+        let plain = try #require(seen.all.first)
+        #expect(plain < 0.5, "the plain resend was given \(plain) s of a 1 s delivery")
+    }
+
     // MARK: Item 2: conditional sync
 
     @Test func anUnchangedRefreshIsA304WithNoMergeAndNoWrite() throws {
