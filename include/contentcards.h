@@ -384,8 +384,9 @@ CC_API int cc_controller_close(cc_controller *controller);
  * controller's own transport callback it fails at once with CC_E_REFUSED (the running refresh
  * is waiting for that callback); closed meanwhile (e.g. from inside the transport callback),
  * CC_E_CLOSED. Joining a cc_controller_refresh_in_background whose request has not gone yet,
- * it sends that request itself, on the calling thread, bounded by both timeouts (the library
- * thread may be the caller itself: a completion that refreshes). The request carries the
+ * it starts that refresh on a thread of its own (with that refresh's own bound) and waits for
+ * it to its own timeout: the library thread may be the caller itself (a completion that
+ * refreshes). The request carries the
  * store's cursors (read again if another controller or process wrote since); an answer that
  * crosses a change of user (also away and back) or a forget of the user, by this or another
  * controller or process, is discarded: CC_E_WRONG_USER.
@@ -886,10 +887,11 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_hint(cc_controller *controller, c
  * to the store (another process) kept the WAL from being truncated: its bytes are overwritten
  * at that connection's next checkpoint. Free it with cc_string_free.
  * With CC_PENDING_FLUSH, when the events cannot be delivered (no sink, a network error, the
- * timeout), nothing is removed and the error is the delivery's. A delivery of events already
- * running (a background one, or another thread's flush) is waited for first, within the same
- * timeout (past it: CC_E_TIMEOUT, nothing removed): its batch may be this user's. Called from
- * inside this controller's events transport callback: CC_E_REFUSED.
+ * timeout), nothing is removed and the error is the delivery's. A batch of the user's events
+ * already out (a background delivery, or another thread's flush) is waited for first, within
+ * the same timeout (past it: CC_E_TIMEOUT, nothing removed); another user's is not. Called
+ * from inside this controller's events transport callback while the user's batch is out:
+ * CC_E_REFUSED.
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (pending not one of the two, NaN timeout,
  * user_id not UTF-8), CC_E_NO_SOURCE (CC_PENDING_FLUSH with events pending and no event sink),
  * the delivery's errors (CC_E_NETWORK, CC_E_TIMEOUT, CC_E_SERVER, CC_E_AUTH...), CC_E_REFUSED,

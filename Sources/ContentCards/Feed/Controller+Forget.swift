@@ -86,7 +86,7 @@ extension ContentCardsController {
             // user's, and with a 401 would ask the provider for the user's token again after
             // the forget: waited for (bounded by the forget's timeout), and none can start
             // while the lock is held for the erase.
-            try waitForNoDelivery(until: deadline)
+            try waitForNoDelivery(of: user, until: deadline)
             let store = try liveStore()
             let wasCurrent = sameUser(user, userID)
             do throws(StoreError) {
@@ -151,15 +151,18 @@ extension ContentCardsController {
 
     private var userIDNow: String { lock.withLock { userID } }
 
-    /// Waits until no delivery of events runs, at most until `deadline` (monotonic). Called
-    /// with the lock held; refused from inside the events transport (it would wait for itself).
-    private func waitForNoDelivery(until deadline: Double) throws(ContentCardsError) {
-        if delivery.isInsideSink(pthread_self()) {
+    /// Waits until no batch of `user`'s events is out, at most until `deadline` (monotonic):
+    /// another user's delivery, or a drain of the whole outbox, is not waited for (once the
+    /// erase has run, no batch of the user can be cut). Called with the lock held; refused from
+    /// inside the events transport while the user's batch is out (it would wait for itself).
+    private func waitForNoDelivery(of user: String, until deadline: Double) throws(ContentCardsError) {
+        func userBatchOut() -> Bool { delivery.batchUser.map { sameUser($0, user) } ?? false }
+        if userBatchOut() && delivery.isInsideSink(pthread_self()) {
             throw ContentCardsError(.refused, "forgetUser called from inside this controller's events transport callback, which the running delivery is waiting for: return from the callback first; nothing was removed")
         }
-        while delivery.inFlight {
+        while userBatchOut() {
             try checkOpen()
-            if !changed.wait(lock, until: deadline) && monotonicSeconds() >= deadline && delivery.inFlight {
+            if !changed.wait(lock, until: deadline) && monotonicSeconds() >= deadline && userBatchOut() {
                 throw ContentCardsError(.timeout, "a delivery of events still runs (its sink has not answered): nothing was removed; forget again once it is over")
             }
         }

@@ -17,15 +17,15 @@ extension ContentCardsController {
     /// The reload, the plan and the writes are one write transaction of the store: no other
     /// connection's commit (another process's forget, or its sync) can fall between the state
     /// planned against and the write. `basedOnState`: the refresh's request was asked from a
-    /// stored state that held something of the user (`RefreshStart.heldState`); finding it
-    /// all empty now, the answer is discarded (another controller or process forgot the user).
+    /// stored sync of the user (`RefreshStart.heldState`); finding none now, the answer is
+    /// discarded (another controller or process forgot the user).
     func mergeLocked(_ payload: inout Payload, sync: SyncState? = nil,
                      readCrossing: Set<CardKey> = [], basedOnState: Bool = false) -> Result<SyncSummary, ContentCardsError> {
         var planned: Merge?
         do throws(ContentCardsError) {
             try inWriteTransaction { () throws(ContentCardsError) in
                 try reloadIfChangedElsewhere()
-                if basedOnState && feed.stored.isBlank { throw Self.forgottenElsewhereDuringRefresh(userID) }
+                if basedOnState && !feed.stored.hasSyncState { throw Self.forgottenElsewhereDuringRefresh(userID) }
                 // Only a payload that carries read state needs the outbox's pending read changes.
                 var pendingRead = Set<CardKey>()
                 if payload.cards.contains(where: { $0.read != nil }) {

@@ -20,7 +20,7 @@ extension ContentCardsController {
     }
 
     static func userChangedDuringRefresh(from old: String, to new: String) -> ContentCardsError {
-        let change = old == new ? "changed (and back to \"\(new)\")" : "changed to \"\(new)\""
+        let change = sameUser(old, new) ? "changed (and back to \"\(new)\")" : "changed to \"\(new)\""
         return ContentCardsError(.wrongUser, "the user \(change) during the refresh for \"\(old)\": response discarded")
     }
 
@@ -40,9 +40,9 @@ extension ContentCardsController {
         /// The controller's `forgotten` at the start: the user's data was erased since when it
         /// differs at the merge, and the answer is discarded.
         let forgotten: Int
-        /// The store held something of the user at the start (cards, dismissals, cursors or a
-        /// sync's time). Only a forget empties all of it, so finding it all empty at the merge
-        /// means another controller or process forgot the user meanwhile.
+        /// The store held a sync of the user at the start (`StoredUser.hasSyncState`). Only a
+        /// forget takes that away, so finding none at the merge means another controller or
+        /// process forgot the user meanwhile.
         let heldState: Bool
     }
 
@@ -75,23 +75,32 @@ extension ContentCardsController {
         case .started(let start):
             return try perform(start, timeout: min(timeout, configuration.timeoutSeconds)).get()
         case .joined(let ticket):
-            // A background refresh not yet begun is run here, bounded by this call's timeout
-            // too (see `RefreshTicket.unclaimed`).
-            if let (run, limit) = lock.withLock({ () -> (((Double) -> Void), Double)? in
-                ticket.claim().map { ($0, ticket.unclaimedLimit) }
-            }) {
-                run(min(timeout, configuration.timeoutSeconds, limit))
-            }
-            return try lock.withLock { () throws(ContentCardsError) in
-                while true {
-                    if let result = ticket.result { return try result.get() }
-                    if !isOpenLocked { throw Self.closedError }
-                    if !changed.wait(lock, until: deadline) && monotonicSeconds() >= deadline {
-                        throw ContentCardsError(.timeout, "the refresh already running did not finish within \(timeout) s; its outcome will reach the subscribers")
+            while true {
+                // A background refresh not yet begun is started here, on a thread of its own
+                // with its own bound (see `RefreshTicket.unclaimed`); this call waits for it to
+                // its own deadline, as for any refresh it joins.
+                let step: JoinStep = lock.withLock {
+                    if let result = ticket.result { return .done(result) }
+                    if !isOpenLocked { return .done(.failure(Self.closedError)) }
+                    if let run = ticket.claim() { return .start(run) }
+                    if !changed.wait(lock, until: deadline) && monotonicSeconds() >= deadline && ticket.result == nil {
+                        return .done(.failure(ContentCardsError(.timeout, "the refresh already running did not finish within \(timeout) s; its outcome will reach the subscribers")))
                     }
+                    return .again
+                }
+                switch step {
+                case .done(let result): return try result.get()
+                case .start(let run): if !spawnThread(run) { run() }
+                case .again: continue
                 }
             }
         }
+    }
+
+    private enum JoinStep {
+        case done(Result<SyncSummary, ContentCardsError>)
+        case start(@Sendable () -> Void)
+        case again
     }
 
     /// Starts a refresh on a background thread and returns at once; the outcome reaches the
@@ -107,7 +116,8 @@ extension ContentCardsController {
     public func refreshInBackground(timeout: Double? = nil,
                                     completion: (@Sendable (Result<SyncSummary, ContentCardsError>) -> Void)? = nil) throws(ContentCardsError) -> Bool {
         try refuseIfInherited()
-        switch try beginRefresh() {
+        let limit = min(Self.clampTimeout(timeout ?? configuration.timeoutSeconds), configuration.timeoutSeconds)
+        switch try beginRefresh(inBackground: limit, completion: completion) {
         case .joined(let ticket):
             guard let completion else { return false }
             let done: Result<SyncSummary, ContentCardsError>? = lock.withLock {
@@ -118,14 +128,8 @@ extension ContentCardsController {
             if let done { CallbackContext.run { completion(done) } }
             return false
         case .started(let start):
-            if let completion { lock.withLock { start.ticket.completions.append(completion) } }
-            let limit = min(Self.clampTimeout(timeout ?? configuration.timeoutSeconds), configuration.timeoutSeconds)
-            lock.withLock {
-                start.ticket.unclaimedLimit = limit
-                start.ticket.unclaimed = { [self] bound in _ = perform(start, timeout: bound) }
-            }
             refresher.queue.async { [self] in
-                if let run = lock.withLock({ start.ticket.claim() }) { run(limit) }
+                if let run = lock.withLock({ start.ticket.claim() }) { run() }
             }
             return true
         }
@@ -136,7 +140,11 @@ extension ContentCardsController {
         return min(max(t, 0.001), 86_400)
     }
 
-    private func beginRefresh() throws(ContentCardsError) -> Begin {
+    /// `inBackground`: the bound of a background refresh, whose run (and `completion`) is set
+    /// on its ticket here, in the same locked section that makes it the refresh in flight: a
+    /// blocking refresh that joins it from then on finds the run to start.
+    private func beginRefresh(inBackground limit: Double? = nil,
+                              completion: (@Sendable (Result<SyncSummary, ContentCardsError>) -> Void)? = nil) throws(ContentCardsError) -> Begin {
         let outcome: Result<Begin, ContentCardsError> = lock.withLock {
             // The request carries the stored cursors and validator: a deferred open is finished.
             // Read again if another controller or process committed since this one last looked:
@@ -162,9 +170,14 @@ extension ContentCardsController {
             // server wrote it: remembered here, not only looked up in the outbox at the merge.
             if let store { ticket.readCrossing = (try? store.pendingReadStateCards(user: userID)) ?? [] }
             refresher.inFlight = ticket
-            return .success(.started(RefreshStart(ticket: ticket, source: source, userID: userID, cursors: feed.stored.cursors,
-                                                  validator: feed.stored.sync.validator, forgotten: forgotten,
-                                                  heldState: !feed.stored.isBlank)))
+            let start = RefreshStart(ticket: ticket, source: source, userID: userID, cursors: feed.stored.cursors,
+                                     validator: feed.stored.sync.validator, forgotten: forgotten,
+                                     heldState: feed.stored.hasSyncState)
+            if let limit {
+                if let completion { ticket.completions.append(completion) }
+                ticket.unclaimed = { [self] in _ = perform(start, timeout: limit) }
+            }
+            return .success(.started(start))
         }
         switch outcome {
         case .success(let begin): return begin
@@ -194,8 +207,13 @@ extension ContentCardsController {
     private func perform(_ start: RefreshStart, timeout: Double) -> Result<SyncSummary, ContentCardsError> {
         let deadline = monotonicSeconds() + timeout
         let ticket = start.ticket
-        lock.withLock { refresher.fetches += 1 }
-        let launched = spawnThread { [self, configuration, decoder] in
+        // A background refresh whose run starts after a close (its queue job, or a joiner)
+        // sends nothing: it ends with `closed`, and its completion still runs once.
+        let open: Bool = lock.withLock {
+            refresher.fetches += 1
+            return isOpenLocked
+        }
+        let launched = open && spawnThread { [self, configuration, decoder] in
             let me = pthread_self()
             lock.withLock { refresher.fetchThreads.append(me) }
             var fetched = CallbackContext.run {
@@ -235,7 +253,7 @@ extension ContentCardsController {
         var decoded: Result<SyncAnswer, ContentCardsError> = lock.withLock {
             guard launched else {
                 refresher.fetches -= 1
-                return .failure(ContentCardsError(.noMemory, "cannot start a thread for the refresh"))
+                return .failure(open ? ContentCardsError(.noMemory, "cannot start a thread for the refresh") : Self.closedError)
             }
             while true {
                 if let fetched = ticket.fetched {
@@ -269,7 +287,7 @@ extension ContentCardsController {
                     result = .failure(Self.forgottenDuringRefresh(start.userID))
                 } else if let e = reloadFailure() {
                     result = .failure(e)
-                } else if start.heldState && feed.stored.isBlank {
+                } else if start.heldState && !feed.stored.hasSyncState {
                     result = .failure(Self.forgottenElsewhereDuringRefresh(start.userID))
                 } else {
                     var summary = SyncSummary()

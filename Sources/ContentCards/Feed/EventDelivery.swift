@@ -27,6 +27,9 @@ final class EventDelivery: @unchecked Sendable {
     var eventAttempts: [String: Int] = [:]
     /// The thread inside the sink (the events transport) while a delivery waits for it.
     var thread: pthread_t?
+    /// The user whose batch is out (read from the outbox, not yet deleted or kept): a forget
+    /// of that user waits for it (Controller+Forget.swift).
+    var batchUser: String?
     /// Sink calls still running that a delivery abandoned at its deadline (a FIFO, a stalled
     /// mount, a host transport that never returns): at most `Background.maxFetches`.
     var stuck = 0
@@ -88,6 +91,7 @@ final class EventDelivery: @unchecked Sendable {
                     // user's token. Cut so even with no provider set: one set between the cut
                     // and the send gave every user's events of the batch the first one's token.
                     guard let user = pending.first?.event.userID else { return pending }
+                    batchUser = user
                     return Array(pending.prefix { sameUser($0.event.userID, user) })
                 }
             } catch {
@@ -99,6 +103,10 @@ final class EventDelivery: @unchecked Sendable {
             let outcome = send(batch.map(\.event), to: sink, timeout: min(remaining, controller.configuration.timeoutSeconds), for: controller)
             if let notice = (sink as? RemoteEventSink)?.compression?.takeNotice() { notes.append((.info, notice)) }
             controller.lock.withLock {
+                defer {
+                    batchUser = nil
+                    controller.changed.broadcast()
+                }
                 switch outcome {
                 case .delivered, .drop:
                     do throws(StoreError) { try controller.store?.deleteEvents(batch) } catch {
@@ -130,6 +138,7 @@ final class EventDelivery: @unchecked Sendable {
         controller.lock.withLock {
             inFlight = false
             thread = nil
+            batchUser = nil
             if let store = controller.store { result.pending = (try? store.pendingEventCount()) ?? 0 }
             controller.record.lastDelivery = .init(time: controller.clock.now(), error: failure, delivered: result.delivered, dropped: result.dropped)
             if let failure { controller.record.lastError = failure }

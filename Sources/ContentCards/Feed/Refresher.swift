@@ -95,12 +95,10 @@ final class RefreshTicket {
     /// or a blocking refresh that joins it first. A joiner that waited for the queue instead
     /// could be the very job the queue runs (an automatic refresh, a hint's, a completion
     /// that refreshes), and waited its whole timeout for a request never sent.
-    var unclaimed: ((Double) -> Void)?
-    /// The bound the background refresh was asked with (its run's timeout).
-    var unclaimedLimit = 0.0
+    var unclaimed: (@Sendable () -> Void)?
 
     /// Takes the run if no thread has; under the controller's lock.
-    func claim() -> ((Double) -> Void)? {
+    func claim() -> (@Sendable () -> Void)? {
         defer { unclaimed = nil }
         return unclaimed
     }

@@ -12,11 +12,10 @@ struct StoredUser {
     var cursors = SyncCursors()
     var sync = SyncState()
 
-    /// Nothing of the user is stored: never synced, or forgotten (`CardStore.erase` removes
-    /// all of it). A sync, even one that leaves no card, records its time.
-    var isBlank: Bool {
-        cards.isEmpty && dismissed.isEmpty && cursors == SyncCursors() && sync == SyncState()
-    }
+    /// A sync of the user is stored: its cursors or its time (a sync's merge records its time,
+    /// even one that leaves no card). Only a forget (`CardStore.erase`) takes it away again:
+    /// cards handed in keep both, and a full sync that empties the feed records its time.
+    var hasSyncState: Bool { cursors != SyncCursors() || sync != SyncState() }
 }
 
 /// What the user's last sync left besides the cursors (docs/BEHAVIOUR.md, "Conditional

@@ -219,6 +219,30 @@ import CSQLite
         #expect(c.diagnostics().deliveredEvents == 1)
     }
 
+    /// Another user's batch out (its sink slow) when a user is forgotten: not waited for. A
+    /// forget waited for any delivery (a drain of the whole outbox, another user's slow
+    /// sink) and failed with `timeout`, nothing removed.
+    @Test func aForgetDoesNotWaitForAnotherUsersDelivery() throws {
+        let started = DispatchSemaphore(value: 0), gate = DispatchSemaphore(value: 0)
+        let c = try ContentCardsController(
+            json: #"{"userId":"ben","refreshTokens":0,"source":{"callback":true},"events":{"callback":true},"eventFlushIntervalSeconds":3600}"#,
+            transport: ClosureTransport { r in
+                if r.kind == .events {
+                    started.signal()
+                    _ = gate.wait(timeout: .now() + 20)
+                }
+                return .success(TransportResponse(status: 200, body: []))
+            })
+        defer { c.close() }
+        _ = try c.apply(Fixtures.payload([Fixtures.wire("card-1")], full: true, user: "ben"))
+        _ = try c.logImpression(cardID: "card-1")
+        DispatchQueue.global().async { _ = try? c.flushEvents(timeout: 20) }
+        #expect(started.wait(timeout: .now() + 10) == .success)
+        defer { gate.signal() }
+        let receipt = try c.forgetUser("ann", pending: .discard, timeout: 2)
+        #expect(receipt.userID == "ann")
+    }
+
     /// A server that answers a request from no cursors with a full sync of three cards, and
     /// any other with a delta of the third card.
     static let deltaUnlessAskedFromNothing = ClosureTransport { r in

@@ -15,7 +15,9 @@ import Testing
         private var asked: [String] = []
         let gate = DispatchSemaphore(value: 0)
         let gatedUser: String?
-        init(gating user: String? = nil) { gatedUser = user }
+        /// Seconds the second request waits before it answers.
+        let secondDelay: Double
+        init(gating user: String? = nil, secondDelay: Double = 0) { gatedUser = user; self.secondDelay = secondDelay }
 
         /// The request's number for its user (1 for the first).
         func note(_ user: String) -> Int {
@@ -34,6 +36,7 @@ import Testing
                 } ?? "?"
                 let n = note(user)
                 if n == 1, user == gatedUser { _ = gate.wait(timeout: .now() + 20) }
+                if n == 2, secondDelay > 0 { usleep(UInt32(secondDelay * 1_000_000)) }
                 let payload = Fixtures.payload([Fixtures.wire("\(user)-\(n)")], full: true, user: user)
                 return .success(TransportResponse(status: 200, body: Array(payload.utf8)))
             }
@@ -116,5 +119,46 @@ import Testing
         defer { c.close() }
         #expect(throws: ContentCardsError.self) { try c.refresh(timeout: 5) }
         #expect(c.diagnostics().leftOut.isEmpty)
+    }
+
+    /// A short blocking refresh that joins a background one not yet begun starts it with the
+    /// background refresh's own bound: the blocking call times out alone, and the background
+    /// refresh (0.5 s to answer, 10 s allowed) succeeds. The request was sent with the blocking
+    /// call's 0.2 s, and every waiter of the background refresh got `timeout`.
+    @Test func aShortJoinerDoesNotCutTheRefreshItStarts() throws {
+        let server = Server(secondDelay: 0.5)
+        let c = try Self.controller(server)
+        defer { c.close() }
+        let joiner = Outcome(), background = Outcome()
+        try c.refreshInBackground { _ in
+            _ = try? c.refreshInBackground(timeout: 10) { background.set($0) }
+            joiner.set(Result { () throws(ContentCardsError) in try c.refresh(timeout: 0.2) })
+        }
+        #expect(joiner.done.wait(timeout: .now() + 20) == .success)
+        if case .failure(let e)? = joiner.result { #expect(e.code == .timeout) }
+        #expect(background.done.wait(timeout: .now() + 20) == .success)
+        guard case .success? = background.result else {
+            Issue.record("the background refresh failed: \(String(describing: background.result))")
+            return
+        }
+        #expect(try c.cards().map(\.id) == ["a-2"])
+    }
+
+    /// A user whose only cards were handed in (no sync stored) refreshes, and meanwhile an
+    /// empty full sync is handed in: nothing of the user is left, but no forget happened, and
+    /// the refresh's answer is merged. It was discarded as "forgotten by another controller".
+    @Test func anEmptiedFeedIsNotAForget() throws {
+        let server = Server(gating: "a")
+        let c = try Self.controller(server)
+        defer { c.close() }
+        _ = try c.apply(Fixtures.payload([Fixtures.wire("handed")], full: true))
+        let slow = Outcome()
+        try c.refreshInBackground { slow.set($0) }
+        #expect(BackgroundWorkTests.waitUntil { server.requests == ["a"] })
+        _ = try c.apply(#"{"cards":[],"full_sync":true}"#)
+        server.gate.signal()
+        #expect(slow.done.wait(timeout: .now() + 20) == .success)
+        if case .failure(let e)? = slow.result { Issue.record("the refresh was discarded: \(e)") }
+        #expect(try c.cards().map(\.id) == ["a-1"])
     }
 }
