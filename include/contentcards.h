@@ -161,9 +161,11 @@ CC_API int cc_abi_version(void);
                                        the key); the stored cards are untouched                  */
 #define CC_E_NOT_FOUND (-5)         /* no card with that id for the current user                 */
 #define CC_E_REFUSED (-6)           /* a logging call that recorded nothing: no valid url for a
-                                       click, not dismissible, already dismissed; a refresh or
-                                       flush called from inside the same controller's transport
-                                       callback (the call waiting for that callback)             */
+                                       click, not dismissible, already dismissed; a call that
+                                       would wait for itself: a refresh or flush from inside the
+                                       same controller's transport callback, wait_images from
+                                       inside the image prefetch, forget_user from inside the
+                                       events transport while the user's batch is out          */
 #define CC_E_RATE_LIMITED (-7)      /* refresh refused by the rate limit (local or the server's) */
 #define CC_E_NETWORK (-8)           /* connection failed, reset, truncated; a response header
                                        over 64 KiB (or one curl refuses)                         */
@@ -181,7 +183,10 @@ CC_API int cc_abi_version(void);
                                        come from the first call that opens the store         */
 #define CC_E_NO_SOURCE (-12)        /* no source (refresh) or no event sink (flush) configured   */
 #define CC_E_UNAVAILABLE (-13)      /* libcurl is not installed; the message names the fix       */
-#define CC_E_WRONG_USER (-14)       /* a response or payload for another user: discarded         */
+#define CC_E_WRONG_USER (-14)       /* a response or payload for another user, or a refresh's
+                                       answer that crossed a change of user (also away and back)
+                                       or a forget of the user by any controller or process:
+                                       discarded                                                 */
 #define CC_E_TRANSPORT (-15)        /* the host transport callback is missing or failed          */
 #define CC_E_NO_MEMORY (-16)
 #define CC_E_CLOSED (-17)           /* the controller was closed while this call was running (by
@@ -403,7 +408,8 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_refresh(char **out_summary_json, 
  *   {"code":N,"name":S,"message":S[,"retryAfter":F]}
  * It runs on the library thread that did the refresh, after the subscribers were told (or on
  * the calling thread, before cc_controller_refresh_in_background returns, when the refresh it
- * joined had just finished). It may call any cc_ function. */
+ * joined had just finished; or, when no thread can be started, on the thread of a
+ * cc_controller_refresh that started it). It may call any cc_ function. */
 typedef void (*cc_refresh_done_fn)(void *userdata, int status, const char *result_json);
 
 /* Starts a refresh on a library thread (this controller's own) and returns at once: "refresh

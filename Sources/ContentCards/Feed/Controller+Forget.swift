@@ -48,7 +48,9 @@ extension ContentCardsController {
 
     /// Removes everything stored for `user` (nil: the current user); see the type's comment.
     /// With `.flush`, the user's pending events are delivered first (within `timeout`, default
-    /// the configuration's) and nothing is removed when they cannot be. Forgetting the current
+    /// the configuration's) and nothing is removed when they cannot be. A batch of the user's
+    /// events already out is waited for first, within `timeout` (`.timeout`, nothing removed;
+    /// `.refused` from inside the events transport). Forgetting the current
     /// user leaves the controller open for it with nothing stored: subscribers are told
     /// (`.userForgotten`) and a refresh in flight is discarded.
     @discardableResult

@@ -30,7 +30,8 @@ extension ContentCardsController {
     }
 
     /// Waits at most `timeout` seconds for the queued prefetches to finish; what the cache did.
-    /// `.noSource` when no image cache is configured.
+    /// `.noSource` when no image cache is configured; `.refused` when called from inside the
+    /// prefetch (its transport call, or a log handler it called): it would wait for itself.
     public func waitForImages(timeout: Double? = nil) throws(ContentCardsError) -> ImageStats {
         try refuseIfInherited()
         try lock.withLock { () throws(ContentCardsError) in try checkOpen() }

@@ -488,7 +488,10 @@ class ContentCards:
     # -- users, events, diagnostics --------------------------------------------------------
 
     def change_user(self, user_id: str) -> None:
-        """Switches to another user's cards, state and cursors."""
+        """Switches to another user's cards, state and cursors. User ids are compared byte for
+        byte ("é" as one code point and as "e" + U+0301 are two users); a NUL raises
+        ValueError. A refresh still running for the previous user is discarded (its caller
+        gets WrongUserError)."""
         self._call(_ffi.controller_change_user, _ffi.cstr(user_id, "user id"))
 
     @property
@@ -499,14 +502,16 @@ class ContentCards:
     def forget_user(self, user_id: str | None = None, pending: str = "flush",
                     timeout: float | None = None) -> ForgetReceipt:
         """Removes everything stored for ``user_id`` (None: the current user): cards,
-        dismissals, read state, sync state and ETag, pending events, and the image files no
-        other user's card uses, leaving no recoverable bytes in the store or its WAL (logout,
+        dismissals, read state, sync state and ETag, pending events, and the user's image
+        cache, leaving no recoverable bytes in the store or its WAL (logout,
         an erasure request). ``pending="flush"`` delivers the user's pending events first,
         waiting at most ``timeout`` seconds (None: the configuration's timeoutSeconds); when
         they cannot be delivered nothing is removed and the delivery's error is raised.
-        ``pending="discard"`` removes them undelivered. Forgetting the current user leaves the
-        controller open for that user with nothing stored (subscribers get an update).
-        Returns what was removed."""
+        ``pending="discard"`` removes them undelivered. A batch of the user's events already
+        being delivered is waited for first, within ``timeout`` (past it RequestTimeoutError,
+        nothing removed; from inside the events transport, RefusedError). Forgetting the
+        current user leaves the controller open for that user with nothing stored (subscribers
+        get an update). Returns what was removed."""
         import json
 
         from .results import ForgetReceipt
@@ -596,8 +601,9 @@ class ContentCards:
     # -- callbacks -------------------------------------------------------------------------
 
     def subscribe(self, fn: Subscriber) -> Subscription:
-        """Calls ``fn(update)`` after every refresh, apply, user change and logged impression,
-        click or dismissal, on the thread that made the change (a library thread for
+        """Calls ``fn(update)`` after every refresh, apply, user change, forget of the current
+        user, logged impression, click or dismissal, read-state change and card expiry, on the
+        thread that made the change (a library thread for
         :meth:`refresh_in_background`; a helper thread for :meth:`refresh` called on the main
         thread). An update caused from inside a subscriber is delivered after it returns.
         See the class docstring for exceptions."""

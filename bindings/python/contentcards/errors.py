@@ -154,7 +154,10 @@ class CardNotFoundError(ContentCardsError, LookupError):
 
 
 class RefusedError(ContentCardsError):
-    """A logging call that recorded nothing (the public API returns a LogResult instead)."""
+    """A call refused without effect: a logging call that recorded nothing (the public API
+    returns a LogResult instead), or a call that would wait for itself (refresh or flush from
+    inside the controller's transport, wait_for_images from inside the image prefetch,
+    forget_user from inside the events transport while the user's batch is out)."""
 
     default_code = -6
 
@@ -220,7 +223,8 @@ class UnavailableError(ContentCardsError, OSError):
 
 
 class WrongUserError(ContentCardsError):
-    """A response or payload for another user: discarded."""
+    """A response or payload for another user, or a refresh's answer that crossed a change of
+    user (also away and back) or a forget of the user by any controller or process: discarded."""
 
     default_code = -14
 
