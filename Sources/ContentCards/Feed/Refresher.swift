@@ -71,7 +71,7 @@ final class Refresher: @unchecked Sendable {
         switch result {
         case .success: lastSyncedAt = finishedAt
         case .failure(let e):
-            if let after = e.retryAfter, e.code == .rateLimited || e.code == .server, after > 0 {
+            if let after = e.retryAfter, e.code == .rateLimited || e.code == .server || e.code == .auth, after > 0 {
                 serverRetryAt = now + min(after, RetryAfter.maxSeconds)
             }
         }

@@ -260,7 +260,10 @@ extension TokenSlot {
             }
             slot.discard(token.token, of: user)
             let detail = Redact.serverText(response.body, limit: 200)
-            return .failure(ContentCardsError(.auth, "\(what) refused: the server did not accept the user's token (HTTP 401), also after a new one was asked for\(detail.isEmpty ? "" : ": " + detail)"))
+            // Its Retry-After is kept, as on any other refused sync (docs/WIRE.md): the
+            // refreshes wait for it.
+            return .failure(ContentCardsError(.auth, "\(what) refused: the server did not accept the user's token (HTTP 401), also after a new one was asked for\(detail.isEmpty ? "" : ": " + detail)",
+                                              retryAfter: RetryAfter.bounded(response.retryAfter)))
         }
         return .failure(ContentCardsError(.internal, "unreachable"))
     }

@@ -55,4 +55,22 @@ import Testing
         usleep(300_000)
         #expect(count.value == 1)
     }
+
+    /// A sync refused 401 twice (the token, then a new one) with `Retry-After: 120`: the wait is
+    /// kept, and the next refresh is refused locally without a request. It was lost with the
+    /// second 401, and every refresh asked again at once.
+    @Test func aSecond401KeepsItsRetryAfter() throws {
+        let count = Count()
+        let c = try Self.controller(status: 401, retryAfter: 120, count: count)
+        defer { c.close() }
+        try c.setTokenProvider { user in .success(AuthToken("token-\(user)")) }
+        do { try c.refresh(timeout: 5); Issue.record("refreshed") } catch {
+            #expect(error.code == .auth && error.retryAfter == 120)
+        }
+        #expect(count.value == 2)
+        do { try c.refresh(timeout: 5); Issue.record("refreshed") } catch {
+            #expect(error.code == .rateLimited)
+        }
+        #expect(count.value == 2)
+    }
 }
