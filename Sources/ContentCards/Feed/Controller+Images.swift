@@ -18,11 +18,11 @@ extension ContentCardsController {
     /// cache (and removed that user's own).
     func prefetchImages() {
         guard let images else { return }
-        let request: (visible: [String], stored: Set<String>, cache: ImageCache)? = lock.withLock {
+        let request: (visible: [String], stored: [String], cache: ImageCache)? = lock.withLock {
             guard isOpenLocked, (try? reloadIfChangedElsewhere()) != nil else { return nil }
             return feed.lock.withLock {
                 let visible = feed.index.ids(.all, now: clock.now()).compactMap { feed.stored.cards[$0]?.image }
-                return (visible, Set(feed.stored.cards.values.compactMap(\.image)), images.current)
+                return (visible, feed.stored.cards.values.compactMap(\.image), images.current)
             }
         }
         guard let request else { return }

@@ -220,8 +220,10 @@ final class ImageCache: @unchecked Sendable {
         for file in doomed { unlink(path(file)) }
     }
 
-    /// Removes every image whose URL is not in `urls` (the cards that went).
-    func keepOnly(_ urls: Set<String>) -> Int {
+    /// Removes every image whose URL is not in `urls` (the cards that went). An array, hashed
+    /// here: a `Set<String>` of URLs took two canonically equivalent URLs (two files) for one,
+    /// and the second one's image was removed at every prefetch.
+    func keepOnly(_ urls: [String]) -> Int {
         let wanted = Set(urls.map(ImageCache.hash))
         let doomed: [String] = lock.withLock {
             let out = entries.keys.filter { !wanted.contains($0) }

@@ -45,7 +45,8 @@ final class ImagePrefetcher: @unchecked Sendable {
     private struct Request {
         let cache: ImageCache
         let visible: [String]
-        let stored: Set<String>
+        /// Every stored card's image URL (repeats allowed: compared by their files' names).
+        let stored: [String]
     }
 
     init(root: String, userID: String, limits: Configuration.Images, timeout: Double,
@@ -114,7 +115,7 @@ final class ImagePrefetcher: @unchecked Sendable {
     /// a prefetch still waiting, and stops the running one after its current image.
     /// `into`: the cache of the user whose feed this is, read with the feed (a user change may
     /// have switched `cache` since); a feed of a user no longer current is not fetched.
-    func schedule(visible: [String], stored: Set<String>, into target: ImageCache) {
+    func schedule(visible: [String], stored: [String], into target: ImageCache) {
         let start: Bool = lock.withLock {
             if closed || target !== cache { return false }
             next = Request(cache: target, visible: visible, stored: stored)
@@ -170,9 +171,14 @@ final class ImagePrefetcher: @unchecked Sendable {
         let removed = cache.keepOnly(request.stored)
         if removed > 0 { ContentCardsLog.emit(.debug, "image cache: removed \(removed) images of cards that are gone") }
         var wanted: [String] = []
+        var feed: [String] = []
+        // By the URL's file name, a hash of its bytes: a set of `String`s took two canonically
+        // equivalent URLs (two files on the server) for one, and fetched only the first.
         var seen = Set<String>()
-        for url in request.visible where seen.insert(url).inserted && wanted.count < limits.maxCount { wanted.append(url) }
-        let feed = wanted.map(ImageCache.hash)
+        for url in request.visible where wanted.count < limits.maxCount {
+            let file = ImageCache.hash(url)
+            if seen.insert(file).inserted { wanted.append(url); feed.append(file) }
+        }
         // Bytes of this feed's images kept so far, in feed order: an image known not to fit
         // beside them is not fetched again (it would be evicted at once).
         var used = 0

@@ -115,4 +115,28 @@ import Testing
         }
         #expect(e.code == .refused)
     }
+
+    /// Two cards whose image URLs are canonically equivalent but not the same bytes (two files
+    /// on the server): both images fetched and kept. Sets of URL `String`s took them for one:
+    /// the second was never fetched, and its card had no image.
+    @Test func equivalentImageURLsAreTwoImages() throws {
+        let dir = Fixtures.temporaryDirectory("images-bytes")
+        defer { Fixtures.removeTree(dir) }
+        let urls = ["https://img.example/caf\u{E9}.png", "https://img.example/cafe\u{301}.png"]
+        let c = try ContentCardsController(
+            json: #"{"userId":"u","storagePath":"\#(dir)/store","refreshTokens":0,"source":{"callback":true},"images":{}}"#,
+            transport: ClosureTransport { r in
+                if r.kind == .image { return .success(TransportResponse(status: 200, body: Array(r.url.utf8))) }
+                let cards = urls.enumerated().map { #"{"id":"c\#($0.offset)","tp":"banner_image","ca":1,"i":"\#($0.element)"}"# }
+                return .success(TransportResponse(status: 200, body: Array(#"{"cards":[\#(cards.joined(separator: ","))],"full_sync":true}"#.utf8)))
+            })
+        defer { c.close() }
+        try c.refresh(timeout: 5)
+        let stats = try c.waitForImages(timeout: 10)
+        #expect(stats.fetched == 2 && stats.cached == 2)
+        let paths = try c.cards().compactMap(\.imagePath)
+        #expect(Set(paths).count == 2)
+        try c.refresh(timeout: 5)
+        #expect(try c.waitForImages(timeout: 10).cached == 2)   // neither removed by the next prefetch
+    }
 }
