@@ -79,6 +79,10 @@ public final class ContentCardsController: @unchecked Sendable {
     public init(configuration given: Configuration, clock: Clock = SystemClock(),
                 eventIDs: EventIDGenerator = RandomEventIDs(), transport: Transport? = nil) throws(ContentCardsError) {
         let configuration: Configuration
+        // A configuration built in Swift has not been through the JSON reader's checks.
+        do throws(ConfigurationError) { try ConfigurationRules.check(given) } catch {
+            throw ContentCardsError(.config, error.message)
+        }
         do { configuration = try given.resolvingRelativePaths() } catch { throw ContentCardsError(.storage, error.message) }
         self.configuration = configuration
         self.clock = clock

@@ -18,13 +18,34 @@ package enum Files {
     /// chdir("/"), a test runner's per-test directory) keeps the same image cache and files,
     /// instead of the next user's images or a file source's next read going somewhere else.
     package static func absolute(_ path: String) throws(Failure) -> String {
-        if path.isEmpty || path.hasPrefix("/") { return path }
+        if path.isEmpty || isAbsolute(path) { return path }
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         guard getcwd(&buffer, buffer.count) != nil else {
             throw Failure(message: "cannot resolve the relative path \(path): the working directory is unknown (\(describeErrno(errno)))")
         }
         let directory = String(cString: buffer)
-        return directory.hasSuffix("/") ? directory + path : directory + "/" + path
+        return directory.utf8.last == 0x2F ? directory + path : directory + "/" + path
+    }
+
+    // Paths are bytes, "/" the byte 0x2F. Swift's String compares Characters, and "/" followed
+    // by a combining mark (U+0301) is one Character that is not "/": a Character test took
+    // "/\u{301}x" for a relative path, and walked past the directory "/tmp/shared" of
+    // "/tmp/shared/\u{301}cards" without checking it.
+
+    /// `path` starts at the root.
+    static func isAbsolute(_ path: String) -> Bool { path.utf8.first == 0x2F }
+
+    /// The components of `path` between its slashes, empty ones left out.
+    static func components(_ path: String) -> [String] {
+        path.utf8.split(separator: 0x2F).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// The directory holding `path` ("/" for a child of the root), nil for "/" or a path with
+    /// no slash.
+    static func parent(_ path: String) -> String? {
+        guard path != "/", let slash = path.utf8.lastIndex(of: 0x2F) else { return nil }
+        if slash == path.utf8.startIndex { return "/" }
+        return String(decoding: path.utf8[..<slash], as: UTF8.self)
     }
 
     /// Reads a whole file, refusing one larger than `limit` bytes.
@@ -116,9 +137,9 @@ package enum Files {
         var st = stat()
         // There already (every open but a store's first): one stat, not one mkdir a component.
         if stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR { return }
-        var built = path.hasPrefix("/") ? "/" : ""
-        for part in path.split(separator: "/", omittingEmptySubsequences: true) {
-            built += (built.isEmpty || built.hasSuffix("/") ? "" : "/") + part
+        var built = isAbsolute(path) ? "/" : ""
+        for part in components(path) {
+            built += (built.isEmpty || built.utf8.last == 0x2F ? "" : "/") + part
             if mkdir(built, 0o700) != 0 && errno != EEXIST {
                 throw Failure(message: "cannot create directory \(built): \(describeErrno(errno))")
             }
@@ -163,8 +184,8 @@ package enum Files {
                 + "the store must be private: chmod 700 \(real)")
         }
         var parent = real
-        while let slash = parent.lastIndex(of: "/"), parent != "/" {
-            parent = slash == parent.startIndex ? "/" : String(parent[..<slash])
+        while let up = Files.parent(parent) {
+            parent = up
             var p = stat()
             guard stat(parent, &p) == 0 else { break }
             if p.st_uid != me && p.st_uid != 0 {

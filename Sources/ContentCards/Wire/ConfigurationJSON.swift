@@ -36,7 +36,7 @@ package enum ConfigurationJSON {
             switch key {
             case "userId": c.userID = try noNUL(value, key)
             case "storagePath":
-                let path = try string(value, key)
+                let path = try noNUL(value, key)
                 guard !path.isEmpty else { throw ConfigurationError("\"storagePath\" must not be empty (leave it out to keep the store in memory)") }
                 c.storagePath = path
             case "source":
@@ -77,6 +77,7 @@ package enum ConfigurationJSON {
         if c.images != nil && c.storagePath == nil {
             throw ConfigurationError("\"images\" needs \"storagePath\": the image cache is kept on disk beside the store")
         }
+        try ConfigurationRules.check(c)
         return c
     }
 
@@ -128,7 +129,12 @@ package enum ConfigurationJSON {
             return .url(base: try httpURL(url, "\(name).url"), apiKey: apiKey)
         }
         if v["apiKey"] != nil { throw ConfigurationError("\"\(name).apiKey\" goes only with \"\(name).url\"") }
-        if let path = v["file"] { return .file(path: try nonEmpty(path, "\(name).file")) }
+        if let path = v["file"] {
+            let file = try nonEmpty(path, "\(name).file")
+            // A path cut at a NUL by C names another file.
+            guard !file.utf8.contains(0) else { throw ConfigurationError("\"\(name).file\" must not contain a NUL character") }
+            return .file(path: file)
+        }
         guard v["callback"] == .bool(true) else { throw ConfigurationError("\"\(name).callback\" must be true") }
         return .callback
     }

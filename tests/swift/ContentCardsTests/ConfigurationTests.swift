@@ -83,4 +83,38 @@ import Testing
         given.storagePath = dir + "/store"
         #expect(try given.resolvingRelativePaths() == given)
     }
+
+    /// A `Configuration` built in Swift keeps the same rules as one read from JSON: a NaN
+    /// timeout, a negative size, images without a storage path and a NUL in an id are refused
+    /// with `config` at open. They were taken as they were, and the NaN timeout trapped in the
+    /// image prefetch (where it became the transport's milliseconds).
+    @Test func aSwiftConfigurationKeepsTheJSONRules() {
+        let dir = Fixtures.temporaryDirectory("config-rules")
+        defer { Fixtures.removeTree(dir) }
+        var cases: [(String, (inout Configuration) -> Void)] = [
+            ("timeoutSeconds", { $0.timeoutSeconds = .nan }),
+            ("refreshPeriodJitter", { $0.refreshPeriodJitter = .nan }),
+            ("eventBatchSize", { $0.eventBatchSize = -1 }),
+            ("images.maxBytes", { $0.images = .init(); $0.images?.maxBytes = -5 }),
+            ("userId", { $0.userID = "a\u{0}b" }),
+            ("source.file", { $0.source = .file(path: "/srv/feed.json\u{0}.bak") }),
+            ("source.url", { $0.source = .url(base: "ftp://example.com", apiKey: "") }),
+        ]
+        cases.append(("images", { $0.storagePath = nil; $0.images = .init() }))
+        for (key, change) in cases {
+            var c = Configuration()
+            c.storagePath = dir
+            change(&c)
+            do { _ = try ContentCardsController(configuration: c); Issue.record("\(key): opened") } catch {
+                #expect(error.code == .config && error.message.contains(key), "\(key): \(error)")
+            }
+        }
+    }
+
+    /// A NUL in a path is refused: C would read the path cut there, another file.
+    @Test func aNulInAPathIsRefused() {
+        for json in [#"{"storagePath":"/tmp/x\u0000y"}"#, #"{"source":{"file":"/srv/feed.json\u0000.bak"}}"#] {
+            #expect(throws: ConfigurationError.self) { try ConfigurationJSON.decode(json) }
+        }
+    }
 }

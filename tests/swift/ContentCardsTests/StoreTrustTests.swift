@@ -319,6 +319,20 @@ import Glibc
         c.close()
     }
 
+    /// A storage directory whose name starts with a combining mark: its parent is still
+    /// checked. The walk up looked for "/" as a Swift Character, and "/" + U+0301 is another
+    /// Character: it skipped the shared parent and opened the store inside it.
+    @Test func aParentIsCheckedWhateverTheNameAfterIt() throws {
+        let parent = Fixtures.temporaryDirectory()
+        defer { Fixtures.removeTree(parent) }
+        chmod(parent, 0o777)
+        do { _ = try makeController(storage: parent + "/\u{301}store"); Issue.record("opened") } catch {
+            #expect(error.code == .storage && error.message.contains("without the sticky bit"), "\(error.message)")
+        }
+        #expect(try Files.absolute("/\u{301}x") == "/\u{301}x")      // absolute, not under the working directory
+        #expect(Files.components("/a/\u{301}b//c") == ["a", "\u{301}b", "c"])
+    }
+
     @Test func aStoreFileWritableByOthersIsRefused() throws {
         let dir = Fixtures.temporaryDirectory()
         defer { Fixtures.removeTree(dir) }
