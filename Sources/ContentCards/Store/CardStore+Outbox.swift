@@ -2,8 +2,14 @@ import CSQLite
 /// The event outbox: the events waiting to be sent, oldest first, counted, read in batches and
 /// deleted once delivered (docs/BEHAVIOUR.md, "Events").
 extension CardStore {
+    /// Rows this build can send: an id and a kind it knows (`Event.Kind`; `OutboxSchemaTests`
+    /// holds the list below to it). A row of another kind (written by a newer build, before a
+    /// downgrade) is left in place for that build, and neither counted nor read: at the head of
+    /// the outbox it made every batch empty, and nothing behind it was ever sent.
+    static let sendableKinds = "'impression','control_impression','click','dismissal','feed_displayed','read','unread'"
+
     func pendingEventCount() throws(StoreError) -> Int {
-        let s = try statement("SELECT COUNT(*) FROM events")
+        let s = try statement("SELECT COUNT(*) FROM events WHERE id IS NOT NULL AND type IN ('impression','control_impression','click','dismissal','feed_displayed','read','unread')")
         defer { s.reset() }
         return try s.step() ? Int(s.int(0)) : 0
     }
@@ -14,11 +20,11 @@ extension CardStore {
     func pendingEvents(limit: Int, maxBytes: Int, of user: String? = nil) throws(StoreError) -> [PendingEvent] {
         let s: SQLiteStatement
         if let user {
-            s = try statement("SELECT seq, id, type, card_id, class_type, user_id, time FROM events WHERE user_id = ? ORDER BY seq LIMIT ?")
+            s = try statement("SELECT seq, id, type, card_id, class_type, user_id, time FROM events WHERE user_id = ? AND id IS NOT NULL AND type IN ('impression','control_impression','click','dismissal','feed_displayed','read','unread') ORDER BY seq LIMIT ?")
             try s.bind(1, user)
             try s.bind(2, Int64(limit))
         } else {
-            s = try statement("SELECT seq, id, type, card_id, class_type, user_id, time FROM events ORDER BY seq LIMIT ?")
+            s = try statement("SELECT seq, id, type, card_id, class_type, user_id, time FROM events WHERE id IS NOT NULL AND type IN ('impression','control_impression','click','dismissal','feed_displayed','read','unread') ORDER BY seq LIMIT ?")
             try s.bind(1, Int64(limit))
         }
         defer { s.reset() }

@@ -218,6 +218,9 @@ extension CardStore {
     /// `migrateTo2` and so on.
     private func migrateTo1() throws(StoreError) {
         try db.transaction { () throws(StoreError) in
+            // Read again under the write lock: another process may have migrated the store
+            // since the open read its version (going on would set the version back).
+            guard try pragmaInt("PRAGMA user_version") < 1 else { return }
             try db.execute(Self.cardTables + """
                 CREATE TABLE IF NOT EXISTS events (
                     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -238,6 +241,9 @@ extension CardStore {
     /// of their own so schema 1's tables stay as they were.
     private func migrateTo2() throws(StoreError) {
         try db.transaction { () throws(StoreError) in
+            // Read again under the write lock: another process may have migrated the store
+            // since the open read its version (going on would set the version back).
+            guard try pragmaInt("PRAGMA user_version") < 2 else { return }
             try db.execute(Self.syncStateTable + "PRAGMA user_version = 2;")
         }
     }
@@ -248,6 +254,9 @@ extension CardStore {
     /// written since as unreadable.
     private func migrateTo3() throws(StoreError) {
         try db.transaction { () throws(StoreError) in
+            // Read again under the write lock: another process may have migrated the store
+            // since the open read its version (going on would set the version back).
+            guard try pragmaInt("PRAGMA user_version") < 3 else { return }
             try db.execute("PRAGMA user_version = 3;")
         }
     }
@@ -263,6 +272,9 @@ extension CardStore {
     /// drops it), without a row for events.
     private func migrateTo4() throws(StoreError) {
         try db.transaction { () throws(StoreError) in
+            // Read again under the write lock: another process may have migrated the store
+            // since the open read its version (going on would set the version back).
+            guard try pragmaInt("PRAGMA user_version") < 4 else { return }
             try db.execute(Self.eventsTable("events_4") + """
                 INSERT INTO events_4 (seq, id, type, card_id, class_type, user_id, time)
                     SELECT seq, id, type, card_id, class_type, user_id, time FROM events ORDER BY seq;

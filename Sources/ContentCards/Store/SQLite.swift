@@ -79,7 +79,10 @@ final class SQLiteDatabase {
         return String(cString: m)
     }
 
-    func fail(_ what: String) -> StoreError { StoreError("\(what): \(lastMessage)") }
+    /// An error with SQLite's message and its code: the open retries BUSY, calls CORRUPT
+    /// damaged, and keeps the files of a failure of the moment by it (without the code, a
+    /// prepare refused for a moment was taken for a store refused for what it holds).
+    func fail(_ what: String, code: Int32 = 0) -> StoreError { StoreError("\(what): \(lastMessage)", code: code) }
 
     /// The connection, for a statement to run on: an error when the store is closed, or
     /// inherited through fork() (`isInherited`).
@@ -108,7 +111,7 @@ final class SQLiteDatabase {
         let rc = ForkSafety.sqlite { sqlite3_prepare_v2(handle, sql, -1, &stmt, nil) }
         guard rc == SQLITE_OK, let stmt else {
             note(rc)
-            throw fail("cannot prepare a statement")
+            throw fail("cannot prepare a statement", code: rc)
         }
         return SQLiteStatement(stmt, db: self)
     }
@@ -123,7 +126,7 @@ final class SQLiteDatabase {
         if rc == SQLITE_OK { return true }
         note(rc)
         // A damaged schema is not a missing column: said as it is.
-        if rc & 0xFF == SQLITE_CORRUPT || rc & 0xFF == SQLITE_NOTADB { throw fail("cannot read the schema") }
+        if rc & 0xFF == SQLITE_CORRUPT || rc & 0xFF == SQLITE_NOTADB { throw fail("cannot read the schema", code: rc) }
         return false
     }
 

@@ -168,4 +168,34 @@ import Testing
         #expect(!batch.isEmpty && batch.count < ids.count)
         #expect(EventJSON.batch(batch.map(\.event)).count <= maxBytes)
     }
+
+    /// A row of a kind this build does not know (a newer build's, before a downgrade) at the
+    /// head of the outbox: the events behind it are still delivered, and it stays for the build
+    /// that wrote it. It made every batch empty (the row was read, skipped, and filled the
+    /// batch's limit), so nothing was ever sent.
+    @Test func anUnknownKindAtTheHeadDoesNotStallTheOutbox() throws {
+        let dir = Fixtures.temporaryDirectory("outbox-unknown")
+        defer { Fixtures.removeTree(dir) }
+        let sink = dir + "/events.jsonl"
+        do {
+            let c = try makeController(storage: dir)
+            try c.refresh()
+            c.close()
+        }
+        let db = try SQLiteDatabase(path: dir + "/contentcards.sqlite")
+        try db.execute("INSERT INTO events (id, type, card_id, class_type, user_id, time) VALUES ('future-1', 'hologram_viewed', 'tile-1', NULL, 'u-1', 1)")
+        db.close()
+        let c = try makeController(#""events":{"file":"\#(sink)"},"eventBatchSize":1"#, storage: dir)
+        defer { c.close() }
+        try c.logImpression(cardID: "tile-1")
+        #expect(try c.pendingEvents() == 1)
+        #expect(try c.flushEvents(timeout: 5).delivered == 1)
+        #expect(try c.pendingEvents() == 0)
+        let rows = try SQLiteDatabase(path: dir + "/contentcards.sqlite")
+        defer { rows.close() }
+        let s = try rows.prepare("SELECT COUNT(*) FROM events WHERE type = 'hologram_viewed'")
+        defer { s.reset() }
+        #expect(try s.step() && s.int(0) == 1)
+        #expect(CardStore.sendableKinds == Event.Kind.allCases.map { "'\($0.rawValue)'" }.joined(separator: ","))
+    }
 }

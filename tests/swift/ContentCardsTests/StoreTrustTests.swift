@@ -333,6 +333,21 @@ import Glibc
         #expect(Files.components("/a/\u{301}b//c") == ["a", "\u{301}b", "c"])
     }
 
+    /// A store whose schema text is malformed: refused as damaged. The prepare that met it
+    /// lost SQLite's code, so the store was "cannot be used" rather than damaged.
+    @Test func aMalformedSchemaIsDamaged() throws {
+        let dir = Fixtures.temporaryDirectory()
+        defer { Fixtures.removeTree(dir) }
+        try makeStore(dir, cards: 3)
+        let db = try SQLiteDatabase(path: dir + "/contentcards.sqlite")
+        try db.execute("PRAGMA writable_schema=ON")
+        try db.execute("UPDATE sqlite_master SET sql = 'CREATE TABLE cards(' WHERE name = 'cards'")
+        db.close()
+        do { _ = try makeController(storage: dir); Issue.record("opened") } catch {
+            #expect(error.code == .storage && error.message.contains("damaged"), "\(error.message)")
+        }
+    }
+
     @Test func aStoreFileWritableByOthersIsRefused() throws {
         let dir = Fixtures.temporaryDirectory()
         defer { Fixtures.removeTree(dir) }
