@@ -79,7 +79,9 @@ def detached(exc: BaseException) -> BaseException:
             notes = getattr(exc, "__notes__", None)
             if not isinstance(notes, list):
                 notes = []
-                exc.__notes__ = notes
+                # setattr: `__notes__` is declared from Python 3.11 on (on 3.9 and 3.10 the
+                # note is kept but not printed), and mypy for 3.9 refuses the attribute.
+                setattr(exc, "__notes__", notes)
             notes.append("raised in the callback at:\n" + text)
         exc.__traceback__ = None
     except BaseException:  # noqa: BLE001 - keeping it must never fail
