@@ -71,12 +71,7 @@ package enum ConfigurationJSON {
             default: break
             }
         }
-        if c.retryMaxSeconds < c.retryBaseSeconds {
-            throw ConfigurationError("\"retryMaxSeconds\" (\(c.retryMaxSeconds)) is less than \"retryBaseSeconds\" (\(c.retryBaseSeconds))")
-        }
-        if c.images != nil && c.storagePath == nil {
-            throw ConfigurationError("\"images\" needs \"storagePath\": the image cache is kept on disk beside the store")
-        }
+        // The rules across keys (and those every configuration keeps) are checked once, there.
         try ConfigurationRules.check(c)
         return c
     }

@@ -141,6 +141,23 @@ import CSQLite
         #expect(try c.pendingEvents() == 0)
     }
 
+    /// A store where "u" holds two cards synced at cursors 100, and `transport`'s controller
+    /// opened on it beside `a` (which applied them).
+    func twoControllers(_ dir: String, transport: @escaping @Sendable (ContentCardsController, TransportRequest)
+                            -> Result<TransportResponse, ContentCardsError>) throws -> (a: ContentCardsController, b: ContentCardsController) {
+        let a = try open(dir, user: "u")
+        _ = try a.apply(Fixtures.payload([Fixtures.wire("c1"), Fixtures.wire("c2")], full: true, user: "u",
+                                         lastFull: 100, lastUpdated: 100))
+        let b = try hostController(dir, transport: ClosureTransport { transport(a, $0) })
+        return (a, b)
+    }
+
+    func hostController(_ dir: String, transport: ClosureTransport) throws -> ContentCardsController {
+        try ContentCardsController(
+            json: #"{"userId":"u","storagePath":"\#(dir)","refreshTokens":0,"source":{"callback":true}}"#,
+            transport: transport)
+    }
+
     /// A second controller on the same store, which loaded the user's cursors before another
     /// forgot the user: its refresh asks from the store's cursors (none now), so the server's
     /// full sync comes back. It asked from its own memory before, got a delta, and merged it
@@ -149,14 +166,8 @@ import CSQLite
     @Test func aRefreshAfterAnotherControllerForgotAsksForAFullSync() throws {
         let dir = Fixtures.temporaryDirectory("forget-other")
         defer { Fixtures.removeTree(dir) }
-        let a = try open(dir, user: "u")
-        defer { a.close() }
-        _ = try a.apply(Fixtures.payload([Fixtures.wire("c1"), Fixtures.wire("c2")], full: true, user: "u",
-                                         lastFull: 100, lastUpdated: 100))
-        let b = try ContentCardsController(
-            json: #"{"userId":"u","storagePath":"\#(dir)","refreshTokens":0,"source":{"callback":true}}"#,
-            transport: Self.deltaUnlessAskedFromNothing)
-        defer { b.close() }
+        let (a, b) = try twoControllers(dir) { _, r in Self.deltaUnlessAskedFromNothing.send(r) }
+        defer { a.close(); b.close() }
         #expect(try b.cards().count == 2)
         _ = try a.forgetUser(pending: .discard)
         let summary = try b.refresh(timeout: 5)
@@ -171,23 +182,15 @@ import CSQLite
     @Test func aRefreshCrossingAnotherControllersForgetIsDiscarded() throws {
         let dir = Fixtures.temporaryDirectory("forget-crossing")
         defer { Fixtures.removeTree(dir) }
-        let a = try open(dir, user: "u")
-        defer { a.close() }
-        _ = try a.apply(Fixtures.payload([Fixtures.wire("c1"), Fixtures.wire("c2")], full: true, user: "u",
-                                         lastFull: 100, lastUpdated: 100))
-        let b = try ContentCardsController(
-            json: #"{"userId":"u","storagePath":"\#(dir)","refreshTokens":0,"source":{"callback":true}}"#,
-            transport: ClosureTransport { r in
-                _ = try? a.forgetUser(pending: .discard)
-                return Self.deltaUnlessAskedFromNothing.send(r)
-            })
-        defer { b.close() }
+        let (a, b) = try twoControllers(dir) { a, r in
+            _ = try? a.forgetUser(pending: .discard)
+            return Self.deltaUnlessAskedFromNothing.send(r)
+        }
+        defer { a.close(); b.close() }
         #expect(throws: ContentCardsError.self) { try b.refresh(timeout: 5) }
         #expect(try b.cards().isEmpty)
         // No cursors were stored: the next refresh, from a third controller, asks from none.
-        let c = try ContentCardsController(
-            json: #"{"userId":"u","storagePath":"\#(dir)","refreshTokens":0,"source":{"callback":true}}"#,
-            transport: Self.deltaUnlessAskedFromNothing)
+        let c = try hostController(dir, transport: Self.deltaUnlessAskedFromNothing)
         defer { c.close() }
         #expect(try c.cards().isEmpty)
         #expect(try c.refresh(timeout: 5).fullSync)

@@ -34,6 +34,13 @@ import Testing
         return outcomes.all
     }
 
+    /// A trigger, made through another connection, that makes the insert of any event fail.
+    static func refuseEventWrites(_ dir: String) throws {
+        let other = try SQLiteDatabase(path: dir + "/contentcards.sqlite")
+        defer { other.close() }
+        try other.execute("CREATE TRIGGER no_events BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'no events (test)'); END")
+    }
+
     @Test func callsQueuedBehindAWriterShareOneTransaction() throws {
         let dir = Fixtures.temporaryDirectory("group-commit")
         defer { Fixtures.removeTree(dir) }
@@ -105,9 +112,7 @@ import Testing
         let c = try makeController(storage: dir)
         defer { c.close() }
         try c.refresh()
-        let other = try SQLiteDatabase(path: dir + "/contentcards.sqlite")
-        try other.execute("CREATE TRIGGER no_events BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'no events (test)'); END")
-        other.close()
+        try Self.refuseEventWrites(dir)
         let o = Self.queuedBehindAWriter(c, [
             ("impression", { try c.logImpression(cardID: "tile-1") }),
             ("refused click", { try c.logClick(cardID: "msg-2") }),
@@ -136,9 +141,7 @@ import Testing
         let c = try makeController(storage: dir)
         defer { c.close() }
         try c.refresh()
-        let other = try SQLiteDatabase(path: dir + "/contentcards.sqlite")
-        try other.execute("CREATE TRIGGER no_events BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'no events (test)'); END")
-        other.close()
+        try Self.refuseEventWrites(dir)
         let o = Self.queuedBehindAWriter(c, [
             ("dismiss", { try c.logDismissal(cardID: "tile-1") }),
             ("dismiss again", { try c.logDismissal(cardID: "tile-1") }),
