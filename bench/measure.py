@@ -361,19 +361,17 @@ class Bench:
 
     def stages(self) -> tuple[dict[str, Any], dict[str, Any] | None] | None:
         """Row 7: the Swift core's pipeline stages (contentcards-tool), and the decode stage's
-        baseline, simdjson's parse of the same bytes (`payloads.simdjson_parse_ms`). Timed in
-        rounds (a tool run of three passes, then eleven parses), the ratio the median of the
-        rounds' ratios: timed in two blocks seconds apart, a busy moment on one block moved it
-        by a tenth between runs. None without the tool; no baseline without pysimdjson."""
-        tool = os.path.join(ROOT, ".build-bench", "release", "contentcards-tool")
-        if not os.path.exists(tool):
+        baseline, simdjson's parse of the same bytes (`payloads.simdjson_parse_ms`), in rounds (a
+        tool run of three passes, then eleven parses; the ratio the median of the rounds'), and
+        decode's CPU time (both threads'). None without the tool; no baseline without pysimdjson."""
+        if not os.path.exists(tool := os.path.join(ROOT, ".build-bench", "release", "contentcards-tool")):
             return None
         path, _ = self.payload_file(10_000)
         with open(path, "rb") as f:
             data = f.read()
         baseline = simdjson_parser()
         stages: dict[str, list[float]] = {}
-        parses, ratios = [], []
+        parses, ratios = [], {"decode_ms": [], "decode_cpu_ms": []}
         for _ in range(max(self.repeats, 7)):   # the quick run's 3 were one slow round from a wrong median
             out = subprocess.run([tool, "stages", path, ",".join(FILTER), "3"], check=True, capture_output=True,
                                  text=True).stdout
@@ -382,12 +380,14 @@ class Bench:
                 stages.setdefault(k, []).append(v)
             if baseline:
                 parses.append(simdjson_parse_ms(baseline[0], data))
-                ratios.append(row["decode_ms"] / parses[-1])
-        medians = {k: statistics.median(v) for k, v in stages.items()}
+                for k, r in ratios.items():
+                    r.append(row[k] / parses[-1])
+        medians = {k: statistics.median(v) for k, v in stages.items() if k != "decode_cpu_ms"}   # not a stage
         if not baseline:
             return medians, None
         return medians, {"simdjson_parse_ms": round(statistics.median(parses), 3), "mb": round(len(data) / 1e6, 2),
-                         "version": baseline[1], "decode_vs_simdjson": round(statistics.median(ratios), 2)}
+                         "version": baseline[1], "decode_vs_simdjson": round(statistics.median(ratios["decode_ms"]), 2),
+                         "decode_cpu_ms": statistics.median(stages["decode_cpu_ms"]), "decode_cpu_vs_simdjson": round(statistics.median(ratios["decode_cpu_ms"]), 2)}
 
     # 8 -------------------------------------------------------------------------------------
 

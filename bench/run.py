@@ -85,7 +85,9 @@ def report(bench: Bench) -> None:
             bench.results["simdjson_10k"] = sj
             print(f"   baseline: simdjson (pysimdjson {sj['version']}) parses the same {sj['mb']} MB in "
                   f"{sj['simdjson_parse_ms']:.1f} ms; decode is {sj['decode_vs_simdjson']}x it "
-                  "(the median of the rounds' ratios, each round timing both)\n")
+                  "(the median of the rounds' ratios, each round timing both)")
+            print(f"   decode's CPU time, its two threads': {sj['decode_cpu_ms']:.1f} ms, "
+                  f"{sj['decode_cpu_vs_simdjson']}x simdjson's time on one\n")
         else:
             print("   baseline: simdjson not installed (pip install pysimdjson)\n")
 

@@ -5,7 +5,10 @@
 //   contentcards-tool stages PAYLOAD FILTER N     time each stage of the feed pipeline (decode,
 //                                                 merge + persist, filter + order, encode), the
 //                                                 median of N runs after one not counted, as
-//                                                 JSON (for make bench)
+//                                                 JSON (for make bench); decode also in CPU
+//                                                 time, every thread's
+//   contentcards-tool decode PAYLOAD N            the decode stage alone, N times (a loop to
+//                                                 profile), its median time and CPU time
 //   contentcards-tool log-loop CONFIG_JSON N [T]  refresh once, then log N events from each of
 //                                                 T threads (1), printing "logged <event-id>"
 //                                                 after each call returns (the crash test kills
@@ -63,20 +66,52 @@ func median(_ values: [Double]) -> Double {
     return sorted.isEmpty ? 0 : sorted[sorted.count / 2]
 }
 
+/// The CPU time of every thread of the process, in milliseconds: a large payload is decoded
+/// by two threads, and its time alone would hide the second's work.
+func cpuMilliseconds() -> Double {
+    var t = timespec()
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t)
+    return Double(t.tv_sec) * 1000 + Double(t.tv_nsec) / 1e6
+}
+
+// The decode stage alone, N times (a loop to profile: `perf record` over it sees nothing else).
+if args.count >= 4 && args[1] == "decode" {
+    let bytes: [UInt8]
+    do { bytes = try Files.read(args[2], limit: 1 << 30) } catch { fail(error.message) }
+    let decoder = PayloadDecoder(limits: .init(maxBytes: 1 << 30))
+    var times: [Double] = [], cpu: [Double] = []
+    var cards = 0
+    for _ in 0..<max(Int(args[3]) ?? 1, 1) {
+        do {
+            var payload: Payload? = nil
+            let before = cpuMilliseconds()
+            times.append(try milliseconds { payload = try decoder.decode(bytes) })
+            cpu.append(cpuMilliseconds() - before)
+            cards = payload?.cards.count ?? 0
+        } catch {
+            fail("\(error)")
+        }
+    }
+    say(#"{"decode_ms":\#(median(times)),"decode_cpu_ms":\#(median(cpu)),"cards":\#(cards)}"#)
+    exit(0)
+}
+
 if args.count >= 5 && args[1] == "stages" {
     let bytes: [UInt8]
     do { bytes = try Files.read(args[2], limit: 1 << 30) } catch { fail(error.message) }
     let filter = ClassTypeFilter(args[3].split(separator: ",").map(String.init))
     let repeats = max(Int(args[4]) ?? 5, 1)
-    var decode: [Double] = [], merge: [Double] = [], select: [Double] = [], encode: [Double] = []
+    var decode: [Double] = [], decodeCPU: [Double] = [], merge: [Double] = [], select: [Double] = [], encode: [Double] = []
     // One round more than asked, the first not counted: it alone faults in the process's
     // memory, and with three rounds one slow round more made a decode stage longer than the
     // apply it is part of (a CI run read merge + persist 0.0 ms).
     for round in 0...repeats {
-        if round == 1 { decode = []; merge = []; select = []; encode = [] }
+        if round == 1 { decode = []; decodeCPU = []; merge = []; select = []; encode = [] }
         do {
             let decoder = PayloadDecoder(limits: .init(maxBytes: 1 << 30))
+            let before = cpuMilliseconds()
             decode.append(try milliseconds { _ = try decoder.decode(bytes) })
+            decodeCPU.append(cpuMilliseconds() - before)
             var config = Configuration()
             config.maxPayloadBytes = 1 << 30
             let c = try ContentCardsController(configuration: config)
@@ -91,7 +126,7 @@ if args.count >= 5 && args[1] == "stages" {
             fail("\(error)")
         }
     }
-    say(#"{"decode_ms":\#(median(decode)),"merge_persist_ms":\#(median(merge)),"filter_order_ms":\#(median(select)),"encode_ms":\#(median(encode))}"#)
+    say(#"{"decode_ms":\#(median(decode)),"decode_cpu_ms":\#(median(decodeCPU)),"merge_persist_ms":\#(median(merge)),"filter_order_ms":\#(median(select)),"encode_ms":\#(median(encode))}"#)
     exit(0)
 }
 
