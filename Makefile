@@ -132,7 +132,7 @@ test-portable: deps
 # prefetch, host
 # callbacks, child processes) under ThreadSanitizer, in a separate build folder.
 tsan: deps
-	swift test --sanitize=thread --scratch-path .build-tsan --filter 'ReadersTests|FeedIndexTests|ConcurrencyTests|SubscriptionTests|ControllerStateTests|HTTPTests|LoggingTests|LogHandlerTests|DurabilityTests|HangTests|ImageCacheTests|AutoRefreshTests|TransferTests|OneAPITests|ExpiryUpdateTests|BackgroundWorkTests|ReadStateTests|ThreadCacheTests|TokenTests|HintTests|ForgetTests|CheckpointerTests|GroupCommitTests|GatherTests|KeptFeedTests'
+	swift test --sanitize=thread --scratch-path .build-tsan --filter 'ReadersTests|FeedIndexTests|ConcurrencyTests|SubscriptionTests|ControllerStateTests|HTTPTests|LoggingTests|LogHandlerTests|DurabilityTests|HangTests|ImageCacheTests|AutoRefreshTests|TransferTests|OneAPITests|ExpiryUpdateTests|BackgroundWorkTests|ReadStateTests|ThreadCacheTests|TokenTests|HintTests|ForgetTests|CheckpointerTests|GroupCommitTests|GatherTests|KeptFeedTests|CardArraySplitTests'
 
 # Under valgrind: the C examples as a user runs them (README, "Checking a program with
 # valgrind": with the shipped suppressions, no "possibly lost" memory either), the C tests (no

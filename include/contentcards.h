@@ -57,7 +57,9 @@
  *                different handles. Each controller does its background work (async refresh,
  *                event delivery) on threads of its own, started when there is work and ending
  *                when there is none: one controller's blocked callback or slow server never
- *                delays another controller.
+ *                delays another controller. A payload of 256 KiB and more is decoded by the
+ *                calling thread and one of the library's together (half the cards each); the
+ *                call returns after both, with what one thread would have decoded.
  *   Timeouts.    A function with a timeout returns by it, whatever the source or a host
  *                callback does (a FIFO, a stalled mount, a transport that never returns).
  *   fork().      A child process may use the library: new controllers work as in any process.

@@ -21,7 +21,13 @@ struct CardIDSet {
     /// The seed of every set's hash in this process.
     static let seed = UInt64.random(in: .min ... .max)
 
-    var count: Int { ids.count }
+    /// Sets of other ids taken in whole (`adopt`): a payload read by two threads lists the
+    /// second thread's ids here instead of placing each again.
+    private var adopted: [CardIDSet] = []
+
+    var count: Int { adopted.reduce(ids.count) { $0 + $1.count } }
+    /// How many tables the ids are in: 1, or 2 once a set was adopted.
+    var parts: Int { adopted.reduce(1) { $0 + $1.parts } }
 
     /// Room for `capacity` ids without growing.
     init(minimumCapacity capacity: Int = 0) {
@@ -33,6 +39,7 @@ struct CardIDSet {
     /// Inserts `id`; false when the set has it already (nothing changes then).
     @discardableResult
     mutating func insert(_ id: String) -> Bool {
+        if !adopted.isEmpty && adopted.contains(where: { $0.contains(id) }) { return false }
         if (ids.count + 1) * 2 > places.count { grow() }
         let hash = Self.hash(id)
         let (found, at) = find(id, hash: hash)
@@ -54,7 +61,27 @@ struct CardIDSet {
     }
 
     func contains(_ id: String) -> Bool {
-        !places.isEmpty && find(id, hash: Self.hash(id)).found
+        (!places.isEmpty && find(id, hash: Self.hash(id)).found) || adopted.contains { $0.contains(id) }
+    }
+
+    /// Each id's hash, in the order they were inserted: what `adopt` places them by, worked out
+    /// on the thread that made the set.
+    func hashes() -> [UInt64] { ids.map { Self.hash($0) } }
+
+    /// Takes every id of `other` (whose `hashes()` are `hashes`) into this set when none of
+    /// them is in it already; false, with nothing changed, when one is.
+    mutating func adopt(_ other: CardIDSet, hashes: [UInt64]) -> Bool {
+        guard adopted.isEmpty, other.adopted.isEmpty, hashes.count == other.ids.count else {
+            // Not the decoder's two halves: each id looked up the plain way.
+            guard !other.ids.contains(where: { contains($0) }) else { return false }
+            adopted.append(other)
+            return true
+        }
+        if !places.isEmpty {
+            for i in other.ids.indices where find(other.ids[i], hash: hashes[i]).found { return false }
+        }
+        adopted.append(other)
+        return true
     }
 
     /// Where `id` is (found), or the empty place where it would go (the table is never full).

@@ -10,6 +10,12 @@ package struct PayloadDecoder: Sendable {
     package var limits: JSONReader.Limits
     /// Normalized class types the application knows; nil accepts every class type.
     package var knownClassTypes: Set<String>?
+    /// A large cards array is read by two threads (CardArraySplit.swift); false reads every
+    /// payload on the caller's thread alone, its UTF-8 checked before (the tests compare the two).
+    var splitsLargeArrays = true
+    /// Told of each split once it is settled: true when the second thread's half was joined,
+    /// false when it was dropped (the tests' window on which way a payload went).
+    var observeSplit: (@Sendable (_ joined: Bool) -> Void)?
 
     package init(limits: JSONReader.Limits = JSONReader.Limits(), knownClassTypes: Set<String>? = nil) {
         self.limits = limits
@@ -38,7 +44,13 @@ package struct PayloadDecoder: Sendable {
             throw PayloadError("payload is too large: \(bytes.count) bytes, over the limit of \(limits.maxBytes) (maxPayloadBytes)")
         }
         var parser = Parser(bytes: bytes, maxDepth: limits.maxDepth)
-        parser.validUTF8 = checkedUTF8 || UTF8Validation.isValid(bytes)
+        // A payload large enough to be read by two threads is checked by both, each its part,
+        // when the cards array is reached (`readCards`); until then it is read as unchecked.
+        // Reading unchecked text finds the same values, but words a few errors otherwise (a
+        // `\` before a multi-byte character is a bad escape in checked text, bad UTF-8 in
+        // unchecked): valid text that fails is read again checked, below, for the same words.
+        let deferUTF8 = splitsLargeArrays && !checkedUTF8 && bytes.count >= Self.splitMinimumBytes
+        parser.validUTF8 = checkedUTF8 || (!deferUTF8 && UTF8Validation.isValid(bytes))
         var payload = Payload()
         // A wrong shape is reported after the whole document parsed, so that a syntax error
         // anywhere wins (it says more about what went wrong).
@@ -48,7 +60,7 @@ package struct PayloadDecoder: Sendable {
             try parser.beginDocument()
             switch parser.peek() {
             case 0x5B:
-                try readCards(&parser, into: &payload)
+                try readCards(&parser, uncheckedUTF8: deferUTF8, into: &payload)
             case 0x7B:
                 var cursor = try parser.beginObject()
                 var sawCards = false
@@ -57,7 +69,7 @@ package struct PayloadDecoder: Sendable {
                         if parser.peek() == 0x5B {
                             payload.cards = []
                             payload.leftOut = []
-                            try readCards(&parser, into: &payload)
+                            try readCards(&parser, uncheckedUTF8: deferUTF8, into: &payload)
                             sawCards = true
                             shapeError = nil
                         } else {
@@ -79,6 +91,7 @@ package struct PayloadDecoder: Sendable {
             }
             try parser.endDocument()
         } catch {
+            if deferUTF8 && UTF8Validation.isValid(bytes) { return try decode(bytes, checkedUTF8: true) }
             throw PayloadError("payload is not valid JSON: \(error)")
         }
         if let shapeError { throw PayloadError(shapeError) }
@@ -147,7 +160,9 @@ package struct PayloadDecoder: Sendable {
 
     // MARK: Reading from the token stream
 
-    private func readCards(_ parser: inout Parser, into payload: inout Payload) throws(JSONError) {
+    /// `uncheckedUTF8`: the payload's UTF-8 is checked here (as `decode` says), unless an
+    /// earlier cards array was.
+    private func readCards(_ parser: inout Parser, uncheckedUTF8: Bool, into payload: inout Payload) throws(JSONError) {
         var cursor = try parser.beginArray()
         // Sized for the cards the payload can hold (a card is some hundreds of bytes): growing
         // the set rehashes every id again.
@@ -166,38 +181,73 @@ package struct PayloadDecoder: Sendable {
         // rest of the reserve as it is written, if it is.
         HugePages.prepareFilling(capacityOf: payload.cards, first: parser.bytes.count / 1024)
         var index = 0
-        // One card's scratch space, reused for the next: its extras list and the body writer.
-        var fields = CardFields()
-        var writer = JSONWriter(reservingCapacity: 1024)
-        while try parser.nextElement(&cursor) {
-            if parser.peek() == 0x7B {
-                fields.reset(source: parser.bytes)
-                try readCard(&parser, into: &fields)
-                if let id = fields.idSpan { seen.prefetch(id) }
-                add(&fields, index: index, seen: &seen, writer: &writer, to: &payload)
-            } else {
-                let value = try parser.parseValue()
-                payload.leftOut.append(Payload.LeftOut(index: index, id: nil, reason: "not an object but \(value.typeName)"))
+        var reading = CardReading()
+        // A large array's second half is read by another thread meanwhile (CardArraySplit.swift).
+        let checkUTF8 = !parser.validUTF8 && uncheckedUTF8
+        var second = splitsLargeArrays ? startSecondHalf(parser, checkUTF8: checkUTF8) : nil
+        defer {                         // never return or throw while it reads the caller's bytes
+            if let half = second {
+                half.cancel()
+                observeSplit?(false)
             }
+        }
+        if checkUTF8 {
+            // The same answer one check of the whole gives: the second thread checks the rest.
+            let end = second?.comma ?? parser.bytes.count
+            parser.validUTF8 = UTF8Validation.isValid(UnsafeBufferPointer(rebasing: parser.bytes[..<end]))
+                && (second?.validUTF8() ?? true)
+        }
+        while true {
+            if let half = second {
+                parser.skipSpace()
+                if parser.pos >= half.comma {
+                    second = nil
+                    if parser.pos == half.comma, let read = half.wait(),
+                       join(read, count: index, seen: &seen, into: &payload) {
+                        parser.pos = read.pos
+                        parser.depth = read.depth
+                        observeSplit?(true)
+                        break
+                    }
+                    half.cancel()       // the guess was passed over, or not joined: read on alone
+                    observeSplit?(false)
+                }
+            }
+            guard try parser.nextElement(&cursor) else { break }
+            try readElement(&parser, index: index, seen: &seen, reading: &reading, into: &payload)
             index += 1
         }
         payload.listedIDs = seen
+    }
+
+    /// Reads the array's element at the parser's place: a card, or something else left out.
+    func readElement<Sink: CardSink>(_ parser: inout Parser, index: Int, seen: inout CardIDSet, reading: inout CardReading,
+                                     into sink: inout Sink) throws(JSONError) {
+        if parser.peek() == 0x7B {
+            reading.fields.reset(source: parser.bytes)
+            try readCard(&parser, into: &reading.fields)
+            if let id = reading.fields.idSpan { seen.prefetch(id) }
+            add(&reading.fields, index: index, seen: &seen, writer: &reading.writer, to: &sink)
+        } else {
+            let value = try parser.parseValue()
+            sink.leaveOut(Payload.LeftOut(index: index, id: nil, reason: "not an object but \(value.typeName)"))
+        }
     }
 
     private func readCard(_ parser: inout Parser, into fields: inout CardFields) throws(JSONError) {
         try fields.read(&parser)
     }
 
-    private func add(_ fields: inout CardFields, index: Int, seen: inout CardIDSet, writer: inout JSONWriter,
-                     to payload: inout Payload) {
+    private func add<Sink: CardSink>(_ fields: inout CardFields, index: Int, seen: inout CardIDSet, writer: inout JSONWriter,
+                                     to sink: inout Sink) {
         do throws(CardProblem) {
             let card = try fields.build(knownClassTypes: knownClassTypes, writer: &writer)
             if !seen.insert(card.card.id) {
                 throw CardProblem(id: card.card.id, reason: "duplicate id: an earlier card in the payload has it")
             }
-            payload.cards.append(card)
+            sink.keep(card)
         } catch {
-            payload.leftOut.append(Payload.LeftOut(index: index, id: error.id, reason: error.reason))
+            sink.leaveOut(Payload.LeftOut(index: index, id: error.id, reason: error.reason))
         }
     }
 
