@@ -159,7 +159,13 @@ func runDecoders(_ data: UnsafeRawBufferPointer) {
     }
     let decoder = PayloadDecoder()
     let streamed = try? decoder.decode(bytes)
-    let parsed = (try? JSONReader.parse(bytes)).flatMap { try? decoder.decode($0) }
+    let tree = Result { () throws(JSONError) in try JSONReader.parse(bytes) }
+    let parsed = (try? tree.get()).flatMap { try? decoder.decode($0) }
+    // An escaped lone surrogate inside a card leaves that card out of the stream, while a tree
+    // (which knows no cards) refuses it wherever it is (docs/WIRE.md): not a disagreement.
+    if case .failure(let e) = tree, e.message.contains("surrogate"), streamed?.leftOut.contains(where: {
+        $0.reason.contains("lone surrogate")
+    }) == true { return }
     if (streamed == nil) != (parsed == nil) {
         finding("one decoder refused what the other read: stream \(streamed == nil ? "refused" : "read"), parsed \(parsed == nil ? "refused" : "read")")
     }

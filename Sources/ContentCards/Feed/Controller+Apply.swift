@@ -37,7 +37,7 @@ extension ContentCardsController {
             if let e = decodeError {
                 result = .failure(e)
             } else if let other = payload.userID, !sameUser(other, userID) {
-                result = .failure(ContentCardsError(.wrongUser, "the payload is for user \"\(other)\", not the current user \"\(userID)\": discarded"))
+                result = .failure(ContentCardsError(.wrongUser, "the payload is for user \(Self.quoted(other)), not the current user \(Self.quoted(userID)): discarded"))
             } else {
                 result = mergeLocked(&payload)
             }

@@ -306,7 +306,7 @@ extension ContentCardsController {
                     result = .failure(Self.closedError)
                 } else if let other = payload.userID, !sameUser(other, start.userID) {
                     // Discarded whole: its cards left out are not this user's diagnostics.
-                    result = .failure(ContentCardsError(.wrongUser, "the sync response is for user \"\(other)\", not \"\(start.userID)\": discarded"))
+                    result = .failure(ContentCardsError(.wrongUser, "the sync response is for user \(Self.quoted(other)), not \(Self.quoted(start.userID)): discarded"))
                 } else if userChanges != start.ticket.userChanges {
                     result = .failure(Self.userChangedDuringRefresh(from: start.userID, to: userID))
                 } else if forgotten != start.forgotten {

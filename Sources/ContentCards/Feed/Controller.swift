@@ -356,10 +356,9 @@ public final class ContentCardsController: @unchecked Sendable {
         ContentCardsError(.notFound, "no card with id \(quoted(id)) for the current user")
     }
 
-    /// An id for a message: quoted, and cut at 120 characters (an id can be megabytes long).
-    static func quoted(_ id: String) -> String {
-        id.count <= 120 ? "\"\(id)\"" : "\"\(id.prefix(120))…\" (\(id.utf8.count) bytes)"
-    }
+    /// An id for a message: quoted, escaped and cut (`Redact.quoted`: an id can be megabytes
+    /// long, and hold control characters).
+    static func quoted(_ id: String) -> String { Redact.quoted(id) }
 
     /// Total and unviewed counts of the visible feed, optionally for a filter (one screen's badge).
     public func counts(_ filter: ClassTypeFilter = .all) throws(ContentCardsError) -> FeedCounts {

@@ -31,6 +31,15 @@ enum Redact {
         return escape(s, limit: 300)
     }
 
+    /// Text from outside (an id, a type, a user id, a configuration key) for a message:
+    /// quoted, its control characters escaped, and cut at `limit` characters with its length
+    /// in bytes after (such text can be megabytes long, and hold a NUL that would end the
+    /// message at the C boundary).
+    static func quoted(_ text: String, limit: Int = 120) -> String {
+        let cut = text.unicodeScalars.count > limit
+        return "\"\(escape(text, limit: limit))\"" + (cut ? " (\(text.utf8.count) bytes)" : "")
+    }
+
     /// `text` with control characters (C0, DEL, C1) written as `\u001b`, and cut to `limit`
     /// characters with "…" after.
     static func escape(_ text: String, limit: Int) -> String {

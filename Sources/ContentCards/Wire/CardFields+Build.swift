@@ -94,6 +94,6 @@ extension CardFields {
             return (.classic, c)
         }
         if text(wireType, is: "control") { return (.control, c) }
-        throw problem("unknown type \"\(string(wireType))\"")
+        throw problem("unknown type \(Redact.quoted(string(wireType)))")
     }
 }

@@ -30,7 +30,7 @@ package enum ConfigurationJSON {
         var c = Configuration()
         for (key, value) in members {
             guard keys.contains(key) else {
-                throw ConfigurationError("unknown configuration key \"\(key)\"\(suggestion(for: key, in: keys))")
+                throw ConfigurationError("unknown configuration key \(Redact.quoted(key))\(suggestion(for: key, in: keys))")
             }
             if value == .null { continue }
             switch key {
@@ -137,7 +137,7 @@ package enum ConfigurationJSON {
     private static func object(_ v: JSONValue, _ name: String, allowed: Set<String>) throws(ConfigurationError) -> [String] {
         guard case .object(let members) = v else { throw wrongType(name, v, "an object") }
         for m in members where !allowed.contains(m.key) {
-            throw ConfigurationError("unknown configuration key \"\(name).\(m.key)\"\(suggestion(for: m.key, in: allowed))")
+            throw ConfigurationError("unknown configuration key \(Redact.quoted(name + "." + m.key))\(suggestion(for: m.key, in: allowed))")
         }
         return members.map(\.key)
     }
@@ -199,6 +199,9 @@ package enum ConfigurationJSON {
 
     /// " (did you mean \"userId\"?)" for a key one small edit away from a known one.
     static func suggestion(for key: String, in known: some Collection<String>) -> String {
+        // No known key is within two edits of a long one; the distance to each would cost its
+        // length times theirs (a megabyte key: seconds).
+        guard key.utf8.count <= 64 else { return "" }
         let lower = key.lowercased()
         let best = known.map { ($0, editDistance(lower, $0.lowercased())) }.min { $0.1 < $1.1 || ($0.1 == $1.1 && $0.0 < $1.0) }
         guard let best, best.1 <= 2 else { return "" }

@@ -59,14 +59,58 @@ package enum JSONValue: Equatable, Sendable {
         return value
     }
 
-    /// The number as a whole Int64: integral text, or a finite number with no fractional part
-    /// (`1.7e9`, `12.0`) within Int64's range.
+    /// The number as a whole Int64: integral text, or a number whose decimal value has no
+    /// fractional part (`1.7e9`, `12.0`) within Int64's range, decided from its digits
+    /// (`wholeNumber`). Not through a `Double`: `1700000000.0000001` rounds to a whole one and
+    /// `9007199254740993.0` to its neighbour.
     package var int64Value: Int64? {
         guard case .number(let text) = self else { return nil }
         if let exact = Int64(text) { return exact }
-        guard let value = Double(text), value.isFinite, value.rounded(.towardZero) == value,
-              value >= -9.2e18, value <= 9.2e18 else { return nil }
-        return Int64(value)
+        return Self.wholeNumber(text)
+    }
+
+    /// The value of JSON number text when it is whole and within Int64's range, else nil:
+    /// digits × 10^exponent, with the fraction's digits moved into the exponent, the zeros at
+    /// the digits' end taken off, and the product built with checked arithmetic.
+    static func wholeNumber(_ text: String) -> Int64? {
+        var bytes = Array(text.utf8)[...]
+        let negative = bytes.first == 0x2D
+        if negative { bytes = bytes.dropFirst() }
+        var digits: [UInt8] = []
+        var exponent = 0
+        var inFraction = false
+        while let b = bytes.first, b != 0x65, b != 0x45 {
+            bytes = bytes.dropFirst()
+            if b == 0x2E { inFraction = true; continue }
+            guard b >= 0x30 && b <= 0x39 else { return nil }
+            if digits.isEmpty && b == 0x30 { if inFraction { exponent -= 1 }; continue }   // a leading zero
+            digits.append(b - 0x30)
+            if inFraction { exponent -= 1 }
+        }
+        if !bytes.isEmpty {
+            bytes = bytes.dropFirst()        // e or E
+            var sign = 1
+            if bytes.first == 0x2B || bytes.first == 0x2D { sign = bytes.first == 0x2D ? -1 : 1; bytes = bytes.dropFirst() }
+            guard !bytes.isEmpty else { return nil }
+            var e = 0
+            for b in bytes {
+                guard b >= 0x30 && b <= 0x39 else { return nil }
+                e = min(e * 10 + Int(b - 0x30), 1_000_000)     // past any Int64's 19 digits either way
+            }
+            exponent += sign * e
+        }
+        if digits.isEmpty { return 0 }       // zero, whatever its exponent
+        while digits.last == 0 { digits.removeLast(); exponent += 1 }
+        guard exponent >= 0, digits.count + exponent <= 19 else { return nil }
+        var magnitude: UInt64 = 0
+        for d in digits + repeatElement(0, count: exponent) {
+            let (times10, o1) = magnitude.multipliedReportingOverflow(by: 10)
+            let (sum, o2) = times10.addingReportingOverflow(UInt64(d))
+            guard !o1, !o2 else { return nil }
+            magnitude = sum
+        }
+        if negative { return magnitude <= UInt64(Int64.max) + 1 ? Int64(truncatingIfNeeded: 0 &- magnitude) : nil }
+        return magnitude <= UInt64(Int64.max) ? Int64(magnitude) : nil
     }
 
     /// The JSON text of this value (compact, members in their order).

@@ -23,25 +23,41 @@ extension Parser {
                 var code = try hex4(at: i, end: end)
                 i += 4
                 if code >= 0xD800 && code <= 0xDBFF {
-                    guard i + 6 <= end, bytes[i] == 0x5C, bytes[i + 1] == 0x75 else {
-                        throw error("invalid \\u escape: a high surrogate without its low surrogate", at: i - 6)
-                    }
-                    let low = try hex4(at: i + 2, end: end)
+                    let paired = i + 6 <= end && bytes[i] == 0x5C && bytes[i + 1] == 0x75
+                    let low = paired ? try hex4(at: i + 2, end: end) : 0
                     guard low >= 0xDC00 && low <= 0xDFFF else {
-                        throw error("invalid \\u escape: a high surrogate without its low surrogate", at: i - 6)
+                        // What follows, another escape or not, is read as itself.
+                        try loneSurrogate("invalid \\u escape: a high surrogate without its low surrogate", at: i - 6)
+                        continue
                     }
                     code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
                     i += 6
                 } else if code >= 0xDC00 && code <= 0xDFFF {
-                    throw error("invalid \\u escape: a lone low surrogate", at: i - 6)
+                    try loneSurrogate("invalid \\u escape: a lone low surrogate", at: i - 6)
+                    continue
                 }
                 guard let scalar = Unicode.Scalar(code) else { throw error("invalid \\u escape", at: i - 6) }
                 appendUTF8(scalar)
             default:
+                // The byte is shown only when it is printable ASCII: after a backslash the
+                // scanners take any byte, a raw control byte or half a character too.
+                guard e >= 0x21 && e < 0x7F else {
+                    throw error("invalid escape: a backslash before \(describe(e)) in a string", at: i - 2)
+                }
                 throw error("invalid escape '\\\(Character(Unicode.Scalar(e)))' in a string", at: i - 2)
             }
         }
         return String(decoding: scratch, as: UTF8.self)
+    }
+
+    /// An escaped surrogate without its pair (`\ud83d` alone: what JavaScript writes for a text
+    /// cut inside an emoji). JSON's grammar takes it; no UTF-8 can hold it. Inside a card
+    /// (`toleratesLoneSurrogates`) it is written U+FFFD and noted (`sawLoneSurrogate`), and the
+    /// decoder leaves that one card out; anywhere else it is an error, as before.
+    private mutating func loneSurrogate(_ message: String, at offset: Int) throws(JSONError) {
+        guard toleratesLoneSurrogates else { throw error(message, at: offset) }
+        sawLoneSurrogate = true
+        scratch.append(contentsOf: [0xEF, 0xBF, 0xBD])
     }
 
     mutating func appendUTF8(_ scalar: Unicode.Scalar) {

@@ -12,6 +12,10 @@ struct Parser {
     /// bytes at a time instead of stopping to validate each one (accented text stopped the
     /// fast loop at every accent).
     var validUTF8 = false
+    /// Set while a card is read: an escaped lone surrogate is then written U+FFFD and noted
+    /// in `sawLoneSurrogate` instead of failing the document (`Parser+Escapes.swift`).
+    var toleratesLoneSurrogates = false
+    var sawLoneSurrogate = false
 
     init(bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int) {
         self.bytes = bytes; self.maxDepth = maxDepth

@@ -223,9 +223,18 @@ package struct PayloadDecoder: Sendable {
     /// Reads the array's element at the parser's place: a card, or something else left out.
     func readElement<Sink: CardSink>(_ parser: inout Parser, index: Int, seen: inout CardIDSet, reading: inout CardReading,
                                      into sink: inout Sink) throws(JSONError) {
+        // One element's escaped lone surrogate leaves that element out, not the payload.
+        parser.toleratesLoneSurrogates = true
+        parser.sawLoneSurrogate = false
+        defer { parser.toleratesLoneSurrogates = false }
         if parser.peek() == 0x7B {
             reading.fields.reset(source: parser.bytes)
             try readCard(&parser, into: &reading.fields)
+            if parser.sawLoneSurrogate {
+                sink.leaveOut(Payload.LeftOut(index: index, id: reading.fields.id,
+                                              reason: "a string holds an escaped lone surrogate (\\ud800 to \\udfff without its pair), which UTF-8 cannot hold"))
+                return
+            }
             if let id = reading.fields.idSpan { seen.prefetch(id) }
             add(&reading.fields, index: index, seen: &seen, writer: &reading.writer, to: &sink)
         } else {
