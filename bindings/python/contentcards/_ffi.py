@@ -641,37 +641,71 @@ if hasattr(os, "register_at_fork"):
 CALLBACK_KEY_NONE = 0
 
 
+#: Per thread: how many library callbacks it is inside. A blocking call made from inside one
+#: runs on that very thread (`_waiting.interruptible`), which the library knows to be inside a
+#: callback: what the call causes is delivered after the callback returns, as the header says.
+#: From another thread it would be delivered at once, to a subscriber still running.
+CALLBACK_DEPTH = threading.local()
+
+
+def _enter() -> None:
+    CALLBACK_DEPTH.n = getattr(CALLBACK_DEPTH, "n", 0) + 1
+
+
+def _leave() -> None:
+    CALLBACK_DEPTH.n -= 1
+
+
+def inside_callback() -> bool:
+    return getattr(CALLBACK_DEPTH, "n", 0) > 0
+
+
 def _update_trampoline(userdata: int | None, update_json: bytes | None,
-                       _get: Callable[[int | None], Any] = callbacks.get) -> None:
+                       _get: Callable[[int | None], Any] = callbacks.get,
+                       _in: Callable[[], None] = _enter, _out: Callable[[], None] = _leave) -> None:
     # Never lets an exception reach ctypes (it would print to stderr and return garbage to C);
     # the entry reports its own errors (see controller.py). Default arguments keep what this
     # needs alive at interpreter exit, when module globals may already be None.
     try:
         entry = _get(userdata)
         if entry is not None:
-            entry(update_json)
+            _in()
+            try:
+                entry(update_json)
+            finally:
+                _out()
     except BaseException:  # noqa: BLE001 - nothing may propagate into C
         pass
 
 
 def _transport_trampoline(userdata: int | None, request: Any, response: int | None,
-                          _get: Callable[[int | None], Any] = callbacks.get) -> int:
+                          _get: Callable[[int | None], Any] = callbacks.get,
+                          _in: Callable[[], None] = _enter, _out: Callable[[], None] = _leave) -> int:
     try:
         entry = _get(userdata)
         if entry is None:
             return -1
-        return int(entry(request.contents, response))
+        _in()
+        try:
+            return int(entry(request.contents, response))
+        finally:
+            _out()
     except BaseException:  # noqa: BLE001 - nothing may propagate into C
         return -1
 
 
 def _token_trampoline(userdata: int | None, user_id: bytes | None, response: int | None,
-                      _get: Callable[[int | None], Any] = callbacks.get) -> int:
+                      _get: Callable[[int | None], Any] = callbacks.get,
+                      _in: Callable[[], None] = _enter, _out: Callable[[], None] = _leave) -> int:
     try:
         entry = _get(userdata)
         if entry is None:
             return -1
-        return int(entry(user_id, response))
+        _in()
+        try:
+            return int(entry(user_id, response))
+        finally:
+            _out()
     except BaseException:  # noqa: BLE001 - nothing may propagate into C
         return -1
 
@@ -685,11 +719,16 @@ def _free_trampoline(userdata: int | None,
 
 
 def _refresh_done_trampoline(userdata: int | None, status: int, result_json: bytes | None,
-                             _get: Callable[[int | None], Any] = callbacks.get) -> None:
+                             _get: Callable[[int | None], Any] = callbacks.get,
+                             _in: Callable[[], None] = _enter, _out: Callable[[], None] = _leave) -> None:
     try:
         entry = _get(userdata)
         if entry is not None:
-            entry(status, result_json)
+            _in()
+            try:
+                entry(status, result_json)
+            finally:
+                _out()
     except BaseException:  # noqa: BLE001 - nothing may propagate into C
         pass
 

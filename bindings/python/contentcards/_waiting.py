@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 
+from . import _ffi
 from .errors import error_for
 from .results import SyncSummary
 
@@ -35,9 +36,13 @@ def interruptible(call: Callable[[], T]) -> T:
     returned. On the main thread the call runs in a worker thread and the main thread waits
     for it in short slices; a KeyboardInterrupt (or any exception from a signal handler)
     propagates at once, and the abandoned call finishes on its own by its timeout (its outcome
-    still reaches the subscribers). On any other thread the call runs directly.
+    still reaches the subscribers). On any other thread the call runs directly, and so does
+    a call made from inside a library callback (a subscriber, a transport, a log handler): the
+    library delivers what such a call causes after the callback returns only on the
+    callback's own thread (a worker's call had its update delivered at once, to the subscriber
+    still running; one that held a lock waited for itself for ever).
     """
-    if threading.current_thread() is not threading.main_thread():
+    if threading.current_thread() is not threading.main_thread() or _ffi.inside_callback():
         return call()
     outcome: list[Any] = []
     done = threading.Event()

@@ -370,3 +370,30 @@ def test_no_callbacks_leak() -> None:
         c.set_transport(lambda request: cc.TransportResponse(200))
         c.close()
     assert len(_ffi.callbacks) == before
+
+
+def test_a_blocking_call_from_a_subscriber_on_the_main_thread_waits_for_its_return(
+        refreshed: cc.ContentCards) -> None:
+    # The subscriber runs on the main thread (the impression is logged there) and refreshes. The
+    # refresh ran on a worker thread (to keep Ctrl-C working), which the library did not know
+    # to be inside a callback: its update reached the subscriber at once, on the worker, while
+    # it still ran on the main thread (and one holding a lock waited for itself for ever).
+    c = refreshed
+    running = threading.Lock()
+    seen: list[str] = []
+
+    def subscriber(update: cc.Update) -> None:
+        if not running.acquire(blocking=False):
+            seen.append("entered while running")
+            return
+        try:
+            seen.append(update.reason)
+            if update.reason == "impression":
+                c.refresh(5)
+        finally:
+            running.release()
+
+    with c.subscribe(subscriber):
+        assert threading.current_thread() is threading.main_thread()
+        c.log_impression("tile-1")
+    assert seen == ["impression", "refresh"]
