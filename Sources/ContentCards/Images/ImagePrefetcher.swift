@@ -213,6 +213,13 @@ final class ImagePrefetcher: @unchecked Sendable {
             ContentCardsLog.emit(.info, "image not fetched: \(shown) is not an http(s) URL")
             return false
         }
+        // A URL is handed to libcurl and to a host transport as a C string: a NUL would cut it
+        // there, and another image would be fetched and cached under this URL. Spaces and
+        // control characters are refused as the configuration's URLs are.
+        if let bad = url.unicodeScalars.first(where: { $0.value <= 0x20 || $0.value == 0x7F }) {
+            ContentCardsLog.emit(.info, "image not fetched: \(shown) holds U+\(String(bad.value, radix: 16, uppercase: true)), a space or control character")
+            return false
+        }
         let sent: Result<TransportResponse, ContentCardsError> = transport().flatMap { t in
             CallbackContext.run {
                 t.send(TransportRequest(kind: .image, url: url, headers: [], body: [], timeout: timeout,

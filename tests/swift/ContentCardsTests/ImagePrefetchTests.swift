@@ -139,4 +139,31 @@ import Testing
         try c.refresh(timeout: 5)
         #expect(try c.waitForImages(timeout: 10).cached == 2)   // neither removed by the next prefetch
     }
+
+    /// An image URL with a NUL was cut at it on its way to the transport (a C string): another
+    /// image was fetched and cached under the whole URL. Such URLs, and ones with spaces or
+    /// control characters, are not fetched.
+    @Test func anImageURLWithANULOrAControlCharacterIsNotFetched() throws {
+        let dir = Fixtures.temporaryDirectory("images-nul")
+        defer { Fixtures.removeTree(dir) }
+        let fetched = LockedBox<[String]>([])
+        let urls = [#"https://img.example/a.png\u0000x"#, #"https://img.example/b.png\nx"#, "https://img.example/c d.png",
+                    "https://img.example/ok.png"]
+        let c = try ContentCardsController(
+            json: #"{"userId":"u","storagePath":"\#(dir)/store","refreshTokens":0,"source":{"callback":true},"images":{}}"#,
+            transport: ClosureTransport { r in
+                if r.kind == .image {
+                    fetched.mutate { $0.append(r.url) }
+                    return .success(TransportResponse(status: 200, body: Array(r.url.utf8)))
+                }
+                let cards = urls.enumerated().map { #"{"id":"c\#($0.offset)","tp":"banner_image","ca":1,"i":"\#($0.element)"}"# }
+                return .success(TransportResponse(status: 200, body: Array(#"{"cards":[\#(cards.joined(separator: ","))],"full_sync":true}"#.utf8)))
+            })
+        defer { c.close() }
+        try c.refresh(timeout: 5)
+        let stats = try c.waitForImages(timeout: 10)
+        #expect(fetched.value == ["https://img.example/ok.png"])
+        #expect(stats.cached == 1)
+        #expect(try c.cards().compactMap(\.imagePath).count == 1)
+    }
 }
