@@ -33,7 +33,7 @@ final class ConfigBuilder: @unchecked Sendable {
                 case nil: return .array([.string(item)])
                 case .array(let items)?: return .array(items + [.string(item)])
                 case let other?:
-                    throw ContentCardsError(.invalidArgument, "cannot append to \"\(key)\": it is set to \(other.typeName), not an array")
+                    throw ContentCardsError(.invalidArgument, "cannot append to \(Redact.quoted(key)): it is set to \(other.typeName), not an array")
                 }
             }
         }
@@ -49,10 +49,10 @@ final class ConfigBuilder: @unchecked Sendable {
     static func parts(of key: String) throws(ContentCardsError) -> [String] {
         let parts = key.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         guard !parts.contains(where: \.isEmpty) else {
-            throw ContentCardsError(.invalidArgument, "key \"\(key)\" has an empty part (a key is names joined by dots, such as \"source.file\")")
+            throw ContentCardsError(.invalidArgument, "key \(Redact.quoted(key)) has an empty part (a key is names joined by dots, such as \"source.file\")")
         }
         guard parts.count <= maxParts else {
-            throw ContentCardsError(.invalidArgument, "key \"\(key.prefix(200))...\" has more than \(maxParts) parts")
+            throw ContentCardsError(.invalidArgument, "key \(Redact.quoted(key)) has more than \(maxParts) parts")
         }
         do {
             // A known key set to null is every default: only an unknown key fails.
@@ -82,7 +82,7 @@ final class ConfigBuilder: @unchecked Sendable {
                 // path is a slice of the key's parts: its start is this part's index.
                 let prefix = key.split(separator: ".", omittingEmptySubsequences: false)
                     .prefix(path.startIndex + 1).joined(separator: ".")
-                throw ContentCardsError(.invalidArgument, "cannot set \"\(key)\": \"\(prefix)\" is set to \(other.typeName), not an object")
+                throw ContentCardsError(.invalidArgument, "cannot set \(Redact.quoted(key)): \(Redact.quoted(prefix)) is set to \(other.typeName), not an object")
             }
             new = .object(try setting(inner, path.dropFirst(), key, update))
         }

@@ -17,7 +17,7 @@ private func logAction(_ c: ContentCardsController, _ action: String, _ cardID: 
     case "read": return try c.markRead(cardID: try CStrings.required(cardID, "card_id"))
     case "unread": return try c.markUnread(cardID: try CStrings.required(cardID, "card_id"))
     default:
-        throw ContentCardsError(.invalidArgument, "unknown logging action \"\(action.prefix(60))\": expected \"impression\", \"click\", \"dismissal\", \"feed_displayed\", \"read\" or \"unread\"")
+        throw ContentCardsError(.invalidArgument, "unknown logging action \(Redact.quoted(action, limit: 60)): expected \"impression\", \"click\", \"dismissal\", \"feed_displayed\", \"read\" or \"unread\"")
     }
 }
 

@@ -70,8 +70,8 @@ final class Snapshot: @unchecked Sendable {
     static func fieldError(_ field: String, expected: String) -> ContentCardsError {
         let kind = stringFields.contains(field) ? "a string" : intFields.contains(field) ? "an integer"
             : boolFields.contains(field) ? "a boolean" : doubleFields.contains(field) ? "a double" : nil
-        if let kind { return ContentCardsError(.invalidArgument, "field \"\(field)\" is \(kind), not \(expected)") }
-        return ContentCardsError(.invalidArgument, "unknown card field \"\(field)\"")
+        if let kind { return ContentCardsError(.invalidArgument, "field \(Redact.quoted(field)) is \(kind), not \(expected)") }
+        return ContentCardsError(.invalidArgument, "unknown card field \(Redact.quoted(field))")
     }
 
     func string(_ index: Int, _ field: String) throws(ContentCardsError) -> UnsafePointer<CChar>? {

@@ -1,6 +1,6 @@
 /// Text from outside (a server's answer, a configured URL) made safe to put into a message:
 /// no credentials, no control characters, a bounded length.
-enum Redact {
+package enum Redact {
     /// Query parameters whose values are secrets, by name (case-insensitive, also as a suffix:
     /// `api_key`, `access_token`).
     static let secretNames = ["key", "token", "secret", "password", "passwd", "pwd", "auth", "signature", "sig", "credential", "session"]
@@ -35,14 +35,14 @@ enum Redact {
     /// quoted, its control characters escaped, and cut at `limit` characters with its length
     /// in bytes after (such text can be megabytes long, and hold a NUL that would end the
     /// message at the C boundary).
-    static func quoted(_ text: String, limit: Int = 120) -> String {
+    package static func quoted(_ text: String, limit: Int = 120) -> String {
         let cut = text.unicodeScalars.count > limit
         return "\"\(escape(text, limit: limit))\"" + (cut ? " (\(text.utf8.count) bytes)" : "")
     }
 
     /// `text` with control characters (C0, DEL, C1) written as `\u001b`, and cut to `limit`
     /// characters with "…" after.
-    static func escape(_ text: String, limit: Int) -> String {
+    package static func escape(_ text: String, limit: Int) -> String {
         var out = ""
         var count = 0
         for scalar in text.unicodeScalars {
