@@ -570,11 +570,14 @@ class ContentCards:
 
     def list_pending_events(self, limit: int | None = None) -> PendingEvents:
         """The events waiting in the store's outbox (every user's), oldest first, at most
-        ``limit`` of them (None: all), with the total pending and the failed delivery
-        attempts in a row (see :class:`~contentcards.PendingEvents`)."""
+        ``limit`` of them (None or 0: all, as ``0`` is in C and Swift), with the total pending
+        and the failed delivery attempts in a row (see :class:`~contentcards.PendingEvents`).
+        A bool is refused (``True`` would be one event)."""
         import json
 
         from .results import PendingEvents
+        if isinstance(limit, bool):
+            raise TypeError("limit must be an int or None, not bool")
         if limit is not None and (not isinstance(limit, int) or limit < 0 or limit >= 2**63):
             # (ctypes would pass 2**64 to C as 0, which means all.)
             raise ValueError(f"limit must be a whole number >= 0 (below 2**63) or None, not {limit!r}")

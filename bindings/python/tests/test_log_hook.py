@@ -136,3 +136,12 @@ def test_the_outbox_listing_checks_its_limit(sample: contentcards.ContentCards) 
     with pytest.raises(ValueError):
         sample.list_pending_events(-1)
     assert sample.list_pending_events() == contentcards.PendingEvents(0, 0, [])
+    # A bool is an int to Python: True was a limit of one event, False all of them.
+    for flag in (True, False):
+        with pytest.raises(TypeError):
+            sample.list_pending_events(flag)
+    sample.refresh()
+    for card in ("tile-1", "tile-2", "tile-3"):
+        sample.log_impression(card)
+    assert len(sample.list_pending_events(0).events) == 3      # 0 is all, as in C and Swift
+    assert len(sample.list_pending_events(2).events) == 2
