@@ -26,7 +26,10 @@
  *                calling thread. Every entry point clears it on entry, so read it right after
  *                the failing call.
  *   Output.      Output parameters come first. On failure they are set to NULL / 0 where the
- *                function documents it, and are otherwise left untouched.
+ *                function documents it; a number output is otherwise left untouched, but a
+ *                text, handle or pointer output (char **, const char **, cc_controller **)
+ *                may be set to NULL (most are when the call begins): read outputs only after
+ *                CC_OK, and never pass the only pointer to a buffer you still must free.
  *   Handles.     cc_controller, cc_snapshot and cc_config are opaque handles, never pointers to
  *                memory.
  *                A handle that was closed, never issued, or is of another kind gives
@@ -956,7 +959,8 @@ CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_int(int64_t *out, const cc_snapshot
  * not a boolean): CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT. */
 CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_bool(int *out, const cc_snapshot *snapshot, size_t index, const char *field);
 
-/* "imageAspectRatio": *out_present is 0 when the card has none (then *out is 0).
+/* "imageAspectRatio": *out_present is 0 when the card has none (then *out is 0); out_present
+ * is optional (NULL: the caller reads 0 for a card without a ratio).
  * Errors: as cc_snapshot_string (a field other than imageAspectRatio):
  * CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT. */
 CC_API CC_WARN_UNUSED_RESULT int cc_snapshot_double(double *out, int *out_present, const cc_snapshot *snapshot, size_t index,
