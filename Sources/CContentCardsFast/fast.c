@@ -144,11 +144,15 @@ void ccint_cell_attach(uint32_t index, uint32_t generation) {
     pthread_mutex_unlock(&cc_cells_lock);
 }
 
-void ccint_cell_detach(uint32_t index) {
+void ccint_cell_detach(uint32_t index, uint32_t generation) {
     struct cc_cell *cell = cc_cell_at(index, 0);
     if (!cell) return;
     pthread_mutex_lock(&cc_cells_lock);
-    cc_cell_write(cell, 0, 0, 0, 0, -1);
+    /* Only the closing controller's own: the slot is free once its handle is removed, and a
+     * controller opened meanwhile in the same slot may have attached already (clearing its
+     * owner sent every later count of that controller down the slow path). */
+    if (atomic_load_explicit(&cell->owner, memory_order_relaxed) == (uint64_t)generation + 1)
+        cc_cell_write(cell, 0, 0, 0, 0, -1);
     pthread_mutex_unlock(&cc_cells_lock);
 }
 

@@ -34,7 +34,8 @@ public func cc_controller_close(_ controller: OpaquePointer?) -> Int32 {
     entry { () throws(ContentCardsError) in
         // nil: inherited across fork(); the handle is gone, its store untouched (leaked).
         let c = try Handles.controllers.remove(controller)
-        ccint_cell_detach(Handles.slot(of: controller).index)
+        let (index, generation) = Handles.slot(of: controller)
+        ccint_cell_detach(index, generation)
         c?.close()
     }
 }

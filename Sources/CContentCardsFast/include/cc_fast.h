@@ -34,8 +34,9 @@ void ccint_error_clear(void);
 
 /* Attaches the cell of handle slot `index` to a handle of `generation`, with no counts yet. */
 void ccint_cell_attach(uint32_t index, uint32_t generation);
-/* Detaches it: readers of any handle of that slot take the slow path from now on. */
-void ccint_cell_detach(uint32_t index);
+/* Detaches it when the handle of `generation` still owns it (a handle opened in the slot since
+ * keeps its own): readers of that handle take the slow path from now on. */
+void ccint_cell_detach(uint32_t index, uint32_t generation);
 /* Publishes the unfiltered counts of the handle's feed, exact until `valid_before` (unix
  * seconds; +inf: until the feed changes). A negative `valid_before` withdraws them. */
 void ccint_cell_publish(uint32_t index, uint32_t generation, int64_t total, int64_t unviewed,

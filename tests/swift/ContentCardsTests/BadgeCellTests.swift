@@ -1,6 +1,6 @@
 import CContentCardsABI
 import CContentCardsFast
-import ContentCardsC
+@testable import ContentCardsC
 import Foundation
 import Testing
 
@@ -44,5 +44,26 @@ import Testing
         #expect(cc_controller_close(handle) == 0)
         #expect(cc_controller_total_count(handle, nil) == Int64(CC_E_INVALID_HANDLE))
         #expect(ccint_cell_hits_on_this_thread() == before)
+    }
+
+    /// A close detaches only its own handle's cell. The slot is free once the handle is removed,
+    /// and a controller opened meanwhile in it may attach before the close detaches: that
+    /// detach cleared the new controller's cell, whose counts then took the slow path for good.
+    @Test func aCloseDetachesOnlyItsOwnHandlesCell() throws {
+        var handle: OpaquePointer?
+        #expect(cc_controller_open(&handle, #"{"userId":"u","refreshTokens":0}"#) == 0)
+        defer { _ = cc_controller_close(handle) }
+        let payload = Fixtures.payload(["a", "b"].map { Fixtures.wire($0) }, full: true, user: "u")
+        #expect(cc_controller_apply(nil, handle, payload) == 0)
+        let (index, generation) = Handles.slot(of: handle)
+        // The late detach of the slot's previous handle (another generation): the cell stays.
+        ccint_cell_detach(index, generation &- 1)
+        let before = ccint_cell_hits_on_this_thread()
+        #expect(cc_controller_total_count(handle, nil) == 2)
+        #expect(ccint_cell_hits_on_this_thread() - before == 1)
+        // Its own detach clears it.
+        ccint_cell_detach(index, generation)
+        #expect(cc_controller_total_count(handle, nil) == 2)
+        #expect(ccint_cell_hits_on_this_thread() - before == 1)
     }
 }
