@@ -778,10 +778,13 @@ typedef struct cc_transport_request {
 typedef struct cc_transport_response cc_transport_response;
 
 /* Sets the answer: the HTTP status, the body (copied; may be NULL when body_len is 0) and
- * Retry-After seconds (< 0 for none). Errors: CC_E_INVALID_ARGUMENT (response NULL or not the
- * one being answered, body NULL with body_len > 0, status not within 100...999, body_len over
- * the request's response limit, maxPayloadBytes or the image limit: the request then fails
- * with that reason, and nothing is copied). A response handle is never given out twice: one
+ * Retry-After seconds (< 0 for none). An error status (not 2xx) whose body is over the
+ * request's response limit (maxPayloadBytes, or the image limit) is taken with the first
+ * 64 KiB of its body (at most the limit): its status and Retry-After count, as libcurl's
+ * transport keeps them. Errors: CC_E_INVALID_ARGUMENT (response NULL or not the one being
+ * answered, body NULL with body_len > 0, status not within 100...999, a 2xx body_len over the
+ * limit: the request then fails with CC_E_PARSE, "too large", and nothing is copied). A
+ * response handle is never given out twice: one
  * kept past its callback is refused, never taken for a later request's. An answer may be set
  * from another thread while the callback runs; one set after the callback returned is
  * refused. */

@@ -5,6 +5,9 @@ import ContentCards
 final class TransportResponseBox {
     var response: TransportResponse?
     var failure: String?
+    /// A success's body over the request's bound: the request fails as libcurl's does then
+    /// (`CC_E_PARSE`, "too large"), not as a transport that broke.
+    var tooLarge: String?
     /// From cc_transport_response_set_etag, in whichever order it came with the response.
     var validator: String?
     /// The request's bound on its response's body (`TransportRequest.maxResponseBytes`).
@@ -52,6 +55,11 @@ final class CTransport: Transport, @unchecked Sendable {
             }
         }
         TransportResponseBox.answers.close(handle)
+        // Whatever the callback returned after its answer was refused (a binding raises).
+        if let tooLarge = box.tooLarge {
+            let raise = request.kind == .sync ? " (raise \"maxPayloadBytes\" in the configuration to accept it)" : ""
+            return .failure(ContentCardsError(.parse, "\(request.kind.rawValue) response is too large: \(tooLarge)\(raise)"))
+        }
         if status != CC_OK {
             let why = box.failure ?? "the host transport returned \(status)"
             return .failure(ContentCardsError(.transport, "\(request.kind.rawValue) request failed in the host transport: \(why)"))
@@ -74,24 +82,38 @@ public func cc_transport_response_set(_ response: OpaquePointer?, _ status: Int3
         guard status >= 100 && status <= 999 else { throw ContentCardsError(.invalidArgument, "status \(status) is not an HTTP status") }
         // Bounded to a year: a huge value is no more meaningful, and stays safe to convert.
         let retry = retryAfterSeconds.isFinite && retryAfterSeconds >= 0 ? min(retryAfterSeconds, 31_536_000) : nil
-        // Before any copy: a body over the request's bound is the request's failure (as
-        // libcurl's transport bounds it), never an allocation of whatever size the host says
-        // (a wrong body_len of 2^60 ended the process).
+        // Before any copy: a body over the request's bound is never an allocation of whatever
+        // size the host says (a wrong body_len of 2^60 ended the process).
         let limit = try TransportResponseBox.answers.read(response) { $0.maxBytes }
-        if bodyLen > limit {
-            try TransportResponseBox.answers.answer(response) { box in
-                box.failure = "the response body is \(bodyLen) bytes, over the limit of \(limit)"
-            }
-            throw ContentCardsError(.invalidArgument, "body_len \(bodyLen) is over the response limit of \(limit) bytes (maxPayloadBytes, or the image limit)")
+        guard bodyLen > limit else { return try keep(response, status: status, body: body, count: bodyLen, retry: retry) }
+        guard (200...299).contains(status) else {
+            // An error answer keeps its status and Retry-After (CC_E_SERVER, the backoff), as
+            // libcurl's transport keeps them: its body is only read for a message, so the
+            // beginning of it is kept.
+            return try keep(response, status: status, body: body, count: min(limit, errorBodyKept), retry: retry)
         }
-        // Copied outside the lock, which every controller's transport answers share.
-        var bytes: [UInt8] = []
-        if let body, bodyLen > 0 {
-            bytes = body.withMemoryRebound(to: UInt8.self, capacity: bodyLen) { Array(UnsafeBufferPointer(start: $0, count: bodyLen)) }
+        // A success's body over the bound fails the request as libcurl's does (CC_E_PARSE).
+        try TransportResponseBox.answers.answer(response) { box in
+            box.tooLarge = "the body is \(bodyLen) bytes, over the limit of \(limit)"
         }
-        let answer = TransportResponse(status: Int(status), body: bytes, retryAfter: retry)
-        try TransportResponseBox.answers.answer(response) { box in box.response = answer }
+        throw ContentCardsError(.invalidArgument, "body_len \(bodyLen) is over the response limit of \(limit) bytes (maxPayloadBytes, or the image limit)")
     }
+}
+
+/// How much of an error answer's body over the request's bound is kept (a message shows 200
+/// characters of it).
+private let errorBodyKept = 64 * 1024
+
+/// Records the answer: the first `count` bytes of the body, copied outside the lock, which every
+/// controller's transport answers share.
+private func keep(_ response: OpaquePointer?, status: Int32, body: UnsafePointer<CChar>?, count: Int,
+                  retry: Double?) throws(ContentCardsError) {
+    var bytes: [UInt8] = []
+    if let body, count > 0 {
+        bytes = body.withMemoryRebound(to: UInt8.self, capacity: count) { Array(UnsafeBufferPointer(start: $0, count: count)) }
+    }
+    let answer = TransportResponse(status: Int(status), body: bytes, retryAfter: retry)
+    try TransportResponseBox.answers.answer(response) { box in box.response = answer }
 }
 
 @_cdecl("cc_transport_response_set_etag")

@@ -242,14 +242,36 @@ static void test_stale_and_huge_answers(void) {
     CHECK_OK(cc_controller_refresh(NULL, c, 5));
     CHECK_OK(cc_controller_refresh(NULL, c, 5));     /* answered 200 by its own handle, not 500 */
     CHECK(t.stale_rc == CC_E_INVALID_ARGUMENT);
-    CHECK_RC(CC_E_TRANSPORT, cc_controller_refresh(NULL, c, 5));
+    CHECK_RC(CC_E_PARSE, cc_controller_refresh(NULL, c, 5));   /* as libcurl's transport says it */
+    CHECK_MESSAGE("too large");
     CHECK_MESSAGE("over the limit");
     CHECK(t.huge_rc == CC_E_INVALID_ARGUMENT);
     CHECK_OK(cc_controller_close(c));
 }
 
+/* An error answer whose body is over the limit keeps its status and Retry-After: it failed as
+ * a broken transport (CC_E_TRANSPORT) and its backoff was lost. */
+static int transport_big_error(void *userdata, const cc_transport_request *req, cc_transport_response *resp) {
+    (void)userdata; (void)req;
+    static char page[5000];
+    memset(page, 'x', sizeof page);
+    memcpy(page, "busy", 4);
+    return cc_transport_response_set(resp, 503, page, sizeof page, 60);
+}
+
+static void test_big_error_answer(void) {
+    cc_controller *c = NULL;
+    CHECK_OK(cc_controller_open(&c, "{\"userId\":\"s\",\"source\":{\"callback\":true},\"refreshTokens\":0,\"maxPayloadBytes\":1000}"));
+    CHECK_OK(cc_controller_set_transport(c, transport_big_error, NULL, NULL));
+    CHECK_RC(CC_E_SERVER, cc_controller_refresh(NULL, c, 5));
+    CHECK_MESSAGE("503");
+    CHECK(cc_last_error_retry_after() >= 59);
+    CHECK_OK(cc_controller_close(c));
+}
+
 int main(void) {
     test_stale_and_huge_answers();
+    test_big_error_answer();
     test_host_transport();
     test_calls_from_inside_the_transport();
     test_host_transport_validator();

@@ -397,3 +397,26 @@ def test_a_blocking_call_from_a_subscriber_on_the_main_thread_waits_for_its_retu
         assert threading.current_thread() is threading.main_thread()
         c.log_impression("tile-1")
     assert seen == ["impression", "refresh"]
+
+
+def test_a_host_transports_answer_over_the_limit() -> None:
+    # An error answer with a body over maxPayloadBytes failed as a broken transport, its status
+    # and Retry-After lost; a success's failed as a transport too, where libcurl's says "too large".
+    answers = [cc.TransportResponse(503, "busy " + "x" * 5000, retry_after=60),
+               cc.TransportResponse(200, '{"cards":[]}' + " " * 5000)]
+
+    def transport(request: cc.TransportRequest) -> cc.TransportResponse:
+        return answers.pop(0)
+
+    config = {"userId": "big", "source": {"callback": True}, "refreshTokens": 0, "maxPayloadBytes": 1000}
+    with cc.ContentCards(config) as c:
+        c.set_transport(transport)
+        with pytest.raises(cc.ServerError, match="503") as server:
+            c.refresh(5)
+        assert server.value.retry_after is not None and server.value.retry_after >= 59
+        with pytest.raises(cc.RateLimitedError):     # the server's wait is kept
+            c.refresh(5)
+    with cc.ContentCards(config) as c:
+        c.set_transport(transport)
+        with pytest.raises(cc.ParseError, match="too large"):
+            c.refresh(5)
