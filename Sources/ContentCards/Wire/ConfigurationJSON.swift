@@ -13,11 +13,18 @@ package enum ConfigurationJSON {
 
     /// The largest payload limit accepted (1 GiB): a bound, so a typo cannot ask for 1 TB.
     package static let maxPayloadLimit = 1 << 30
+    /// The longest configuration text taken (nested 16 levels at most).
+    static let maxTextBytes = 1 << 20
 
     package static func decode(_ text: String) throws(ConfigurationError) -> Configuration {
         if text.utf8.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return Configuration() }
+        // Bounds of a configuration's text (docs/WIRE.md, "Limits"), said as such: the reader's
+        // own words spoke of a payload.
+        if text.utf8.count > maxTextBytes {
+            throw ConfigurationError("configuration is \(text.utf8.count) bytes, over the limit of \(maxTextBytes) (1 MiB)")
+        }
         let root: JSONValue
-        do { root = try JSONReader.parse(text, limits: .init(maxBytes: 1 << 20, maxDepth: 16)) } catch {
+        do { root = try JSONReader.parse(text, limits: .init(maxBytes: maxTextBytes, maxDepth: 16)) } catch {
             throw ConfigurationError("configuration is not valid JSON: \(error)")
         }
         return try decode(root)

@@ -23,7 +23,7 @@ package struct JSONReader {
 
     package static func parse(_ bytes: UnsafeBufferPointer<UInt8>, limits: Limits = Limits()) throws(JSONError) -> JSONValue {
         if bytes.count > limits.maxBytes {
-            throw JSONError(message: "payload is \(bytes.count) bytes, over the limit of \(limits.maxBytes)",
+            throw JSONError(message: "the text is \(bytes.count) bytes, over the limit of \(limits.maxBytes)",
                             offset: 0, line: 1, column: 1)
         }
         var parser = Parser(bytes: bytes, maxDepth: limits.maxDepth)

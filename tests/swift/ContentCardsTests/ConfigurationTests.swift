@@ -117,4 +117,15 @@ import Testing
             #expect(throws: ConfigurationError.self) { try ConfigurationJSON.decode(json) }
         }
     }
+
+    /// A configuration over its 1 MiB said "payload is N bytes": a configuration is no payload.
+    @Test func aConfigurationOverItsLimitSaysSo() {
+        let json = #"{"userId":""# + String(repeating: "u", count: 1 << 20) + #""}"#
+        do {
+            _ = try ConfigurationJSON.decode(json)
+            Issue.record("a 1 MiB configuration was taken")
+        } catch {
+            #expect(error.message.hasPrefix("configuration is \(json.utf8.count) bytes, over the limit of 1048576"))
+        }
+    }
 }
