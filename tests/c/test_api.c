@@ -296,6 +296,32 @@ static void test_user_ids_compared_by_bytes(void) {
     CHECK_OK(cc_controller_close(c));
 }
 
+/* A configuration key of megabytes, or with control characters, is quoted escaped and cut in
+ * the message: it went whole into cc_last_error_message (and a newline in it into a log). */
+static void test_messages_quote_caller_text(void) {
+    cc_config *config = NULL;
+    CHECK_OK(cc_config_new(&config));
+    size_t big = 1 << 20;
+    char *key = malloc(big + 8);
+    CHECK(key != NULL);
+    if (key) {
+        memset(key, 'k', big);
+        memcpy(key + big, "\n.\033", 4);
+        key[3] = '\n';
+        key[big + 4] = '\0';
+        CHECK(cc_config_set_string(config, key, "x") != CC_OK);
+        CHECK(strlen(cc_last_error_message()) < 600);
+        CHECK(strchr(cc_last_error_message(), '\n') == NULL && strchr(cc_last_error_message(), '\033') == NULL);
+        CHECK_MESSAGE("kkk\\u000akkk");
+        memcpy(key + big, "..", 3);
+        CHECK_RC(CC_E_INVALID_ARGUMENT, cc_config_set_string(config, key, "x"));
+        CHECK_MESSAGE("has an empty part");
+        CHECK(strlen(cc_last_error_message()) < 600);
+        free(key);
+    }
+    cc_config_close(config);
+}
+
 int main(void) {
     test_versions();
     test_refresh_feed_counts();
@@ -307,5 +333,6 @@ int main(void) {
     test_snapshot_texts_with_nul();
     test_storage();
     test_user_ids_compared_by_bytes();
+    test_messages_quote_caller_text();
     return cc_test_finish("test_api");
 }

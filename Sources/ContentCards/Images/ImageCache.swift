@@ -111,6 +111,14 @@ final class ImageCache: @unchecked Sendable {
         }
     }
 
+    /// Whether `url` may be fetched and served: no space or control character. A URL goes to
+    /// libcurl and to a host transport as a C string, where a NUL would cut it and another
+    /// image be fetched and cached under this URL (a copy cached so before is not served).
+    /// Spaces and control characters are refused as the configuration's URLs are.
+    static func holdsNoControl(_ url: String) -> Bool {
+        !url.unicodeScalars.contains { $0.value <= 0x20 || $0.value == 0x7F }
+    }
+
     /// The file of `url` when the cache holds it.
     func path(for url: String) -> String? { paths(for: [url])[0] }
 
@@ -119,7 +127,7 @@ final class ImageCache: @unchecked Sendable {
     /// (another controller sharing the directory may have evicted it: then it leaves the index,
     /// and the next prefetch fetches it again).
     func paths(for urls: [String?]) -> [String?] {
-        let files = urls.map { $0.map(ImageCache.hash) }
+        let files = urls.map { url in url.flatMap { Self.holdsNoControl($0) ? ImageCache.hash($0) : nil } }
         let present: [Bool] = lock.withLock { files.map { $0.map { entries[$0] != nil } ?? false } }
         var gone: [String] = []
         let out: [String?] = zip(files, present).map { file, here in

@@ -176,6 +176,8 @@ final class ImagePrefetcher: @unchecked Sendable {
         // equivalent URLs (two files on the server) for one, and fetched only the first.
         var seen = Set<String>()
         for url in request.visible where wanted.count < limits.maxCount {
+            // One that would not be fetched takes no slot, and an old copy of it is not kept.
+            guard ImageCache.holdsNoControl(url) else { continue }
             let file = ImageCache.hash(url)
             if seen.insert(file).inserted { wanted.append(url); feed.append(file) }
         }
@@ -213,11 +215,8 @@ final class ImagePrefetcher: @unchecked Sendable {
             ContentCardsLog.emit(.info, "image not fetched: \(shown) is not an http(s) URL")
             return false
         }
-        // A URL is handed to libcurl and to a host transport as a C string: a NUL would cut it
-        // there, and another image would be fetched and cached under this URL. Spaces and
-        // control characters are refused as the configuration's URLs are.
-        if let bad = url.unicodeScalars.first(where: { $0.value <= 0x20 || $0.value == 0x7F }) {
-            ContentCardsLog.emit(.info, "image not fetched: \(shown) holds U+\(String(bad.value, radix: 16, uppercase: true)), a space or control character")
+        guard ImageCache.holdsNoControl(url) else {
+            ContentCardsLog.emit(.info, "image not fetched: \(shown) holds a space or a control character")
             return false
         }
         let sent: Result<TransportResponse, ContentCardsError> = transport().flatMap { t in

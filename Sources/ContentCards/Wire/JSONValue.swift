@@ -79,10 +79,12 @@ package enum JSONValue: Equatable, Sendable {
         var digits: [UInt8] = []
         var exponent = 0
         var inFraction = false
+        var sawDigit = false
         while let b = bytes.first, b != 0x65, b != 0x45 {
             bytes = bytes.dropFirst()
             if b == 0x2E { inFraction = true; continue }
             guard b >= 0x30 && b <= 0x39 else { return nil }
+            sawDigit = true
             if digits.isEmpty && b == 0x30 { if inFraction { exponent -= 1 }; continue }   // a leading zero
             digits.append(b - 0x30)
             if inFraction { exponent -= 1 }
@@ -95,10 +97,13 @@ package enum JSONValue: Equatable, Sendable {
             var e = 0
             for b in bytes {
                 guard b >= 0x30 && b <= 0x39 else { return nil }
-                e = min(e * 10 + Int(b - 0x30), 1_000_000)     // past any Int64's 19 digits either way
+                // Saturated past any count of digits the text can hold, so that an exponent
+                // cancelling a million zeros is still exact (capped at a million, it was not).
+                e = min(e * 10 + Int(b - 0x30), 1 << 40)
             }
             exponent += sign * e
         }
+        guard sawDigit else { return nil }
         if digits.isEmpty { return 0 }       // zero, whatever its exponent
         while digits.last == 0 { digits.removeLast(); exponent += 1 }
         guard exponent >= 0, digits.count + exponent <= 19 else { return nil }

@@ -91,7 +91,11 @@ package struct PayloadDecoder: Sendable {
             }
             try parser.endDocument()
         } catch {
-            if deferUTF8 && UTF8Validation.isValid(bytes) { return try decode(bytes, checkedUTF8: true) }
+            if deferUTF8 && UTF8Validation.isValid(bytes) {
+                var one = self          // read once more, on this thread alone: it fails anyway
+                one.splitsLargeArrays = false
+                return try one.decode(bytes, checkedUTF8: true)
+            }
             throw PayloadError("payload is not valid JSON: \(error)")
         }
         if let shapeError { throw PayloadError(shapeError) }

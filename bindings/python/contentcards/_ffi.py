@@ -645,15 +645,10 @@ CALLBACK_KEY_NONE = 0
 #: runs on that very thread (`_waiting.interruptible`), which the library knows to be inside a
 #: callback: what the call causes is delivered after the callback returns, as the header says.
 #: From another thread it would be delivered at once, to a subscriber still running.
+#: Each trampoline saves the count before its callback and puts it back after, inside one
+#: `try` (a KeyboardInterrupt between an increment and its `try` left it raised for good), and
+#: holds the object as a default argument (at interpreter exit the globals may be gone).
 CALLBACK_DEPTH = threading.local()
-
-
-def _enter() -> None:
-    CALLBACK_DEPTH.n = getattr(CALLBACK_DEPTH, "n", 0) + 1
-
-
-def _leave() -> None:
-    CALLBACK_DEPTH.n -= 1
 
 
 def inside_callback() -> bool:
@@ -661,51 +656,51 @@ def inside_callback() -> bool:
 
 
 def _update_trampoline(userdata: int | None, update_json: bytes | None,
-                       _get: Callable[[int | None], Any] = callbacks.get,
-                       _in: Callable[[], None] = _enter, _out: Callable[[], None] = _leave) -> None:
+                       _get: Callable[[int | None], Any] = callbacks.get, _d: Any = CALLBACK_DEPTH) -> None:
     # Never lets an exception reach ctypes (it would print to stderr and return garbage to C);
     # the entry reports its own errors (see controller.py). Default arguments keep what this
     # needs alive at interpreter exit, when module globals may already be None.
     try:
         entry = _get(userdata)
         if entry is not None:
-            _in()
+            before = getattr(_d, "n", 0)
             try:
+                _d.n = before + 1
                 entry(update_json)
             finally:
-                _out()
+                _d.n = before
     except BaseException:  # noqa: BLE001 - nothing may propagate into C
         pass
 
 
 def _transport_trampoline(userdata: int | None, request: Any, response: int | None,
-                          _get: Callable[[int | None], Any] = callbacks.get,
-                          _in: Callable[[], None] = _enter, _out: Callable[[], None] = _leave) -> int:
+                          _get: Callable[[int | None], Any] = callbacks.get, _d: Any = CALLBACK_DEPTH) -> int:
     try:
         entry = _get(userdata)
         if entry is None:
             return -1
-        _in()
+        before = getattr(_d, "n", 0)
         try:
+            _d.n = before + 1
             return int(entry(request.contents, response))
         finally:
-            _out()
+            _d.n = before
     except BaseException:  # noqa: BLE001 - nothing may propagate into C
         return -1
 
 
 def _token_trampoline(userdata: int | None, user_id: bytes | None, response: int | None,
-                      _get: Callable[[int | None], Any] = callbacks.get,
-                      _in: Callable[[], None] = _enter, _out: Callable[[], None] = _leave) -> int:
+                      _get: Callable[[int | None], Any] = callbacks.get, _d: Any = CALLBACK_DEPTH) -> int:
     try:
         entry = _get(userdata)
         if entry is None:
             return -1
-        _in()
+        before = getattr(_d, "n", 0)
         try:
+            _d.n = before + 1
             return int(entry(user_id, response))
         finally:
-            _out()
+            _d.n = before
     except BaseException:  # noqa: BLE001 - nothing may propagate into C
         return -1
 
@@ -719,16 +714,16 @@ def _free_trampoline(userdata: int | None,
 
 
 def _refresh_done_trampoline(userdata: int | None, status: int, result_json: bytes | None,
-                             _get: Callable[[int | None], Any] = callbacks.get,
-                             _in: Callable[[], None] = _enter, _out: Callable[[], None] = _leave) -> None:
+                             _get: Callable[[int | None], Any] = callbacks.get, _d: Any = CALLBACK_DEPTH) -> None:
     try:
         entry = _get(userdata)
         if entry is not None:
-            _in()
+            before = getattr(_d, "n", 0)
             try:
+                _d.n = before + 1
                 entry(status, result_json)
             finally:
-                _out()
+                _d.n = before
     except BaseException:  # noqa: BLE001 - nothing may propagate into C
         pass
 

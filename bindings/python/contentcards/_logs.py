@@ -25,7 +25,7 @@ from . import _ffi
 
 TYPE_CHECKING = False  # typing is not imported at run time (import time)
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from typing import Any
 
 # `logging` is imported when it is needed, not by `import contentcards` (it and what it
 # imports were a fifth of the import's time): when the library first has a message for it,
@@ -82,18 +82,18 @@ def _watch_levels() -> None:
         setattr(manager, "_clear_cache", clear_and_follow)
 
 
-def _forward(userdata: int | None, level: int, message: bytes | None,
-             _in: Callable[[], None] = _ffi._enter, _out: Callable[[], None] = _ffi._leave) -> None:
+def _forward(userdata: int | None, level: int, message: bytes | None, _d: Any = _ffi.CALLBACK_DEPTH) -> None:
     # Nothing may propagate into C (also during interpreter shutdown). A logging handler is
     # host code inside a library callback (`_ffi.CALLBACK_DEPTH`).
     try:
         target = _logger if _logger is not None else logger()
         if target.isEnabledFor(level):
-            _in()
+            before = getattr(_d, "n", 0)
             try:
+                _d.n = before + 1
                 target.log(level, (message or b"").decode("utf-8", "replace"))
             finally:
-                _out()
+                _d.n = before
     except BaseException:  # noqa: BLE001
         pass
 

@@ -373,7 +373,7 @@ def test_no_callbacks_leak() -> None:
 
 
 def test_a_blocking_call_from_a_subscriber_on_the_main_thread_waits_for_its_return(
-        refreshed: cc.ContentCards) -> None:
+        refreshed: cc.ContentCards, monkeypatch: pytest.MonkeyPatch) -> None:
     # The subscriber runs on the main thread (the impression is logged there) and refreshes. The
     # refresh ran on a worker thread (to keep Ctrl-C working), which the library did not know
     # to be inside a callback: its update reached the subscriber at once, on the worker, while
@@ -397,6 +397,15 @@ def test_a_blocking_call_from_a_subscriber_on_the_main_thread_waits_for_its_retu
         assert threading.current_thread() is threading.main_thread()
         c.log_impression("tile-1")
     assert seen == ["impression", "refresh"]
+    assert not _ffi.inside_callback()     # the count is back where it was, also after a raise
+
+    def raising(update: cc.Update) -> None:
+        raise RuntimeError("from a subscriber")
+
+    monkeypatch.setattr(sys, "unraisablehook", lambda report: None)   # reported there
+    with c.subscribe(raising):
+        c.log_impression("tile-2")
+    assert not _ffi.inside_callback()
 
 
 def test_a_host_transports_answer_over_the_limit() -> None:

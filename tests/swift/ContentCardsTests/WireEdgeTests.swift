@@ -27,6 +27,13 @@ import Testing
         #expect(JSONValue.number(text).int64Value == nil)
     }
 
+    /// An exponent that cancels a million zeros: capped at a million, it read 10.
+    @Test func aLongExponentIsExact() {
+        #expect(JSONValue.number("1" + String(repeating: "0", count: 1_000_001) + "e-1000001").int64Value == 1)
+        #expect(JSONValue.number("0." + String(repeating: "0", count: 1_000_001) + "1e1000002").int64Value == 1)
+        #expect(JSONValue.wholeNumber("-") == nil && JSONValue.wholeNumber("e5") == nil && JSONValue.wholeNumber("") == nil)
+    }
+
     @Test func aCardWhoseTimeHasAFractionIsLeftOutAndACursorRefused() throws {
         let payload = try decoder.decode(#"""
             [{"id":"a","tp":"control","ca":1700000000.0000001},{"id":"b","tp":"control","ca":1.7e9,"ea":9007199254740993.0}]
