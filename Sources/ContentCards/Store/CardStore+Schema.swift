@@ -214,13 +214,21 @@ extension CardStore {
         }
     }
 
+    /// One migration step to schema `version`, in one write transaction, skipped when the
+    /// store is at that version already: read again under the write lock, since another process
+    /// may have migrated the store after the open read its version (going on would set the
+    /// version back).
+    private func migrationStep(to version: Int64, _ body: () throws(StoreError) -> Void) throws(StoreError) {
+        try db.transaction { () throws(StoreError) in
+            guard try pragmaInt("PRAGMA user_version") < version else { return }
+            try body()
+        }
+    }
+
     /// Schema 1. Migrations run in order inside one transaction each; a later schema adds
     /// `migrateTo2` and so on.
     private func migrateTo1() throws(StoreError) {
-        try db.transaction { () throws(StoreError) in
-            // Read again under the write lock: another process may have migrated the store
-            // since the open read its version (going on would set the version back).
-            guard try pragmaInt("PRAGMA user_version") < 1 else { return }
+        try migrationStep(to: 1) { () throws(StoreError) in
             try db.execute(Self.cardTables + """
                 CREATE TABLE IF NOT EXISTS events (
                     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -240,10 +248,7 @@ extension CardStore {
     /// Schema 2: the validator of each user's last sync and its time (`SyncState`), in a table
     /// of their own so schema 1's tables stay as they were.
     private func migrateTo2() throws(StoreError) {
-        try db.transaction { () throws(StoreError) in
-            // Read again under the write lock: another process may have migrated the store
-            // since the open read its version (going on would set the version back).
-            guard try pragmaInt("PRAGMA user_version") < 2 else { return }
+        try migrationStep(to: 2) { () throws(StoreError) in
             try db.execute(Self.syncStateTable + "PRAGMA user_version = 2;")
         }
     }
@@ -253,10 +258,7 @@ extension CardStore {
     /// goes up so that a library from before refuses the store instead of skipping every card
     /// written since as unreadable.
     private func migrateTo3() throws(StoreError) {
-        try db.transaction { () throws(StoreError) in
-            // Read again under the write lock: another process may have migrated the store
-            // since the open read its version (going on would set the version back).
-            guard try pragmaInt("PRAGMA user_version") < 3 else { return }
+        try migrationStep(to: 3) { () throws(StoreError) in
             try db.execute("PRAGMA user_version = 3;")
         }
     }
@@ -271,10 +273,7 @@ extension CardStore {
     /// (`deleteEvents`). The table is copied, in order; `sqlite_sequence` stays (SQLite never
     /// drops it), without a row for events.
     private func migrateTo4() throws(StoreError) {
-        try db.transaction { () throws(StoreError) in
-            // Read again under the write lock: another process may have migrated the store
-            // since the open read its version (going on would set the version back).
-            guard try pragmaInt("PRAGMA user_version") < 4 else { return }
+        try migrationStep(to: 4) { () throws(StoreError) in
             try db.execute(Self.eventsTable("events_4") + """
                 INSERT INTO events_4 (seq, id, type, card_id, class_type, user_id, time)
                     SELECT seq, id, type, card_id, class_type, user_id, time FROM events ORDER BY seq;
