@@ -201,6 +201,32 @@ import CSQLite
     /// It erased them at once and said so, and the delivery then sent them to the server
     /// after the forget had returned.
     @Test func aForgetWaitsForTheDeliveryRunning() throws {
+        let held = try Self.deliveryHeld()
+        defer { held.controller.close() }
+        // The gate opens shortly after the forget has begun to wait for the delivery (opened
+        // before it, the delivery ends first and the receipt is the same: the test cannot
+        // fail by a slow start, only pass without the wait in it).
+        TestThreads.start(in: held.threads) { usleep(300_000); held.gate.signal() }
+        let receipt = try held.controller.forgetUser(pending: .discard, timeout: 10)
+        #expect(receipt.eventsDiscarded == 0)
+        #expect(held.controller.diagnostics().deliveredEvents == 1)
+    }
+
+    /// Another user's batch out (its sink slow) when a user is forgotten: not waited for. A
+    /// forget waited for any delivery (a drain of the whole outbox, another user's slow
+    /// sink) and failed with `timeout`, nothing removed.
+    @Test func aForgetDoesNotWaitForAnotherUsersDelivery() throws {
+        let held = try Self.deliveryHeld()
+        defer { held.controller.close() }
+        defer { held.gate.signal() }
+        let receipt = try held.controller.forgetUser("ann", pending: .discard, timeout: 2)
+        #expect(receipt.userID == "ann")
+    }
+
+    /// A controller of user "ben" with one impression pending, its delivery started on a
+    /// thread of its own (not libdispatch's pool, which may start it seconds later on a busy
+    /// machine: `TestThreads`) and held in the events request until `gate` is signalled.
+    static func deliveryHeld() throws -> (controller: ContentCardsController, gate: DispatchSemaphore, threads: DispatchGroup) {
         let started = DispatchSemaphore(value: 0), gate = DispatchSemaphore(value: 0)
         let c = try ContentCardsController(
             json: #"{"userId":"ben","refreshTokens":0,"source":{"callback":true},"events":{"callback":true},"eventFlushIntervalSeconds":3600}"#,
@@ -211,39 +237,12 @@ import CSQLite
                 }
                 return .success(TransportResponse(status: 200, body: Array(#"{"cards":[],"full_sync":true}"#.utf8)))
             })
-        defer { c.close() }
         _ = try c.apply(Fixtures.payload([Fixtures.wire("card-1")], full: true, user: "ben"))
         _ = try c.logImpression(cardID: "card-1")
-        DispatchQueue.global().async { _ = try? c.flushEvents(timeout: 20) }
+        let threads = DispatchGroup()
+        TestThreads.start(in: threads) { _ = try? c.flushEvents(timeout: 20) }
         #expect(started.wait(timeout: .now() + 10) == .success)
-        DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) { gate.signal() }
-        let receipt = try c.forgetUser(pending: .discard, timeout: 10)
-        #expect(receipt.eventsDiscarded == 0)
-        #expect(c.diagnostics().deliveredEvents == 1)
-    }
-
-    /// Another user's batch out (its sink slow) when a user is forgotten: not waited for. A
-    /// forget waited for any delivery (a drain of the whole outbox, another user's slow
-    /// sink) and failed with `timeout`, nothing removed.
-    @Test func aForgetDoesNotWaitForAnotherUsersDelivery() throws {
-        let started = DispatchSemaphore(value: 0), gate = DispatchSemaphore(value: 0)
-        let c = try ContentCardsController(
-            json: #"{"userId":"ben","refreshTokens":0,"source":{"callback":true},"events":{"callback":true},"eventFlushIntervalSeconds":3600}"#,
-            transport: ClosureTransport { r in
-                if r.kind == .events {
-                    started.signal()
-                    _ = gate.wait(timeout: .now() + 20)
-                }
-                return .success(TransportResponse(status: 200, body: []))
-            })
-        defer { c.close() }
-        _ = try c.apply(Fixtures.payload([Fixtures.wire("card-1")], full: true, user: "ben"))
-        _ = try c.logImpression(cardID: "card-1")
-        DispatchQueue.global().async { _ = try? c.flushEvents(timeout: 20) }
-        #expect(started.wait(timeout: .now() + 10) == .success)
-        defer { gate.signal() }
-        let receipt = try c.forgetUser("ann", pending: .discard, timeout: 2)
-        #expect(receipt.userID == "ann")
+        return (c, gate, threads)
     }
 
     /// A server that answers a request from no cursors with a full sync of three cards, and
