@@ -645,9 +645,9 @@ CALLBACK_KEY_NONE = 0
 #: runs on that very thread (`_waiting.interruptible`), which the library knows to be inside a
 #: callback: what the call causes is delivered after the callback returns, as the header says.
 #: From another thread it would be delivered at once, to a subscriber still running.
-#: Each trampoline saves the count before its callback and puts it back after, inside one
-#: `try` (a KeyboardInterrupt between an increment and its `try` left it raised for good), and
-#: holds the object as a default argument (at interpreter exit the globals may be gone).
+#: `in_callback` saves the count before a callback and puts it back after, inside one `try` (a
+#: KeyboardInterrupt between an increment and its `try` left it raised for good); the
+#: trampolines hold it as a default argument (at interpreter exit the globals may be gone).
 CALLBACK_DEPTH = threading.local()
 
 
@@ -655,52 +655,48 @@ def inside_callback() -> bool:
     return getattr(CALLBACK_DEPTH, "n", 0) > 0
 
 
+def in_callback(call: Callable[..., Any], *args: Any, _d: Any = CALLBACK_DEPTH) -> Any:
+    """``call(*args)`` counted as inside a library callback on this thread (the trampolines'
+    one way in). Reads no global: it runs at interpreter exit too."""
+    before = getattr(_d, "n", 0)
+    try:
+        _d.n = before + 1
+        return call(*args)
+    finally:
+        _d.n = before
+
+
 def _update_trampoline(userdata: int | None, update_json: bytes | None,
-                       _get: Callable[[int | None], Any] = callbacks.get, _d: Any = CALLBACK_DEPTH) -> None:
+                       _get: Callable[[int | None], Any] = callbacks.get, _in: Callable[..., Any] = in_callback) -> None:
     # Never lets an exception reach ctypes (it would print to stderr and return garbage to C);
     # the entry reports its own errors (see controller.py). Default arguments keep what this
     # needs alive at interpreter exit, when module globals may already be None.
     try:
         entry = _get(userdata)
         if entry is not None:
-            before = getattr(_d, "n", 0)
-            try:
-                _d.n = before + 1
-                entry(update_json)
-            finally:
-                _d.n = before
+            _in(entry, update_json)
     except BaseException:  # noqa: BLE001 - nothing may propagate into C
         pass
 
 
 def _transport_trampoline(userdata: int | None, request: Any, response: int | None,
-                          _get: Callable[[int | None], Any] = callbacks.get, _d: Any = CALLBACK_DEPTH) -> int:
+                          _get: Callable[[int | None], Any] = callbacks.get, _in: Callable[..., Any] = in_callback) -> int:
     try:
         entry = _get(userdata)
         if entry is None:
             return -1
-        before = getattr(_d, "n", 0)
-        try:
-            _d.n = before + 1
-            return int(entry(request.contents, response))
-        finally:
-            _d.n = before
+        return int(_in(entry, request.contents, response))
     except BaseException:  # noqa: BLE001 - nothing may propagate into C
         return -1
 
 
 def _token_trampoline(userdata: int | None, user_id: bytes | None, response: int | None,
-                      _get: Callable[[int | None], Any] = callbacks.get, _d: Any = CALLBACK_DEPTH) -> int:
+                      _get: Callable[[int | None], Any] = callbacks.get, _in: Callable[..., Any] = in_callback) -> int:
     try:
         entry = _get(userdata)
         if entry is None:
             return -1
-        before = getattr(_d, "n", 0)
-        try:
-            _d.n = before + 1
-            return int(entry(user_id, response))
-        finally:
-            _d.n = before
+        return int(_in(entry, user_id, response))
     except BaseException:  # noqa: BLE001 - nothing may propagate into C
         return -1
 
@@ -714,16 +710,11 @@ def _free_trampoline(userdata: int | None,
 
 
 def _refresh_done_trampoline(userdata: int | None, status: int, result_json: bytes | None,
-                             _get: Callable[[int | None], Any] = callbacks.get, _d: Any = CALLBACK_DEPTH) -> None:
+                             _get: Callable[[int | None], Any] = callbacks.get, _in: Callable[..., Any] = in_callback) -> None:
     try:
         entry = _get(userdata)
         if entry is not None:
-            before = getattr(_d, "n", 0)
-            try:
-                _d.n = before + 1
-                entry(status, result_json)
-            finally:
-                _d.n = before
+            _in(entry, status, result_json)
     except BaseException:  # noqa: BLE001 - nothing may propagate into C
         pass
 

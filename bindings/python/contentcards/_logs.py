@@ -25,7 +25,7 @@ from . import _ffi
 
 TYPE_CHECKING = False  # typing is not imported at run time (import time)
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Callable
 
 # `logging` is imported when it is needed, not by `import contentcards` (it and what it
 # imports were a fifth of the import's time): when the library first has a message for it,
@@ -82,18 +82,14 @@ def _watch_levels() -> None:
         setattr(manager, "_clear_cache", clear_and_follow)
 
 
-def _forward(userdata: int | None, level: int, message: bytes | None, _d: Any = _ffi.CALLBACK_DEPTH) -> None:
+def _forward(userdata: int | None, level: int, message: bytes | None,
+             _in: Callable[..., Any] = _ffi.in_callback) -> None:
     # Nothing may propagate into C (also during interpreter shutdown). A logging handler is
     # host code inside a library callback (`_ffi.CALLBACK_DEPTH`).
     try:
         target = _logger if _logger is not None else logger()
         if target.isEnabledFor(level):
-            before = getattr(_d, "n", 0)
-            try:
-                _d.n = before + 1
-                target.log(level, (message or b"").decode("utf-8", "replace"))
-            finally:
-                _d.n = before
+            _in(target.log, level, (message or b"").decode("utf-8", "replace"))
     except BaseException:  # noqa: BLE001
         pass
 
