@@ -128,12 +128,12 @@ struct CardReading {
 /// Where a reading puts the cards it keeps and leaves out: the payload, or the second half's
 /// part of it.
 protocol CardSink {
-    mutating func keep(_ card: Payload.ServerCard)
+    mutating func keep(_ card: consuming Payload.ServerCard)
     mutating func leaveOut(_ left: Payload.LeftOut)
 }
 
 extension Payload: CardSink {
-    mutating func keep(_ card: ServerCard) { cards.append(card) }
+    mutating func keep(_ card: consuming ServerCard) { cards.append(card) }
     mutating func leaveOut(_ left: LeftOut) { leftOut.append(left) }
 }
 
@@ -145,7 +145,7 @@ final class SecondHalf: @unchecked Sendable {
         let cards: MovableCards
         var leftOut: [Payload.LeftOut] = []
         init(capacity: Int) { cards = MovableCards(capacity: capacity) }
-        mutating func keep(_ card: Payload.ServerCard) { cards.append(card) }
+        mutating func keep(_ card: consuming Payload.ServerCard) { cards.append(card) }
         mutating func leaveOut(_ left: Payload.LeftOut) { leftOut.append(left) }
     }
 
@@ -231,7 +231,7 @@ final class MovableCards {
         base.deallocate()
     }
 
-    func append(_ card: Payload.ServerCard) {
+    func append(_ card: consuming Payload.ServerCard) {
         if count == capacity {
             let grown = UnsafeMutablePointer<Payload.ServerCard>.allocate(capacity: capacity * 2)
             grown.moveInitialize(from: base, count: count)
