@@ -483,7 +483,9 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_feed_indexed(char **out_json, siz
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_card(char **out_json, cc_controller *controller, const char *card_id);
 
 /* The badge counts of the visible feed, optionally for a filter: total counts control cards,
- * unviewed does not. Either output may be NULL. No network I/O.
+ * unviewed does not. Either output may be NULL. No network I/O. Visible means at the wall
+ * clock of this call, also when it was set back past a card's expiry since the last count (the
+ * card counts again).
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (invalid UTF-8), CC_E_PARSE (filter),
  * CC_E_STORAGE, CC_E_CLOSED. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_counts(int64_t *out_total, int64_t *out_unviewed, cc_controller *controller,

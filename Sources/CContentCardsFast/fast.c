@@ -69,6 +69,7 @@ struct cc_cell {
     _Atomic int64_t unviewed;
     _Atomic int64_t unread;
     _Atomic double valid_before;   /* < 0: no counts */
+    _Atomic double valid_from;     /* exact from this time on (-inf: any time before valid_before) */
 };
 
 /* Handle slot indexes have 24 bits: 256 chunks of 65,536 cells, allocated when first used and
@@ -123,7 +124,7 @@ static void cc_fork_child(void) {
 static void cc_fork_install(void) { pthread_atfork(cc_fork_prepare, cc_fork_parent, cc_fork_child); }
 
 static void cc_cell_write(struct cc_cell *cell, uint64_t owner, int64_t total, int64_t unviewed,
-                          int64_t unread, double valid_before) {
+                          int64_t unread, double valid_from, double valid_before) {
     uint64_t seq = atomic_load_explicit(&cell->seq, memory_order_relaxed);
     atomic_store_explicit(&cell->seq, seq + 1, memory_order_relaxed);
     atomic_thread_fence(memory_order_release);
@@ -132,6 +133,7 @@ static void cc_cell_write(struct cc_cell *cell, uint64_t owner, int64_t total, i
     atomic_store_explicit(&cell->unviewed, unviewed, memory_order_relaxed);
     atomic_store_explicit(&cell->unread, unread, memory_order_relaxed);
     atomic_store_explicit(&cell->valid_before, valid_before, memory_order_relaxed);
+    atomic_store_explicit(&cell->valid_from, valid_from, memory_order_relaxed);
     atomic_store_explicit(&cell->seq, seq + 2, memory_order_release);
 }
 
@@ -140,7 +142,7 @@ void ccint_cell_attach(uint32_t index, uint32_t generation) {
     struct cc_cell *cell = cc_cell_at(index, 1);
     if (!cell) return;
     pthread_mutex_lock(&cc_cells_lock);
-    cc_cell_write(cell, (uint64_t)generation + 1, 0, 0, 0, -1);
+    cc_cell_write(cell, (uint64_t)generation + 1, 0, 0, 0, -__builtin_inf(), -1);
     pthread_mutex_unlock(&cc_cells_lock);
 }
 
@@ -152,17 +154,17 @@ void ccint_cell_detach(uint32_t index, uint32_t generation) {
      * controller opened meanwhile in the same slot may have attached already (clearing its
      * owner sent every later count of that controller down the slow path). */
     if (atomic_load_explicit(&cell->owner, memory_order_relaxed) == (uint64_t)generation + 1)
-        cc_cell_write(cell, 0, 0, 0, 0, -1);
+        cc_cell_write(cell, 0, 0, 0, 0, -__builtin_inf(), -1);
     pthread_mutex_unlock(&cc_cells_lock);
 }
 
 void ccint_cell_publish(uint32_t index, uint32_t generation, int64_t total, int64_t unviewed,
-                          int64_t unread, double valid_before) {
+                          int64_t unread, double valid_from, double valid_before) {
     struct cc_cell *cell = cc_cell_at(index, 0);
     if (!cell) return;
     pthread_mutex_lock(&cc_cells_lock);
     if (atomic_load_explicit(&cell->owner, memory_order_relaxed) == (uint64_t)generation + 1)
-        cc_cell_write(cell, (uint64_t)generation + 1, total, unviewed, unread, valid_before);
+        cc_cell_write(cell, (uint64_t)generation + 1, total, unviewed, unread, valid_from, valid_before);
     pthread_mutex_unlock(&cc_cells_lock);
 }
 
@@ -186,7 +188,8 @@ uint64_t ccint_cell_hits_on_this_thread(void) { return 0; }
 #endif
 
 /* The unfiltered counts from the handle's badge cell; 0 when they cannot be served from it
- * (a filter, a file store, no counts yet, a card expired since, a closed or foreign handle). */
+ * (a filter, a file store, no counts yet, a card expired since or the clock set back before
+ * an expiry they count, a closed or foreign handle). */
 static int cc_counts_from_cell(struct cc_counts *out, cc_controller *controller) {
     uint64_t h = (uint64_t)(uintptr_t)controller;
     uint32_t slot = (uint32_t)(h & CCINT_HANDLE_INDEX_MASK);
@@ -200,13 +203,18 @@ static int cc_counts_from_cell(struct cc_counts *out, cc_controller *controller)
     int64_t unviewed = atomic_load_explicit(&cell->unviewed, memory_order_relaxed);
     int64_t unread = atomic_load_explicit(&cell->unread, memory_order_relaxed);
     double valid_before = atomic_load_explicit(&cell->valid_before, memory_order_relaxed);
+    double valid_from = atomic_load_explicit(&cell->valid_from, memory_order_relaxed);
     atomic_thread_fence(memory_order_acquire);
     if ((seq & 1) != 0 || atomic_load_explicit(&cell->seq, memory_order_relaxed) != seq) return 0;
     if (owner != (uint64_t)(uint32_t)(h >> CCINT_HANDLE_INDEX_BITS) + 1 || valid_before < 0) return 0;
-    if (valid_before != __builtin_inf()) {
+    /* The clock is read only when a card's expiry bounds the counts: a feed without expiries
+     * is served without it. Before valid_from (the clock set back past the expiry of a card
+     * the counts leave out) that card is visible again: the full path recounts. */
+    if (valid_before != __builtin_inf() || valid_from != -__builtin_inf()) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        if ((double)ts.tv_sec + (double)ts.tv_nsec / 1e9 >= valid_before) return 0;
+        double now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+        if (now >= valid_before || now < valid_from) return 0;
     }
     cc_error_clear_inline();
     out->total = total;

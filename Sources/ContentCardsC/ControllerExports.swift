@@ -10,23 +10,30 @@ public func cc_controller_open(_ out: UnsafeMutablePointer<OpaquePointer?>?, _ c
     entry { () throws(ContentCardsError) in
         let out = try CStrings.requireOutput(out, "out")
         let json = try CStrings.optional(configJSON, "config_json") ?? ""
-        let controller = try ContentCardsController(json: json)
-        let handle: OpaquePointer?
-        do throws(ContentCardsError) {
-            handle = try Handles.controllers.insert(controller)
-        } catch {
-            controller.close()
-            throw error
-        }
-        // The badge cell of the handle's slot: cc_controller_counts answers from it without a
-        // lock (an in-memory store's controller only; see observeBadge).
-        let (index, generation) = Handles.slot(of: handle)
-        ccint_cell_attach(index, generation)
-        controller.observeBadge { counts, validBefore in
-            ccint_cell_publish(index, generation, Int64(counts.total), Int64(counts.unviewed), Int64(counts.unread), validBefore)
-        }
-        out.pointee = handle
+        out.pointee = try openHandle(for: try ContentCardsController(json: json))
     }
+}
+
+/// A handle for a controller just opened, with the badge cell of its slot; the controller is
+/// closed when no handle can be had. (Apart from the open for the tests: a controller of a
+/// clock of their own behind a handle.)
+func openHandle(for controller: ContentCardsController) throws(ContentCardsError) -> OpaquePointer? {
+    let handle: OpaquePointer?
+    do throws(ContentCardsError) {
+        handle = try Handles.controllers.insert(controller)
+    } catch {
+        controller.close()
+        throw error
+    }
+    // The badge cell of the handle's slot: cc_controller_counts answers from it without a
+    // lock (an in-memory store's controller only; see observeBadgeWindow).
+    let (index, generation) = Handles.slot(of: handle)
+    ccint_cell_attach(index, generation)
+    controller.observeBadgeWindow { counts, validFrom, validBefore in
+        ccint_cell_publish(index, generation, Int64(counts.total), Int64(counts.unviewed), Int64(counts.unread),
+                           validFrom, validBefore)
+    }
+    return handle
 }
 
 @_cdecl("cc_controller_close")

@@ -37,10 +37,11 @@ void ccint_cell_attach(uint32_t index, uint32_t generation);
 /* Detaches it when the handle of `generation` still owns it (a handle opened in the slot since
  * keeps its own): readers of that handle take the slow path from now on. */
 void ccint_cell_detach(uint32_t index, uint32_t generation);
-/* Publishes the unfiltered counts of the handle's feed, exact until `valid_before` (unix
- * seconds; +inf: until the feed changes). A negative `valid_before` withdraws them. */
+/* Publishes the unfiltered counts of the handle's feed, exact from `valid_from` until
+ * `valid_before` (unix seconds; -inf and +inf: unbounded on that side, until the feed changes).
+ * A negative `valid_before` withdraws them. */
 void ccint_cell_publish(uint32_t index, uint32_t generation, int64_t total, int64_t unviewed,
-                          int64_t unread, double valid_before);
+                          int64_t unread, double valid_from, double valid_before);
 
 /* Counts the calling thread has had served from a cell, in a build with CC_COUNT_CELL_HITS
  * (SwiftPM's debug builds, which the Swift tests run; always 0 in others, where the count

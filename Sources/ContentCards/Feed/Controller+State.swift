@@ -31,9 +31,26 @@ extension ContentCardsController {
     /// only store the values: the C layer keeps them where `cc_controller_counts` reads them
     /// without a lock. Only for an in-memory store: a file store can be changed by another
     /// connection, which only a read of the store notices.
+    ///
+    /// It does not say from when the counts are exact: after the wall clock is set back past
+    /// the expiry of a card they leave out, that card is visible again and the counts are
+    /// not. `observeBadgeWindow` says both ends.
     public typealias BadgeObserver = @Sendable (_ counts: FeedCounts, _ validBefore: Double) -> Void
 
     public func observeBadge(_ observer: BadgeObserver?) {
+        guard let observer else { return observeBadgeWindow(nil) }
+        observeBadgeWindow { counts, _, validBefore in observer(counts, validBefore) }
+    }
+
+    /// `BadgeObserver` with both ends of the time the counts are exact in: from `validFrom`
+    /// (the latest expiry of a card they leave out as expired; -infinity when none) until
+    /// `validBefore` (the next expiry; +infinity when none), unix seconds, `validFrom`
+    /// included. Outside it a card's expiry decides otherwise, and a count must be asked of the
+    /// controller. A negative `validBefore`: no counts to trust (closed).
+    public typealias BadgeWindowObserver = @Sendable (_ counts: FeedCounts, _ validFrom: Double,
+                                                      _ validBefore: Double) -> Void
+
+    public func observeBadgeWindow(_ observer: BadgeWindowObserver?) {
         guard storeIsInMemory, !isInherited else { return }
         feed.observe(observer)
     }

@@ -91,8 +91,11 @@ struct FeedIndex {
         }
     }
 
+    /// The unfiltered counts and the wall-clock times between which they are exact:
+    /// from `validFrom` (the last expiry at or before the count) until `validBefore`.
     struct Badge: Equatable {
         var counts: FeedCounts
+        var validFrom: Double
         var validBefore: Double
     }
 
@@ -101,6 +104,10 @@ struct FeedIndex {
         /// The time they were counted at, and the first expiry after it.
         var time: Double
         var validBefore: Double
+        /// The latest expiry at or before `time` of a card left out as expired (-infinity:
+        /// none). Before it, a clock set back, that card is visible again: the tallies are
+        /// exact only from it (`Badge.validFrom`).
+        var validFrom = -Double.infinity
     }
 
     private(set) var entries: [Entry] = []
@@ -224,7 +231,10 @@ struct FeedIndex {
         guard tallies != nil else { return }
         if e.expiresAt != Card.neverExpires {
             let at = Double(e.expiresAt)
-            if at <= tallies!.time { return }              // expired when counted: not in them
+            if at <= tallies!.time {                       // expired when counted: not in them
+                if sign > 0 { tallies!.validFrom = max(tallies!.validFrom, at) }
+                return
+            }
             if sign > 0 { tallies!.validBefore = min(tallies!.validBefore, at) }
         }
         if e.dismissed { return }
@@ -286,17 +296,17 @@ struct FeedIndex {
         return counts
     }
 
-    /// The unfiltered counts and the time until which they stay exact, when the tallies are
-    /// kept (after the first count, and through every change since).
     /// Until when the tallies stay exact (the next expiry), without summing them; nil before
     /// the first count.
     var validBefore: Double? { tallies?.validBefore }
 
+    /// The unfiltered counts and the times between which they are exact, when the tallies are
+    /// kept (after the first count, and through every change since).
     var badge: Badge? {
         guard let t = tallies else { return nil }
         var counts = FeedCounts()
         for x in t.byClassType { Self.sum(x, into: &counts) }
-        return Badge(counts: counts, validBefore: t.validBefore)
+        return Badge(counts: counts, validFrom: t.validFrom, validBefore: t.validBefore)
     }
 
     @inline(__always)
@@ -306,17 +316,17 @@ struct FeedIndex {
 
     private mutating func recount(_ now: Double) {
         var byType = [Tally](repeating: Tally(), count: classTypes.count)
-        var next = Double.infinity
+        var next = Double.infinity, last = -Double.infinity
         for e in entries {
             if e.expiresAt != Card.neverExpires {
                 let at = Double(e.expiresAt)
-                if at <= now { continue }
+                if at <= now { last = max(last, at); continue }
                 next = min(next, at)
             }
             if e.dismissed { continue }
             byType[Int(e.classType)].add(e, +1)
         }
-        tallies = Tallies(byClassType: byType, time: now, validBefore: next)
+        tallies = Tallies(byClassType: byType, time: now, validBefore: next, validFrom: last)
     }
 }
 

@@ -24,8 +24,8 @@ final class PublishedFeed: @unchecked Sendable {
     /// True while the controller's open is deferred (Controller+Kept.swift): the state here is
     /// empty until the store is opened, so readers open it first.
     private(set) var isDeferred = false
-    /// Told the unfiltered badge when it changes (`ContentCardsController.observeBadge`).
-    var badgeObserver: ContentCardsController.BadgeObserver?
+    /// Told the unfiltered badge when it changes (`ContentCardsController.observeBadgeWindow`).
+    var badgeObserver: ContentCardsController.BadgeWindowObserver?
     var lastBadge: FeedIndex.Badge?
     /// The wall-clock time the expiry timer is set for, if one is.
     var expiryTimerAt: Double?
@@ -113,7 +113,7 @@ final class PublishedFeed: @unchecked Sendable {
     }
 
     /// Sets the badge observer (nil: none) and tells it the badge now.
-    func observe(_ observer: ContentCardsController.BadgeObserver?) {
+    func observe(_ observer: ContentCardsController.BadgeWindowObserver?) {
         lock.withLock {
             badgeObserver = observer
             lastBadge = nil
@@ -140,9 +140,9 @@ final class PublishedFeed: @unchecked Sendable {
         if badge == lastBadge { return }
         lastBadge = badge
         if let badge {
-            observer(badge.counts, badge.validBefore)
+            observer(badge.counts, badge.validFrom, badge.validBefore)
         } else {
-            observer(FeedCounts(), -1)
+            observer(FeedCounts(), -.infinity, -1)
         }
     }
 

@@ -1,5 +1,6 @@
 import CContentCardsABI
 import CContentCardsFast
+import ContentCards
 @testable import ContentCardsC
 import Foundation
 import Testing
@@ -65,5 +66,60 @@ import Testing
         ccint_cell_detach(index, generation)
         #expect(cc_controller_total_count(handle, nil) == 2)
         #expect(ccint_cell_hits_on_this_thread() - before == 1)
+    }
+
+    /// After the wall clock is set back past the expiry of a card the counts leave out, that
+    /// card is visible again: the cell serves them only from that expiry on. Here the cell's
+    /// clock (the real one) is before it, and the controller's (a manual one, 1,000 s ahead)
+    /// after it, as after a clock set back. Before, the cell said only until when its counts
+    /// held, and served the old count.
+    @Test func theCellServesNothingBeforeAnExpiryItsCountsLeaveOut() throws {
+        let now = SystemClock().now()
+        let clock = ManualClock(now + 1000)
+        let handle = try openHandle(for: try ContentCardsController(json: #"{"userId":"u","refreshTokens":0}"#, clock: clock))
+        defer { _ = cc_controller_close(handle) }
+        let gone = Int64(now + 500)
+        let payload = Fixtures.payload([Fixtures.wire("gone", extra: "\"ea\":\(gone)"), Fixtures.wire("kept")],
+                                       full: true, user: "u")
+        #expect(cc_controller_apply(nil, handle, payload) == 0)
+        let before = ccint_cell_hits_on_this_thread()
+        #expect(cc_controller_total_count(handle, nil) == 1)   // the controller's clock: "gone" expired
+        #expect(ccint_cell_hits_on_this_thread() == before)
+    }
+
+    /// The window the badge is exact in, as a clock moves forward past one expiry and is set
+    /// back past it.
+    @Test func theBadgeWindowRunsFromTheLastExpiryLeftOutToTheNext() throws {
+        final class Heard: @unchecked Sendable {
+            let lock = NSLock()
+            var last: (FeedCounts, Double, Double)?
+        }
+        let clock = ManualClock(1000)
+        let c = try ContentCardsController(json: #"{"userId":"u","refreshTokens":0}"#, clock: clock)
+        defer { c.close() }
+        let heard = Heard()
+        c.observeBadgeWindow { counts, from, before in
+            heard.lock.lock(); heard.last = (counts, from, before); heard.lock.unlock()
+        }
+        try c.apply(Fixtures.payload([Fixtures.wire("a", extra: #""ea":1010"#), Fixtures.wire("b", extra: #""ea":1020"#),
+                                      Fixtures.wire("c")], full: true, user: "u"))
+        func last() -> (Int, Double, Double)? {
+            heard.lock.lock(); defer { heard.lock.unlock() }
+            return heard.last.map { ($0.0.total, $0.1, $0.2) }
+        }
+        #expect(try c.counts().total == 3)
+        #expect(last().map { [Double($0.0), $0.1, $0.2] } == [3, -.infinity, 1010])
+        clock.set(1015)
+        #expect(try c.counts().total == 2)
+        #expect(last().map { [Double($0.0), $0.1, $0.2] } == [2, 1010, 1020])
+        clock.set(1005)                                        // set back: "a" is visible again
+        #expect(try c.counts().total == 3)
+        #expect(last().map { [Double($0.0), $0.1, $0.2] } == [3, -.infinity, 1010])
+        // A card added already expired moves the start of the window to its expiry.
+        clock.set(1015)
+        #expect(try c.counts().total == 2)
+        try c.apply(Fixtures.payload([Fixtures.wire("d", extra: #""ea":1012"#)], full: false, user: "u"))
+        #expect(try c.counts().total == 2)
+        #expect(last().map { [Double($0.0), $0.1, $0.2] } == [2, 1012, 1020])
     }
 }
