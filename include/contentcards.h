@@ -723,11 +723,16 @@ CC_API int cc_set_log_handler(cc_log_fn fn, int min_level, void *userdata, void 
  *             |"dismissal"|"read"|"unread"|"expired",
  *    "ok":B, "error":null|{"code":N,"name":S,"message":S}, "cardId":S|null,
  *    "counts":{"total":N,"unviewed":N,"unread":N},
- *    "sync":null|{...as cc_controller_refresh's summary}, "origin":"server"|"application"|"store"}
+ *    "sync":null|{...as cc_controller_refresh's summary}, "origin":"server"|"application"|"store",
+ *    "sequence":N}
  * ("read" with "cardId" null: cc_controller_mark_all_read.) "expired": a card's expiry time
  * passed, and the counts are those after it (a badge drawn from updates stays true). "origin":
  * where the cards described came from: "server" for a refresh that succeeded, "application"
- * for an apply that succeeded, "store" for the rest.
+ * for an apply that succeeded, "store" for the rest. "sequence": the state's number among the
+ * controller's updates (>= 1, taken with "counts": a larger number is a later state; increasing,
+ * with gaps). Updates made on several threads at once can reach fn in another order than their
+ * states': keep the counts of the largest "sequence" seen, and a badge drawn from updates ends
+ * on the newest counts.
  * It runs on the thread that made the change: the caller's, or a library thread for
  * cc_controller_refresh_in_background, expiry and background work.
  * An update caused from inside a callback (fn refreshes, logs, applies; a transport callback
@@ -759,6 +764,15 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_subscribe(uint64_t *out_subscript
  * Errors: CC_E_INVALID_HANDLE, CC_E_NOT_FOUND (no such subscription, e.g. already
  * unsubscribed), CC_E_STORAGE (inherited across fork()). */
 CC_API int cc_controller_unsubscribe(cc_controller *controller, uint64_t subscription);
+
+/* The state now as an update, in the JSON fn gets (reason "current", "ok" true, the counts of
+ * the whole visible feed, "origin" "store"), numbered as the updates are: what a new subscriber
+ * draws before the first change reaches it; an update whose "sequence" is smaller describes an
+ * earlier state. *out_json receives a string to free with cc_string_free. Opens a store whose
+ * open was deferred (the kept feed). No network I/O. Any thread.
+ * Errors: CC_E_INVALID_ARGUMENT (out_json NULL), CC_E_INVALID_HANDLE, CC_E_STORAGE (the store;
+ * inherited across fork()), CC_E_CLOSED, CC_E_NO_MEMORY. */
+CC_API CC_WARN_UNUSED_RESULT int cc_controller_current_update(char **out_json, cc_controller *controller);
 
 /* ---------------------------------------------------------------------------------------------
  * Host transport: the application does the HTTP itself

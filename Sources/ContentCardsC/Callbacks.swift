@@ -127,3 +127,12 @@ public func cc_controller_unsubscribe(_ controller: OpaquePointer?, _ subscripti
         }
     }
 }
+
+@_cdecl("cc_controller_current_update")
+public func cc_controller_current_update(_ outJSON: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?,
+                                         _ controller: OpaquePointer?) -> Int32 {
+    entry { () throws(ContentCardsError) in
+        let out = try CStrings.requireOutput(outJSON, "out_json")
+        out.pointee = try CStrings.copy(ResultJSON.update(try Handles.controller(controller).currentUpdate()))
+    }
+}

@@ -82,6 +82,7 @@ package enum ResultJSON {
         w.key("sync")
         if let s = u.sync { summary(s, to: &w) } else { w.null() }
         w.key("origin"); w.string(u.origin.rawValue)
+        w.key("sequence"); w.int(Int64(bitPattern: u.sequence))
         w.endObject()
         return w.string
     }

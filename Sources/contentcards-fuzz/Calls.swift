@@ -165,6 +165,9 @@ func runCalls(_ data: UnsafeRawBufferPointer) {
             var out: UnsafeMutablePointer<CChar>?
             status(cc_controller_diagnostics(&out, c), "diagnostics")
             mustBeJSON(out, "the diagnostics"); cc_string_free(out)
+            out = nil
+            status(cc_controller_current_update(&out, c), "current_update")
+            mustBeJSON(out, "the current update"); cc_string_free(out)
         case 31:
             let wanted = s.byte() % 2 == 0, timeout = s.pick([0.005, 0.002])
             withOutput(wanted, "wait_images") { cc_controller_wait_images($0, c, timeout) }

@@ -44,6 +44,8 @@ static void all_controller_calls(cc_controller *h, int expected) {
     CHECK_RC(expected, cc_controller_flush_events(&s, h, 1));
     CHECK_RC(expected, cc_controller_pending_events(&n, h));
     CHECK_RC(expected, cc_controller_diagnostics(&s, h));
+    CHECK_RC(expected, cc_controller_current_update(&s, h));
+    CHECK(s == NULL);
     int before = freed;
     CHECK_RC(expected, cc_controller_subscribe(&sub, h, noop_update, NULL, count_free));
     CHECK(freed == before + 1); /* free_userdata runs when registration fails */
@@ -110,6 +112,7 @@ static void null_and_bad_arguments(void) {
     CHECK_RC(CC_E_INVALID_ARGUMENT, cc_controller_user(NULL, c));
     CHECK_RC(CC_E_INVALID_ARGUMENT, cc_controller_pending_events(NULL, c));
     CHECK_RC(CC_E_INVALID_ARGUMENT, cc_controller_diagnostics(NULL, c));
+    CHECK_RC(CC_E_INVALID_ARGUMENT, cc_controller_current_update(NULL, c));
     CHECK_RC(CC_E_INVALID_ARGUMENT, cc_controller_snapshot(NULL, c, NULL));
     CHECK_RC(CC_E_INVALID_ARGUMENT, cc_controller_refresh(NULL, c, NAN));
     CHECK_RC(CC_E_INVALID_ARGUMENT, cc_controller_flush_events(NULL, c, NAN));

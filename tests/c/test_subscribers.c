@@ -215,11 +215,95 @@ static void test_callbacks_that_call_back_on_every_update(void) {
                "{\"userId\":\"u-1\",\"refreshTokens\":0,\"source\":{\"file\":\"" CC_SAMPLE_FEED "\"}}");
 }
 
+/* Updates made on several threads: each carries its state's number ("sequence") with the
+ * counts. The numbers are unique, by number the unread count falls one card at a time, and the
+ * largest holds the final counts, whatever order the updates reached the subscriber in; the
+ * current update is numbered after them all. */
+enum { ORDER_THREADS = 4, ORDER_CARDS = 8 };
+
+typedef struct {
+    pthread_mutex_t lock;
+    int n;
+    long long sequence[ORDER_THREADS * ORDER_CARDS], unread[ORDER_THREADS * ORDER_CARDS];
+} order_log;
+
+static void record_order(void *userdata, const char *json) {
+    order_log *o = userdata;
+    const char *s = strstr(json, "\"sequence\":"), *u = strstr(json, "\"unread\":");
+    pthread_mutex_lock(&o->lock);
+    if (o->n < ORDER_THREADS * ORDER_CARDS) {
+        o->sequence[o->n] = s ? atoll(s + strlen("\"sequence\":")) : -1;
+        o->unread[o->n] = u ? atoll(u + strlen("\"unread\":")) : -1;
+        o->n++;
+    }
+    pthread_mutex_unlock(&o->lock);
+}
+
+typedef struct { cc_controller *c; int first, failures; } order_marker;   /* CHECK counts on one thread */
+
+static void *mark_own_cards(void *arg) {
+    order_marker *m = arg;
+    char id[16];
+    for (int i = 0; i < ORDER_CARDS; i++) {
+        snprintf(id, sizeof id, "c%d", m->first + i);
+        if (cc_controller_mark_read(NULL, m->c, id, 1) != CC_OK) m->failures++;
+    }
+    return NULL;
+}
+
+static void test_updates_are_numbered_in_the_order_of_their_states(void) {
+    cc_controller *c = NULL;
+    CHECK_OK(cc_controller_open(&c, "{\"userId\":\"u\",\"refreshTokens\":0}"));
+    char payload[8192] = "{\"full_sync\":true,\"cards\":[";
+    for (int i = 0; i < ORDER_THREADS * ORDER_CARDS; i++) {
+        size_t at = strlen(payload);
+        snprintf(payload + at, sizeof payload - at, "%s{\"id\":\"c%d\",\"tp\":\"short_news\",\"ca\":1763700000,\"ds\":\"D\"}",
+                 i ? "," : "", i);
+    }
+    strcat(payload, "]}");
+    CHECK_OK(cc_controller_apply(NULL, c, payload));
+    order_log o = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    uint64_t sub = 0;
+    CHECK_OK(cc_controller_subscribe(&sub, c, record_order, &o, NULL));
+    pthread_t threads[ORDER_THREADS];
+    order_marker markers[ORDER_THREADS];
+    for (int t = 0; t < ORDER_THREADS; t++) {
+        markers[t] = (order_marker){c, t * ORDER_CARDS, 0};
+        CHECK(pthread_create(&threads[t], NULL, mark_own_cards, &markers[t]) == 0);
+    }
+    for (int t = 0; t < ORDER_THREADS; t++) {
+        pthread_join(threads[t], NULL);
+        CHECK(markers[t].failures == 0);
+    }
+    CHECK_OK(cc_controller_unsubscribe(c, sub));
+    CHECK(o.n == ORDER_THREADS * ORDER_CARDS);
+    long long largest = 0;
+    for (int i = 0; i < o.n; i++) {
+        CHECK(o.sequence[i] >= 1);
+        int earlier = 0;   /* updates of earlier states: as many as cards read before this one */
+        for (int j = 0; j < o.n; j++) {
+            if (j != i) CHECK(o.sequence[j] != o.sequence[i]);
+            if (o.sequence[j] < o.sequence[i]) earlier++;
+        }
+        CHECK(o.unread[i] == ORDER_THREADS * ORDER_CARDS - 1 - earlier);
+        if (o.sequence[i] > largest) largest = o.sequence[i];
+    }
+    char *current = NULL;
+    CHECK_OK(cc_controller_current_update(&current, c));
+    CHECK_CONTAINS(current, "{\"reason\":\"current\",\"ok\":true,\"error\":null,\"cardId\":null,"
+                            "\"counts\":{\"total\":32,\"unviewed\":32,\"unread\":0},\"sync\":null,\"origin\":\"store\",");
+    const char *s = current ? strstr(current, "\"sequence\":") : NULL;
+    CHECK(s && atoll(s + strlen("\"sequence\":")) > largest);
+    cc_string_free(current);
+    CHECK_OK(cc_controller_close(c));
+}
+
 int main(void) {
     test_subscriber_data_and_free();
     test_reentrancy();
     test_unsubscribe_waits();
     test_async_refresh();
     test_callbacks_that_call_back_on_every_update();
+    test_updates_are_numbered_in_the_order_of_their_states();
     return cc_test_finish("test_subscribers");
 }

@@ -45,16 +45,16 @@ extension ContentCardsController {
             return result
         }
         if case .failure(let e) = result, e.code == .closed { throw e }
-        let counts = lock.withLock { store == nil ? FeedCounts() : currentCounts() }
+        let state = lock.withLock { updateState(live: store != nil) }
         switch result {
         case .success(let summary):
             Self.logMerge("cards applied", summary)
             prefetchImages()
-            subscribers.notify(FeedUpdate(reason: .cardsApplied, error: nil, cardID: nil, counts: counts, sync: summary))
+            subscribers.notify(FeedUpdate(reason: .cardsApplied, state: state, sync: summary))
             return summary
         case .failure(let e):
             ContentCardsLog.emit(.warning, "cards refused (\(e.code.statusName)): \(e.message)")
-            subscribers.notify(FeedUpdate(reason: .cardsApplied, error: e, cardID: nil, counts: counts, sync: nil))
+            subscribers.notify(FeedUpdate(reason: .cardsApplied, error: e, state: state))
             throw e
         }
     }

@@ -28,10 +28,10 @@ extension ContentCardsController {
                 guard feed.expiryTimerAt == at else { return nil }   // replaced by an earlier one
                 feed.expiryTimerAt = nil
                 let now = clock.now()
-                let counts = feed.index.counts(.all, now: now)
+                let state = UpdateState(counts: feed.index.counts(.all, now: now), sequence: feed.numberUpdates())
                 feed.publishBadge()                             // and the next timer
                 guard now >= at else { return nil }
-                return FeedUpdate(reason: .expired, error: nil, cardID: nil, counts: counts, sync: nil)
+                return FeedUpdate(reason: .expired, state: state)
             }
         }
         if let update { subscribers.notify(update) }

@@ -83,7 +83,7 @@ extension ContentCardsController {
         var compactionFailure: String?
         // The current user's image cache is taken under the lock, with the erase: read after
         // it, a user change in between made it the next user's, whose images were removed.
-        let (imageURLs, currentCache, counts): (Set<String>, ImageCache?, FeedCounts?) = try lock.withLock { () throws(ContentCardsError) in
+        let (imageURLs, currentCache, state): (Set<String>, ImageCache?, UpdateState?) = try lock.withLock { () throws(ContentCardsError) in
             // A delivery running now holds a batch it read before the erase, perhaps this
             // user's, and with a 401 would ask the provider for the user's token again after
             // the forget: waited for (bounded by the forget's timeout), and none can start
@@ -116,7 +116,7 @@ extension ContentCardsController {
                 forgotten &+= 1
                 refresher.inFlight = nil
                 record.leftOut = []
-                return (urls, images?.current, currentCounts())
+                return (urls, images?.current, updateState())
             } catch {
                 // Partly erased, perhaps: what is in memory no longer vouches for the store. The
                 // next read reloads it, and a close keeps no feed from it.
@@ -128,8 +128,8 @@ extension ContentCardsController {
         if let compactionFailure {
             ContentCardsLog.emit(.warning, "forgot user \(Self.quoted(user)), but the store could not be rewritten afterwards (\(compactionFailure)): the user's rows are gone and their bytes were zeroed; the file keeps its freed pages")
         }
-        if let counts {
-            subscribers.notify(FeedUpdate(reason: .userForgotten, error: nil, cardID: nil, counts: counts, sync: nil))
+        if let state {
+            subscribers.notify(FeedUpdate(reason: .userForgotten, state: state))
         }
         ContentCardsLog.emit(.info, "forgot user \(Self.quoted(user)): \(receipt.cards) cards, \(receipt.eventsDelivered) events delivered, \(receipt.eventsDiscarded) discarded, \(receipt.images) images")
         return receipt

@@ -63,9 +63,9 @@ extension ContentCardsController {
     /// threads made at the same time: `LogBatch`), then notify outside the lock.
     private func log(cardID: String, reason: FeedUpdate.Reason,
                      _ decide: @escaping PendingLog.Decide) throws(ContentCardsError) -> LogResult {
-        let result: LogResult, counts: FeedCounts
+        let result: LogResult, state: UpdateState
         switch written(PendingLog(cardID: cardID, decide: decide)) {
-        case .success(let value): (result, counts) = value
+        case .success(let value): (result, state) = value
         case .failure(let e):
             // Outside the lock: the log handler may call back into the library.
             if e.code == .refused || e.code == .notFound {
@@ -74,12 +74,12 @@ extension ContentCardsController {
             if e.code == .refused { return .refused(e.message) }
             throw e
         }
-        subscribers.notify(FeedUpdate(reason: reason, error: nil, cardID: cardID, counts: counts, sync: nil))
+        subscribers.notify(FeedUpdate(reason: reason, cardID: cardID, state: state))
         delivery.scheduleDelivery(for: self)
         return result
     }
 
-    private func written(_ call: PendingLog) -> Result<(LogResult, FeedCounts), ContentCardsError> {
+    private func written(_ call: PendingLog) -> Result<(LogResult, UpdateState), ContentCardsError> {
         // Before the batch's lock, which a parent's thread may hold (Controller+Fork.swift).
         if isInherited { return .failure(Self.inheritedError) }
         return logBatch.submit(call) { calls in lock.withLock { writeLocked(calls) } }
@@ -94,7 +94,7 @@ extension ContentCardsController {
     /// (`reloadIfChangedElsewhere`) runs inside it: with the write lock held it sees every
     /// commit, and it needs no read transaction of its own, whose locks on the `-shm` file were
     /// two of a logged event's eight `fcntl` calls (docs/PERFORMANCE.md, "Durable logging").
-    private func writeLocked(_ calls: [PendingLog]) -> [Result<(LogResult, FeedCounts), ContentCardsError>] {
+    private func writeLocked(_ calls: [PendingLog]) -> [Result<(LogResult, UpdateState), ContentCardsError>] {
         // Until the calls are decided a failure (closed, BEGIN refused, the reload) is every
         // call's; after, only the recorded calls' (the refused ones keep their own outcome).
         // One value, changed in place: an optional was copied out (and its arrays retained) at
@@ -116,8 +116,13 @@ extension ContentCardsController {
         }
         if !decided.recorded.isEmpty {
             feed.publish(&decided.changes)
-            let counts = currentCounts()
-            for (i, result) in decided.recorded { decided.outcomes[i] = .success((result, counts)) }
+            // One count for the batch, and a number for each call's update.
+            let (counts, first) = feed.lock.withLock {
+                (feed.index.counts(.all, now: clock.now()), feed.numberUpdates(decided.recorded.count))
+            }
+            for (k, (i, result)) in decided.recorded.enumerated() {
+                decided.outcomes[i] = .success((result, UpdateState(counts: counts, sequence: first &+ UInt64(k))))
+            }
         }
         return decided.outcomes
     }
@@ -183,6 +188,6 @@ private struct DecidedLogs {
     /// Each call's outcome, in order: what is returned, so it is made once (an array of
     /// optionals mapped to this one, and a first `DecidedLogs` made only to be replaced, were
     /// three allocations a logged impression).
-    var outcomes: [Result<(LogResult, FeedCounts), ContentCardsError>]
+    var outcomes: [Result<(LogResult, UpdateState), ContentCardsError>]
     init(count: Int) { outcomes = Array(repeating: .failure(ContentCardsController.notDecided), count: count) }
 }

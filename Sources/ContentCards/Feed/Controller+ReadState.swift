@@ -33,7 +33,7 @@ extension ContentCardsController {
     /// the results of the cards that changed (or, for one card, its result either way).
     private func setRead(_ read: Bool, cardIDs: [String]?, filter: ClassTypeFilter = .all,
                          reason: FeedUpdate.Reason, single: String?) throws(ContentCardsError) -> [LogResult] {
-        let outcome: Result<([LogResult], FeedCounts), ContentCardsError> = lock.withLock {
+        let outcome: Result<([LogResult], UpdateState), ContentCardsError> = lock.withLock {
             do throws(ContentCardsError) {
                 try reloadIfChangedElsewhere()
                 // The writer's lock keeps the feed as it is; the readers' one guards the index.
@@ -67,18 +67,18 @@ extension ContentCardsController {
                     }
                     feed.publish(&changes)
                 }
-                return .success((results, currentCounts()))
+                return .success((results, updateState()))
             } catch { return .failure(error) }
         }
-        let results: [LogResult], counts: FeedCounts
+        let results: [LogResult], state: UpdateState
         switch outcome {
-        case .success(let value): (results, counts) = value
+        case .success(let value): (results, state) = value
         case .failure(let e):
             if e.code == .notFound { ContentCardsLog.emit(.info, "\(reason.rawValue) refused (\(e.code.statusName)): \(e.message)") }
             throw e
         }
         if results.contains(where: \.stateChanged) {
-            subscribers.notify(FeedUpdate(reason: reason, error: nil, cardID: single, counts: counts, sync: nil))
+            subscribers.notify(FeedUpdate(reason: reason, cardID: single, state: state))
             delivery.scheduleDelivery(for: self)
         }
         return results

@@ -364,12 +364,12 @@ extension ContentCardsController {
     }
 
     private func notifyRefresh(_ result: Result<SyncSummary, ContentCardsError>) {
-        let counts = lock.withLock { store == nil ? FeedCounts() : currentCounts() }
+        let state = lock.withLock { updateState(live: store != nil) }
         switch result {
         case .success(let summary):
-            subscribers.notify(FeedUpdate(reason: .refresh, error: nil, cardID: nil, counts: counts, sync: summary))
+            subscribers.notify(FeedUpdate(reason: .refresh, state: state, sync: summary))
         case .failure(let e):
-            subscribers.notify(FeedUpdate(reason: .refresh, error: e, cardID: nil, counts: counts, sync: nil))
+            subscribers.notify(FeedUpdate(reason: .refresh, error: e, state: state))
         }
     }
 }

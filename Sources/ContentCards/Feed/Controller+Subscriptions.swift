@@ -23,10 +23,18 @@ extension ContentCardsController {
     }
 
     /// The state as an update (reason `.current`, the counts of the whole visible feed now):
-    /// what a new subscriber draws before the first change reaches it.
+    /// what a new subscriber draws before the first change reaches it. It is numbered as the
+    /// updates are (`FeedUpdate.sequence`), so an update of an earlier state reaching the
+    /// subscriber after it is known for one. (Not served from a kept feed: its counts and
+    /// number are taken together from the store's state.)
     public func currentUpdate() throws(ContentCardsError) -> FeedUpdate {
-        let counts = try counts()
-        return FeedUpdate(reason: .current, error: nil, cardID: nil, counts: counts, sync: nil)
+        try refuseIfInherited()
+        let state = try read { () -> UpdateState in
+            let state = UpdateState(counts: feed.index.counts(.all, now: clock.now()), sequence: feed.numberUpdates())
+            feed.publishBadge()       // a count may have recounted (a card expired)
+            return state
+        }
+        return FeedUpdate(reason: .current, state: state)
     }
 
     /// Removes a subscriber by id; false when there is none (already removed, or closed).

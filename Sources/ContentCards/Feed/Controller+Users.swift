@@ -8,7 +8,7 @@ extension ContentCardsController {
         if newUserID.utf8.contains(0) {
             throw ContentCardsError(.invalidArgument, "the user id must not contain a NUL character")
         }
-        let counts: FeedCounts? = try lock.withLock { () throws(ContentCardsError) -> FeedCounts? in
+        let state: UpdateState? = try lock.withLock { () throws(ContentCardsError) -> UpdateState? in
             let store = try liveStore()
             if sameUser(newUserID, userID) { return nil }
             var nextImages: ImageCache?
@@ -36,11 +36,11 @@ extension ContentCardsController {
                 throw ContentCardsError(.storage, "cannot load user \"\(newUserID)\": \(error.message)")
             }
             record.leftOut = []
-            return currentCounts()
+            return updateState()
         }
-        if let counts {
+        if let state {
             lock.withLock { refresher.hintStream }?.restart()
-            subscribers.notify(FeedUpdate(reason: .userChanged, error: nil, cardID: nil, counts: counts, sync: nil))
+            subscribers.notify(FeedUpdate(reason: .userChanged, state: state))
             refresher.refreshOnOpenIfStale(for: self)
         }
     }

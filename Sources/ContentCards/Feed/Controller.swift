@@ -378,8 +378,17 @@ public final class ContentCardsController: @unchecked Sendable {
     /// user it was opened with, Controller+Fork.swift).
     public var currentUserID: String { isInherited ? openedUserID : lock.withLock { userID } }
 
-    /// The counts for an update. Called with the lock held.
+    /// The counts of the visible feed now. Called with the lock held.
     func currentCounts() -> FeedCounts {
         feed.lock.withLock { feed.index.counts(.all, now: clock.now()) }
+    }
+
+    /// The counts for an update, numbered (`FeedUpdate.sequence`); none when the store is
+    /// closed. Called with the lock held.
+    func updateState(live: Bool = true) -> UpdateState {
+        feed.lock.withLock {
+            UpdateState(counts: live ? feed.index.counts(.all, now: clock.now()) : FeedCounts(),
+                        sequence: feed.numberUpdates())
+        }
     }
 }

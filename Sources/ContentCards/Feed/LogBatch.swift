@@ -62,8 +62,8 @@ final class LogBatch {
     /// Returns `call`'s outcome once it is written, by this thread (`write`, given the calls
     /// queued, returns their outcomes in order) or by another one.
     func submit(_ call: PendingLog,
-                write: ([PendingLog]) -> [Result<(LogResult, FeedCounts), ContentCardsError>])
-        -> Result<(LogResult, FeedCounts), ContentCardsError> {
+                write: ([PendingLog]) -> [Result<(LogResult, UpdateState), ContentCardsError>])
+        -> Result<(LogResult, UpdateState), ContentCardsError> {
         lock.lock()
         defer { lock.unlock() }
         waiting.append(call)
@@ -146,7 +146,7 @@ final class PendingLog {
     /// The calling thread: a writer waits for as many threads as its last session had.
     let thread: pthread_t
     /// Set by the writer with the batch's lock held.
-    fileprivate(set) var outcome: Result<(LogResult, FeedCounts), ContentCardsError>?
+    fileprivate(set) var outcome: Result<(LogResult, UpdateState), ContentCardsError>?
 
     init(cardID: String?, decide: Decide?, thread: pthread_t = pthread_self()) {
         self.cardID = cardID

@@ -31,6 +31,8 @@ final class PublishedFeed: @unchecked Sendable {
     var expiryTimerAt: Double?
     /// Sets the expiry timer for a time (Controller+Expiry.swift); called with `lock` held.
     var armTimer: ((Double) -> Void)?
+    /// The number of the last update's state (`FeedUpdate.sequence`).
+    private var lastUpdate: UInt64 = 0
 
     private let clock: Clock
 
@@ -129,6 +131,15 @@ final class PublishedFeed: @unchecked Sendable {
             publishBadge()
             badgeObserver = nil
         }
+    }
+
+    /// Numbers `count` updates of the state now, the first the number returned and the rest
+    /// after it. Called with `lock` held, with the counts the updates carry: the numbers are
+    /// then in the order of the states.
+    func numberUpdates(_ count: Int = 1) -> UInt64 {
+        let first = lastUpdate &+ 1
+        lastUpdate &+= UInt64(count)
+        return first
     }
 
     /// Tells the observer the current badge when it changed, and sets the expiry timer for

@@ -30,6 +30,11 @@ public struct FeedUpdate: Sendable, Equatable {
     public var counts: FeedCounts
     /// What a refresh or apply changed.
     public var sync: SyncSummary?
+    /// Where the state it describes stands among the controller's updates: taken with
+    /// `counts`, so a larger number is a later state (increasing, with gaps; 0 for an update
+    /// no controller made). Updates made on several threads may reach a subscriber in another
+    /// order than their states': the one with the largest number holds the newest counts.
+    public var sequence: UInt64 = 0
 
     public var succeeded: Bool { error == nil }
 
@@ -49,6 +54,22 @@ public struct FeedUpdate: Sendable, Equatable {
         default: return .store
         }
     }
+}
+
+extension FeedUpdate {
+    /// (In an extension: the memberwise initializer stays.)
+    init(reason: Reason, error: ContentCardsError? = nil, cardID: String? = nil, state: UpdateState,
+         sync: SyncSummary? = nil) {
+        self.init(reason: reason, error: error, cardID: cardID, counts: state.counts, sync: sync,
+                  sequence: state.sequence)
+    }
+}
+
+/// The counts an update carries and its number among the controller's updates
+/// (`FeedUpdate.sequence`), taken together under the readers' lock.
+struct UpdateState: Sendable {
+    var counts: FeedCounts
+    var sequence: UInt64
 }
 
 /// The outcome of a refresh or of cards handed in.

@@ -151,6 +151,7 @@ SIGNATURES: dict[str, tuple[Any, list[Any], str]] = {
     "cc_controller_pending_events": (c_int, [P_int64, handle_t], STATUS),
     "cc_controller_pending_events_json": (c_int, [out_string_t, handle_t, c_size_t], STATUS),
     "cc_controller_diagnostics": (c_int, [out_string_t, handle_t], STATUS),
+    "cc_controller_current_update": (c_int, [out_string_t, handle_t], STATUS),
     # logging
     "cc_set_log_handler": (c_int, [LOG_FN, c_int, c_void_p, FREE_FN], STATUS),
     # subscriptions
@@ -194,7 +195,7 @@ SIGNATURES: dict[str, tuple[Any, list[Any], str]] = {
 NEWER = frozenset({
     "cc_token_response_set", "cc_token_response_fail", "cc_controller_set_token_provider",
     "cc_controller_hint", "cc_controller_forget_user", "cc_controller_export_user",
-    "cc_controller_feed_indexed",
+    "cc_controller_feed_indexed", "cc_controller_current_update",
 })
 
 lib, library_path = _library.load()
@@ -581,6 +582,10 @@ def controller_pending_events_json(handle: int, limit: int) -> str:
 
 def controller_diagnostics(handle: int) -> str:
     return _call_string_out(lib.cc_controller_diagnostics, handle)
+
+
+def controller_current_update(handle: int) -> str:
+    return _call_string_out(lib.cc_controller_current_update, handle)
 
 
 # -- callbacks ------------------------------------------------------------------------------------

@@ -594,12 +594,19 @@ class ContentCards:
 
     def current_update(self) -> Update:
         """The state as an Update (reason ``UpdateReason.CURRENT``, the counts of the visible
-        feed now): what a new subscriber draws before the first change reaches it."""
+        feed now): what a new subscriber draws before the first change reaches it. It is
+        numbered as updates are (``sequence``): an update with a smaller one that arrives
+        after it describes an earlier state."""
+        import json
+
         from .results import Update, UpdateReason
+        if _ffi.has("cc_controller_current_update"):
+            return Update.from_json(json.loads(self._call(_ffi.controller_current_update)))
+        # A library from before the numbering: the counts alone, not numbered (sequence 0).
         counts = self.counts()
         return Update(UpdateReason.CURRENT, True, None, None, counts, None,
                       {"reason": "current", "ok": True, "error": None, "cardId": None,
-                       "counts": counts.to_json(), "sync": None, "origin": "store"})
+                       "counts": counts.to_json(), "sync": None, "origin": "store", "sequence": 0})
 
     # -- callbacks -------------------------------------------------------------------------
 

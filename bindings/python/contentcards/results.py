@@ -297,11 +297,13 @@ class Update(Value):
     ``reason`` is an :class:`UpdateReason`; ``error`` is the failure as an exception object (not
     raised) when ``ok`` is False; ``sync`` is the summary of a successful refresh or apply;
     ``origin`` where the cards came from: "server" (a refresh that succeeded), "application"
-    (an apply that succeeded) or "store" (the rest); ``raw`` the update's JSON as the library
-    gave it (not compared).
+    (an apply that succeeded) or "store" (the rest); ``sequence`` the state's number among the
+    controller's updates (taken with ``counts``: larger is later; updates made on several
+    threads may arrive in another order, and the largest holds the newest counts); ``raw`` the
+    update's JSON as the library gave it (not compared).
     """
 
-    __slots__ = ("reason", "ok", "error", "card_id", "counts", "sync", "origin", "raw")
+    __slots__ = ("reason", "ok", "error", "card_id", "counts", "sync", "origin", "sequence", "raw")
     _not_compared = frozenset({"raw"})
     reason: UpdateReason
     ok: bool
@@ -310,11 +312,12 @@ class Update(Value):
     counts: Counts
     sync: SyncSummary | None
     origin: str
+    sequence: int
     raw: dict[str, Any]
 
     def __init__(self, reason: UpdateReason | str, ok: bool, error: ContentCardsError | None,
                  card_id: str | None, counts: Counts, sync: SyncSummary | None,
-                 raw: dict[str, Any] | None = None, origin: str = "store") -> None:
+                 raw: dict[str, Any] | None = None, origin: str = "store", sequence: int = 0) -> None:
         _set(self, "reason", UpdateReason(reason))
         _set(self, "ok", ok)
         _set(self, "error", error)
@@ -322,6 +325,7 @@ class Update(Value):
         _set(self, "counts", counts)
         _set(self, "sync", sync)
         _set(self, "origin", origin)
+        _set(self, "sequence", sequence)
         _set(self, "raw", {} if raw is None else raw)
 
     @classmethod
@@ -343,6 +347,7 @@ class Update(Value):
             sync=None if sync_data is None else SyncSummary.from_json(sync_data),
             raw=data,
             origin=str(data.get("origin", "store")),
+            sequence=int(data.get("sequence", 0)),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -351,7 +356,7 @@ class Update(Value):
                 "error": None if error is None else error.to_json(),
                 "cardId": self.card_id, "counts": self.counts.to_json(),
                 "sync": None if self.sync is None else self.sync.to_json(),
-                "origin": self.origin}
+                "origin": self.origin, "sequence": self.sequence}
 
 
 class PendingEvent(Value):

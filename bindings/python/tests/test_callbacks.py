@@ -57,7 +57,7 @@ def test_subscriber_data_and_free(sample: cc.ContentCards) -> None:
     assert (update.reason, update.ok, update.error, update.card_id) == ("refresh", True, None, None)
     assert update.counts == (10, 9, 9)
     assert update.sync is not None and update.sync.added == 11
-    assert list(update.raw) == ["reason", "ok", "error", "cardId", "counts", "sync", "origin"]
+    assert list(update.raw) == ["reason", "ok", "error", "cardId", "counts", "sync", "origin", "sequence"]
     # On the thread that ran the library call: on the main thread refresh() runs it in a
     # helper thread (so that Ctrl-C interrupts the wait); from another thread, that thread.
     assert len(r.threads) == 1 and r.threads[0] != threading.get_ident()

@@ -40,6 +40,7 @@ PUBLIC_CALLS: list[tuple[str, Callable[[cc.ContentCards], Any]]] = [
     ("flush_events", lambda c: c.flush_events(1)),
     ("pending_events", lambda c: c.pending_events()),
     ("diagnostics", lambda c: c.diagnostics()),
+    ("current_update", lambda c: c.current_update()),
     ("subscribe", lambda c: c.subscribe(lambda update: None)),
     ("set_transport", lambda c: c.set_transport(noop_transport)),
     ("set_transport(None)", lambda c: c.set_transport(None)),
@@ -157,6 +158,7 @@ def test_null_and_bad_arguments(refreshed: cc.ContentCards) -> None:
         lambda: lib.cc_controller_user(None, h),
         lambda: lib.cc_controller_pending_events(None, h),
         lambda: lib.cc_controller_diagnostics(None, h),
+        lambda: lib.cc_controller_current_update(None, h),
         lambda: lib.cc_controller_snapshot(None, h, None),
     ]
     for call in raw:

@@ -111,6 +111,7 @@ def probes(h: int) -> list[tuple[str, Callable[[], Any]]]:
         ("cc_controller_pending_events_json",
          lambda: lib.cc_controller_pending_events_json(None, h, 0)),
         ("cc_controller_diagnostics", lambda: lib.cc_controller_diagnostics(None, h)),
+        ("cc_controller_current_update", lambda: lib.cc_controller_current_update(None, h)),
         ("cc_controller_subscribe",
          lambda: lib.cc_controller_subscribe(None, h, _ffi.UPDATE_TRAMPOLINE, None,
                                              _ffi.NULL_FREE_FN)),

@@ -38,6 +38,7 @@ import Testing
         "cc_controller_forget_user",
         "cc_controller_export_user",
         "cc_controller_diagnostics",
+        "cc_controller_current_update",
         "cc_controller_feed",
         "cc_controller_feed_indexed",
         "cc_controller_flush_events",
@@ -111,6 +112,7 @@ import Testing
         do { let f: @convention(c) (OpaquePointer?, UnsafePointer<CChar>?) -> Int64 = CContentCardsABI.cc_controller_unread_count; _ = f }
         do { let f: @convention(c) (UnsafeMutablePointer<Int64>?, UnsafeMutablePointer<Int64>?, UnsafeMutablePointer<Int64>?, OpaquePointer?, UnsafePointer<CChar>?) -> Int32 = CContentCardsABI.cc_controller_all_counts; _ = f }
         do { var h = CContentCardsABI.cc_controller_diagnostics; h = ContentCardsC.cc_controller_diagnostics; var i = ContentCardsC.cc_controller_diagnostics; i = CContentCardsABI.cc_controller_diagnostics; _ = (h, i) }
+        do { var h = CContentCardsABI.cc_controller_current_update; h = ContentCardsC.cc_controller_current_update; var i = ContentCardsC.cc_controller_current_update; i = CContentCardsABI.cc_controller_current_update; _ = (h, i) }
         do { var h = CContentCardsABI.cc_controller_feed; h = ContentCardsC.cc_controller_feed; var i = ContentCardsC.cc_controller_feed; i = CContentCardsABI.cc_controller_feed; _ = (h, i) }
         do { var h = CContentCardsABI.cc_controller_feed_indexed; h = ContentCardsC.cc_controller_feed_indexed; var i = ContentCardsC.cc_controller_feed_indexed; i = CContentCardsABI.cc_controller_feed_indexed; _ = (h, i) }
         do { var h = CContentCardsABI.cc_controller_flush_events; h = ContentCardsC.cc_controller_flush_events; var i = ContentCardsC.cc_controller_flush_events; i = CContentCardsABI.cc_controller_flush_events; _ = (h, i) }

@@ -274,11 +274,11 @@ import Testing
         private var items: [[String]] = []
         let gate = DispatchSemaphore(value: 0)
         var all: [[String]] { lock.lock(); defer { lock.unlock() }; return items }
-        func write(_ calls: [PendingLog]) -> [Result<(LogResult, FeedCounts), ContentCardsError>] {
+        func write(_ calls: [PendingLog]) -> [Result<(LogResult, UpdateState), ContentCardsError>] {
             let names = calls.map { $0.cardID ?? "" }
             lock.lock(); items.append(names); lock.unlock()
             if names.contains("hold") { gate.wait() }
-            return calls.map { _ in .success((.recorded(eventID: "e", stateChanged: false), FeedCounts())) }
+            return calls.map { _ in .success((.recorded(eventID: "e", stateChanged: false), UpdateState(counts: FeedCounts(), sequence: 0))) }
         }
     }
 

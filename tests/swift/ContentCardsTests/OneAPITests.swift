@@ -237,7 +237,7 @@ private final class Outcomes: @unchecked Sendable {
         _ = try? c.apply("not json")
         try c.logImpression(cardID: "tile-1")
         #expect(log.all.map(\.origin) == [.server, .application, .store, .store])
-        #expect(ResultJSON.update(log.all[0]).hasSuffix(#""origin":"server"}"#))
+        #expect(ResultJSON.update(log.all[0]).hasSuffix(#""origin":"server","sequence":\#(log.all[0].sequence)}"#))
     }
 }
 

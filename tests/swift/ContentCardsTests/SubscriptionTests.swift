@@ -96,4 +96,27 @@ import Testing
         #expect(log.reasons == [.refresh])
         #expect(try c.counts().total == 10)
     }
+
+    /// Updates made on several threads carry their state's number with their counts: unique,
+    /// by number the unread count falls one card at a time (whatever order they arrived in),
+    /// and the current update is numbered after them (the C and Python tests of the same name).
+    @Test func updatesAreNumberedInTheOrderOfTheirStates() throws {
+        let threads = 4, cards = 8
+        let c = try ContentCardsController(json: #"{"userId":"u","refreshTokens":0}"#)
+        defer { c.close() }
+        try c.apply(Fixtures.payload((0..<threads * cards).map { Fixtures.wire("c\($0)") }, full: true))
+        let log = UpdateLog()
+        let sub = try c.subscribe { log.add($0) }
+        TestThreads.run(threads) { t in
+            for i in t * cards..<(t + 1) * cards { _ = try? c.markRead(cardID: "c\(i)") }
+        }
+        sub.cancel()
+        let numbers = log.all.map(\.sequence)
+        #expect(numbers.count == threads * cards && Set(numbers).count == numbers.count && numbers.min() ?? 0 >= 1)
+        let byNumber = log.all.sorted { $0.sequence < $1.sequence }
+        #expect(byNumber.map(\.counts.unread) == Array((0..<threads * cards).reversed()))
+        let current = try c.currentUpdate()
+        #expect(current.reason == .current && current.counts == FeedCounts(total: 32, unviewed: 32, unread: 0))
+        #expect(current.sequence > numbers.max() ?? 0)
+    }
 }
