@@ -20,6 +20,11 @@
 //                                                 each child calls every entry point of the
 //                                                 inherited controller, which must refuse at
 //                                                 once (ForkCalls.swift); prints "forks N: ok"
+//   contentcards-tool store-modes CONFIG_JSON      refresh and log once, then print each file of
+//                                                 the storage directory, and the directory, with
+//                                                 its mode in octal, while the store is open (the
+//                                                 test of the modes runs it under umask 0: a
+//                                                 process's umask is its every thread's)
 import ContentCards
 import ContentCardsC
 #if canImport(Glibc)
@@ -136,7 +141,7 @@ if args.count >= 5 && args[1] == "stages" {
 }
 
 guard args.count >= 3 else {
-    fail("usage: contentcards-tool feed CONFIG_JSON | log-loop CONFIG_JSON N [T] | fork-calls CONFIG_JSON N [T]")
+    fail("usage: contentcards-tool feed CONFIG_JSON | log-loop CONFIG_JSON N [T] | fork-calls CONFIG_JSON N [T] | store-modes CONFIG_JSON")
 }
 
 let controller: ContentCardsController
@@ -179,6 +184,27 @@ case "log-loop":
         if threads == 1 { loop(0) } else { runThreads(threads, loop) }
     } catch {
         fail(error.message)
+    }
+case "store-modes":
+    guard let dir = controller.configuration.storagePath else { fail("store-modes needs a storagePath") }
+    do {
+        _ = try controller.refresh()
+        _ = try controller.logFeedDisplayed()
+    } catch {
+        fail(error.message)
+    }
+    var names = [""]
+    if let d = opendir(dir) {
+        while let e = readdir(d) {
+            let name = withUnsafeBytes(of: e.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != "." && name != ".." { names.append("/" + name) }
+        }
+        closedir(d)
+    }
+    for name in names.sorted() {
+        var st = stat()
+        guard stat(dir + name, &st) == 0 else { fail("cannot stat \(dir + name)") }
+        say("\(name.isEmpty ? "." : String(name.dropFirst())) \(String(st.st_mode & 0o7777, radix: 8))")
     }
 #if os(Linux)
 case "fork-calls":

@@ -21,9 +21,13 @@ enum Fixtures {
     }
 
     /// A fresh private directory, removed by the caller with `removeTree`.
+    /// A new private directory (0700). Made with its mode, not the umask's: a test of the
+    /// store's modes (`StoreTrustTests.newFilesArePrivate`) sets the process's umask to 0 while
+    /// other tests run, and a directory made then was 0777, which the store refuses (a test
+    /// that failed now and then, "writable by group or others").
     static func temporaryDirectory(_ name: String = "cc") -> String {
         let path = NSTemporaryDirectory() + "\(name)-\(UUID().uuidString)"
-        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        mkdir(path, 0o700)      // the umask can only take bits away
         return path
     }
 

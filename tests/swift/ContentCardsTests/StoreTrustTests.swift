@@ -281,18 +281,34 @@ import Glibc
 
     // MARK: Item 9: ownership and modes
 
+    /// Under the most permissive umask (0) the modes must not depend on it. A process's umask
+    /// is every thread's: set here, it made the directories other tests made meanwhile 0777,
+    /// which the store refuses (a test that failed now and then). So the store is opened by
+    /// another process (`contentcards-tool store-modes`), which prints every mode while the
+    /// store is open.
     @Test func newFilesArePrivate() throws {
         let parent = Fixtures.temporaryDirectory()
         defer { Fixtures.removeTree(parent) }
-        let old = umask(0)   // the most permissive umask: the modes must not depend on it
-        defer { umask(old) }
         let dir = parent + "/a/store"
-        let c = try makeController(storage: dir)
-        try c.refresh()
-        try c.logFeedDisplayed()
-        #expect(mode(dir) == 0o700)
-        for f in ["", "-wal", "-shm"] { #expect(mode(dir + "/contentcards.sqlite" + f) == 0o600, "\(f)") }
-        c.close()
+        let config = #"{"userId":"u-1","refreshTokens":0,"storagePath":"\#(dir)","source":{"file":"\#(Fixtures.sampleFeedPath)"}}"#
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/sh")
+        p.arguments = ["-c", #"umask 0 && exec "$0" store-modes "$1""#, Tool.path, config]
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0, "\(text)")
+        var modes: [String: String] = [:]
+        for line in text.split(separator: "\n") {
+            let parts = line.split(separator: " ")
+            if parts.count == 2 { modes[String(parts[0])] = String(parts[1]) }
+        }
+        #expect(modes["."] == "700", "\(text)")
+        for f in ["", "-wal", "-shm"] { #expect(modes["contentcards.sqlite" + f] == "600", "\(f): \(text)") }
+        for (name, m) in modes where name != "." { #expect(m == "600", "\(name): \(text)") }
+        #expect(mode(parent + "/a") == 0o700)
     }
 
     @Test func aDirectoryWritableByOthersIsRefused() throws {
