@@ -720,7 +720,7 @@ CC_API int cc_set_log_handler(cc_log_fn fn, int min_level, void *userdata, void 
  * click or dismissal, read-state change, and when a card expires, with update_json (valid only
  * during the call):
  *   {"reason":"refresh"|"cards_applied"|"user_changed"|"user_forgotten"|"impression"|"click"
- *             |"dismissal"|"read"|"unread"|"expired",
+ *             |"dismissal"|"read"|"unread"|"expired" ("current": cc_controller_current_update),
  *    "ok":B, "error":null|{"code":N,"name":S,"message":S}, "cardId":S|null,
  *    "counts":{"total":N,"unviewed":N,"unread":N},
  *    "sync":null|{...as cc_controller_refresh's summary}, "origin":"server"|"application"|"store",
@@ -728,11 +728,12 @@ CC_API int cc_set_log_handler(cc_log_fn fn, int min_level, void *userdata, void 
  * ("read" with "cardId" null: cc_controller_mark_all_read.) "expired": a card's expiry time
  * passed, and the counts are those after it (a badge drawn from updates stays true). "origin":
  * where the cards described came from: "server" for a refresh that succeeded, "application"
- * for an apply that succeeded, "store" for the rest. "sequence": the state's number among the
- * controller's updates (>= 1, taken with "counts": a larger number is a later state; increasing,
- * with gaps). Updates made on several threads at once can reach fn in another order than their
- * states': keep the counts of the largest "sequence" seen, and a badge drawn from updates ends
- * on the newest counts.
+ * for an apply that succeeded, "store" for the rest. "sequence": where "counts" stand among the
+ * controller's updates (>= 1, taken with "counts": a larger number holds counts no older;
+ * increasing, with gaps; the calls of one group commit share their counts; "sync"'s own counts
+ * are the merge's, taken before). Updates made on several threads at once can reach fn in
+ * another order than their numbers: keep the counts of the largest "sequence" seen, and a
+ * badge drawn from updates ends on the newest counts.
  * It runs on the thread that made the change: the caller's, or a library thread for
  * cc_controller_refresh_in_background, expiry and background work.
  * An update caused from inside a callback (fn refreshes, logs, applies; a transport callback

@@ -72,8 +72,9 @@ struct cc_cell {
     _Atomic double valid_from;     /* exact from this time on (-inf: any time before valid_before) */
 };
 
-/* Handle slot indexes have 24 bits: 256 chunks of 65,536 cells, allocated when first used and
- * never freed (6 MB at most; 2.5 MB for the first 65,536 controllers). */
+/* Handle slot indexes have 24 bits: 256 chunks of 65,536 cells, each chunk allocated when a
+ * slot in it is first used and never freed (3.5 MiB a chunk: the first serves 65,536
+ * controllers). */
 #define CC_CHUNK_BITS 16
 #define CC_CHUNKS 256
 static struct cc_cell *_Atomic cc_chunks[CC_CHUNKS];

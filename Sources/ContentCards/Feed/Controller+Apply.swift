@@ -45,16 +45,18 @@ extension ContentCardsController {
             return result
         }
         if case .failure(let e) = result, e.code == .closed { throw e }
-        let state = lock.withLock { updateState(live: store != nil) }
+        // Nil when a close came in between: no update then (its counts were none, and a badge
+        // that keeps the largest number would end on them).
+        let state = lock.withLock { store == nil ? nil : updateState() }
         switch result {
         case .success(let summary):
             Self.logMerge("cards applied", summary)
             prefetchImages()
-            subscribers.notify(FeedUpdate(reason: .cardsApplied, state: state, sync: summary))
+            if let state { subscribers.notify(FeedUpdate(reason: .cardsApplied, state: state, sync: summary)) }
             return summary
         case .failure(let e):
             ContentCardsLog.emit(.warning, "cards refused (\(e.code.statusName)): \(e.message)")
-            subscribers.notify(FeedUpdate(reason: .cardsApplied, error: e, state: state))
+            if let state { subscribers.notify(FeedUpdate(reason: .cardsApplied, error: e, state: state)) }
             throw e
         }
     }

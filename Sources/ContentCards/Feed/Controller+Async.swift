@@ -50,15 +50,47 @@ extension ContentCardsController {
     /// keeps the newest `bufferingNewest` updates a slow reader has not taken yet. With
     /// `startingWithCurrent` the first element is `currentUpdate()`, so a badge drawn from the
     /// stream is right before anything changes. A closed controller gives an empty stream.
+    ///
+    /// The subscription is made before the current update is taken, and what it hears
+    /// meanwhile follows the current update in the stream: taken first, a change between the
+    /// two was in neither, and a badge kept from the stream stayed on the older counts.
     public func updates(bufferingNewest limit: Int = 100, startingWithCurrent: Bool = false) -> AsyncStream<FeedUpdate> {
         AsyncStream(bufferingPolicy: .bufferingNewest(max(limit, 1))) { continuation in
-            if startingWithCurrent, let current = try? currentUpdate() { continuation.yield(current) }
+            let start = StreamStart(continuation)
             do {
-                let subscription = try subscribe({ continuation.yield($0) }, onRemove: { continuation.finish() })
+                let subscription = try subscribe({ start.deliver($0) }, onRemove: { continuation.finish() })
                 continuation.onTermination = { _ in subscription.cancel() }
             } catch {
                 continuation.finish()
+                return
             }
+            start.begin(with: startingWithCurrent ? try? currentUpdate() : nil)
+        }
+    }
+}
+
+/// An update stream's start: updates heard before the current update is taken wait, and follow
+/// it. Yields under the lock, so the current update stays first (a yield only buffers).
+final class StreamStart: @unchecked Sendable {
+    private let lock = Lock()
+    private let continuation: AsyncStream<FeedUpdate>.Continuation
+    private var begun = false
+    private var held: [FeedUpdate] = []
+
+    init(_ continuation: AsyncStream<FeedUpdate>.Continuation) { self.continuation = continuation }
+
+    func deliver(_ update: FeedUpdate) {
+        lock.withLock {
+            if begun { continuation.yield(update) } else { held.append(update) }
+        }
+    }
+
+    func begin(with current: FeedUpdate?) {
+        lock.withLock {
+            if let current { continuation.yield(current) }
+            for update in held { continuation.yield(update) }
+            held = []
+            begun = true
         }
     }
 }

@@ -364,7 +364,8 @@ extension ContentCardsController {
     }
 
     private func notifyRefresh(_ result: Result<SyncSummary, ContentCardsError>) {
-        let state = lock.withLock { updateState(live: store != nil) }
+        // None after a close (as an apply's: Controller+Apply.swift).
+        guard let state = lock.withLock({ store == nil ? nil : updateState() }) else { return }
         switch result {
         case .success(let summary):
             subscribers.notify(FeedUpdate(reason: .refresh, state: state, sync: summary))

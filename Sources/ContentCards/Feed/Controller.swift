@@ -383,12 +383,10 @@ public final class ContentCardsController: @unchecked Sendable {
         feed.lock.withLock { feed.index.counts(.all, now: clock.now()) }
     }
 
-    /// The counts for an update, numbered (`FeedUpdate.sequence`); none when the store is
-    /// closed. Called with the lock held.
-    func updateState(live: Bool = true) -> UpdateState {
+    /// The counts for an update, numbered (`FeedUpdate.sequence`). Called with the lock held.
+    func updateState() -> UpdateState {
         feed.lock.withLock {
-            UpdateState(counts: live ? feed.index.counts(.all, now: clock.now()) : FeedCounts(),
-                        sequence: feed.numberUpdates())
+            UpdateState(counts: feed.index.counts(.all, now: clock.now()), sequence: feed.numberUpdates())
         }
     }
 }

@@ -3,8 +3,10 @@
 /// logged impression or dismissal costs a binary search, however many cards are stored.
 ///
 /// Dismissed cards keep their entry (flagged), so dismissing moves nothing. Counts are kept per
-/// class type as tallies that are exact until the next card expires (`validBefore`); a count
-/// after that recounts once, and every change between adjusts the tallies by itself.
+/// class type as tallies that are exact until the next card expires (`validBefore`), and from
+/// the latest expiry they left out (`validFrom`: before it, a clock set back, that card is
+/// visible again); a count after the next expiry or before the time they were taken recounts
+/// once, and every change between adjusts the tallies by itself.
 struct FeedIndex {
     struct Entry {
         let id: String

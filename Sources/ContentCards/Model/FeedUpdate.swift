@@ -30,10 +30,12 @@ public struct FeedUpdate: Sendable, Equatable {
     public var counts: FeedCounts
     /// What a refresh or apply changed.
     public var sync: SyncSummary?
-    /// Where the state it describes stands among the controller's updates: taken with
-    /// `counts`, so a larger number is a later state (increasing, with gaps; 0 for an update
-    /// no controller made). Updates made on several threads may reach a subscriber in another
-    /// order than their states': the one with the largest number holds the newest counts.
+    /// Where `counts` stand among the controller's updates: taken with them, so an update of a
+    /// larger number holds counts no older (increasing, with gaps; the calls of one group
+    /// commit share their counts). Updates made on several threads may reach a subscriber in
+    /// another order than their numbers: the one with the largest holds the newest counts.
+    /// `sync.counts` are the merge's own, taken before. 0: not numbered (an update no
+    /// controller made; in Python, a current update from a library built before the numbers).
     public var sequence: UInt64 = 0
 
     public var succeeded: Bool { error == nil }

@@ -299,7 +299,8 @@ class Update(Value):
     ``origin`` where the cards came from: "server" (a refresh that succeeded), "application"
     (an apply that succeeded) or "store" (the rest); ``sequence`` the state's number among the
     controller's updates (taken with ``counts``: larger is later; updates made on several
-    threads may arrive in another order, and the largest holds the newest counts); ``raw`` the
+    threads may arrive in another order, and the largest holds the newest counts; 0: not
+    numbered, a current update from a library built before the numbers); ``raw`` the
     update's JSON as the library gave it (not compared).
     """
 

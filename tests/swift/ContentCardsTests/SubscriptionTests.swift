@@ -119,4 +119,20 @@ import Testing
         #expect(current.reason == .current && current.counts == FeedCounts(total: 32, unviewed: 32, unread: 0))
         #expect(current.sequence > numbers.max() ?? 0)
     }
+
+    /// An update heard between the stream's subscription and its current update follows the
+    /// current update. Before, the current update was taken first and the subscription made
+    /// after it: a change between the two reached the stream in neither.
+    @Test func anUpdateHeardBeforeTheCurrentOneFollowsIt() async throws {
+        var continuation: AsyncStream<FeedUpdate>.Continuation!
+        let stream = AsyncStream<FeedUpdate> { continuation = $0 }
+        let start = StreamStart(continuation)
+        start.deliver(FeedUpdate(reason: .impression, counts: FeedCounts(total: 1, unviewed: 0, unread: 1), sequence: 2))
+        start.begin(with: FeedUpdate(reason: .current, counts: FeedCounts(total: 1, unviewed: 1, unread: 1), sequence: 1))
+        start.deliver(FeedUpdate(reason: .click, counts: FeedCounts(total: 1, unviewed: 0, unread: 1), sequence: 3))
+        continuation.finish()
+        var seen: [UInt64] = []
+        for await update in stream { seen.append(update.sequence) }
+        #expect(seen == [1, 2, 3])
+    }
 }
