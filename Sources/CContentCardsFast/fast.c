@@ -211,11 +211,19 @@ static int cc_counts_from_cell(struct cc_counts *out, cc_controller *controller)
     /* The clock is read only when a card's expiry bounds the counts: a feed without expiries
      * is served without it. Before valid_from (the clock set back past the expiry of a card
      * the counts leave out) that card is visible again: the full path recounts. */
-    if (valid_before != __builtin_inf() || valid_from != -__builtin_inf()) {
+    if (valid_before != __builtin_inf()) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         double now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
         if (now >= valid_before || now < valid_from) return 0;
+    } else if (valid_from != -__builtin_inf()) {
+        /* Only a lower bound: the coarse clock (the time at the last tick, read from memory,
+         * never later than the precise one) is enough, and a fifth of the cost here: a feed
+         * holding an expired card read the precise clock on every count (51 ns a count
+         * instead of 14). Up to a tick after valid_from it sends a count down the full path. */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+        if ((double)ts.tv_sec + (double)ts.tv_nsec / 1e9 < valid_from) return 0;
     }
     cc_error_clear_inline();
     out->total = total;
