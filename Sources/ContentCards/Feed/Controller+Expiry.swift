@@ -28,7 +28,7 @@ extension ContentCardsController {
                 guard feed.expiryTimerAt == at else { return nil }   // replaced by an earlier one
                 feed.expiryTimerAt = nil
                 let now = clock.now()
-                let state = UpdateState(counts: feed.index.counts(.all, now: now), sequence: feed.numberUpdates())
+                let state = feed.updateState(now: now)
                 feed.publishBadge()                             // and the next timer
                 guard now >= at else { return nil }
                 return FeedUpdate(reason: .expired, state: state)

@@ -117,11 +117,10 @@ extension ContentCardsController {
         if !decided.recorded.isEmpty {
             feed.publish(&decided.changes)
             // One count for the batch, and a number for each call's update.
-            let (counts, first) = feed.lock.withLock {
-                (feed.index.counts(.all, now: clock.now()), feed.numberUpdates(decided.recorded.count))
-            }
-            for (k, (i, result)) in decided.recorded.enumerated() {
-                decided.outcomes[i] = .success((result, UpdateState(counts: counts, sequence: first &+ UInt64(k))))
+            var state = updateState(count: decided.recorded.count)
+            for (i, result) in decided.recorded {
+                decided.outcomes[i] = .success((result, state))
+                state.sequence &+= 1
             }
         }
         return decided.outcomes

@@ -30,7 +30,7 @@ extension ContentCardsController {
     public func currentUpdate() throws(ContentCardsError) -> FeedUpdate {
         try refuseIfInherited()
         let state = try read { () -> UpdateState in
-            let state = UpdateState(counts: feed.index.counts(.all, now: clock.now()), sequence: feed.numberUpdates())
+            let state = feed.updateState(now: clock.now())
             feed.publishBadge()       // a count may have recounted (a card expired)
             return state
         }

@@ -384,9 +384,7 @@ public final class ContentCardsController: @unchecked Sendable {
     }
 
     /// The counts for an update, numbered (`FeedUpdate.sequence`). Called with the lock held.
-    func updateState() -> UpdateState {
-        feed.lock.withLock {
-            UpdateState(counts: feed.index.counts(.all, now: clock.now()), sequence: feed.numberUpdates())
-        }
+    func updateState(count: Int = 1) -> UpdateState {
+        feed.lock.withLock { feed.updateState(now: clock.now(), count: count) }
     }
 }

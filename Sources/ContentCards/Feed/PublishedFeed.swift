@@ -133,13 +133,13 @@ final class PublishedFeed: @unchecked Sendable {
         }
     }
 
-    /// Numbers `count` updates of the state now, the first the number returned and the rest
-    /// after it. Called with `lock` held, with the counts the updates carry: the numbers are
-    /// then in the order of the states.
-    func numberUpdates(_ count: Int = 1) -> UInt64 {
+    /// The unfiltered counts at `now` for `count` updates, numbered together with them (the
+    /// first number returned, the rest after it), so the numbers are in the order of the
+    /// states. Called with `lock` held.
+    func updateState(now: Double, count: Int = 1) -> UpdateState {
         let first = lastUpdate &+ 1
         lastUpdate &+= UInt64(count)
-        return first
+        return UpdateState(counts: index.counts(.all, now: now), sequence: first)
     }
 
     /// Tells the observer the current badge when it changed, and sets the expiry timer for

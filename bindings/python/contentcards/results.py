@@ -297,10 +297,10 @@ class Update(Value):
     ``reason`` is an :class:`UpdateReason`; ``error`` is the failure as an exception object (not
     raised) when ``ok`` is False; ``sync`` is the summary of a successful refresh or apply;
     ``origin`` where the cards came from: "server" (a refresh that succeeded), "application"
-    (an apply that succeeded) or "store" (the rest); ``sequence`` the state's number among the
-    controller's updates (taken with ``counts``: larger is later; updates made on several
-    threads may arrive in another order, and the largest holds the newest counts; 0: not
-    numbered, a current update from a library built before the numbers); ``raw`` the
+    (an apply that succeeded) or "store" (the rest); ``sequence`` where ``counts`` stand among
+    the controller's updates (taken with them: a larger one holds counts no older; updates made
+    on several threads may arrive in another order, and the largest holds the newest counts;
+    0: not numbered, a current update from a library built before the numbers); ``raw`` the
     update's JSON as the library gave it (not compared).
     """
 
