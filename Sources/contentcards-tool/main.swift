@@ -193,18 +193,18 @@ case "store-modes":
     } catch {
         fail(error.message)
     }
-    var names = [""]
+    var names: [String] = []       // "." is the directory itself
     if let d = opendir(dir) {
         while let e = readdir(d) {
             let name = withUnsafeBytes(of: e.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name != "." && name != ".." { names.append("/" + name) }
+            if name != ".." { names.append(name) }
         }
         closedir(d)
     }
     for name in names.sorted() {
         var st = stat()
-        guard stat(dir + name, &st) == 0 else { fail("cannot stat \(dir + name)") }
-        say("\(name.isEmpty ? "." : String(name.dropFirst())) \(String(st.st_mode & 0o7777, radix: 8))")
+        guard stat(dir + "/" + name, &st) == 0 else { fail("cannot stat \(dir)/\(name)") }
+        say("\(name) \(String(st.st_mode & 0o7777, radix: 8))")
     }
 #if os(Linux)
 case "fork-calls":

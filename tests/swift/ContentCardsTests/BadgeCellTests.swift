@@ -90,23 +90,14 @@ import Testing
     /// The window the badge is exact in, as a clock moves forward past one expiry and is set
     /// back past it.
     @Test func theBadgeWindowRunsFromTheLastExpiryLeftOutToTheNext() throws {
-        final class Heard: @unchecked Sendable {
-            let lock = NSLock()
-            var last: (FeedCounts, Double, Double)?
-        }
         let clock = ManualClock(1000)
         let c = try ContentCardsController(json: #"{"userId":"u","refreshTokens":0}"#, clock: clock)
         defer { c.close() }
-        let heard = Heard()
-        c.observeBadgeWindow { counts, from, before in
-            heard.lock.lock(); heard.last = (counts, from, before); heard.lock.unlock()
-        }
+        let heard = LockedBox<(FeedCounts, Double, Double)?>(nil)
+        c.observeBadgeWindow { counts, from, before in heard.mutate { $0 = (counts, from, before) } }
         try c.apply(Fixtures.payload([Fixtures.wire("a", extra: #""ea":1010"#), Fixtures.wire("b", extra: #""ea":1020"#),
                                       Fixtures.wire("c")], full: true, user: "u"))
-        func last() -> (Int, Double, Double)? {
-            heard.lock.lock(); defer { heard.lock.unlock() }
-            return heard.last.map { ($0.0.total, $0.1, $0.2) }
-        }
+        func last() -> (Int, Double, Double)? { heard.value.map { ($0.0.total, $0.1, $0.2) } }
         #expect(try c.counts().total == 3)
         #expect(last().map { [Double($0.0), $0.1, $0.2] } == [3, -.infinity, 1010])
         clock.set(1015)

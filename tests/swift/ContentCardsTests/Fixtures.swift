@@ -20,11 +20,9 @@ enum Fixtures {
         String(decoding: try Files.read(sampleFeedPath, limit: 1 << 20), as: UTF8.self)
     }
 
-    /// A fresh private directory, removed by the caller with `removeTree`.
-    /// A new private directory (0700). Made with its mode, not the umask's: a test of the
-    /// store's modes (`StoreTrustTests.newFilesArePrivate`) sets the process's umask to 0 while
-    /// other tests run, and a directory made then was 0777, which the store refuses (a test
-    /// that failed now and then, "writable by group or others").
+    /// A fresh private directory (0700), removed by the caller with `removeTree`. Made with its
+    /// mode, which no umask widens: made by `FileManager` while a test had set the process's
+    /// umask to 0, one was 0777, which the store refuses (a test that failed now and then).
     static func temporaryDirectory(_ name: String = "cc") -> String {
         let path = NSTemporaryDirectory() + "\(name)-\(UUID().uuidString)"
         mkdir(path, 0o700)      // the umask can only take bits away
