@@ -4,8 +4,8 @@
 #                 HTTP, cards by class type, logging, badge, event delivery) through Python
 #   make test     every test: Swift (swift test), C (ctest: tests, examples, ABI checks), Python
 #                 (pytest), plus the concurrency tests under ThreadSanitizer, the C tests
-#                 under valgrind and the repository checks (tests/repo); all with TMPDIR in a
-#                 fresh folder, which they must leave empty (tests/leftovers.py)
+#                 under valgrind and the repository checks (Tests/repo); all with TMPDIR in a
+#                 fresh folder, which they must leave empty (Tests/leftovers.py)
 #
 # Other targets: lib (the SwiftPM release .so), cmake (the CMake build), python (the venv with
 # the package installed), tsan, memcheck, check-repo (one version everywhere, every docs/ path
@@ -79,7 +79,7 @@ demo: python
 	@$(PY) examples/python/demo.py
 
 # Every step of `make test` runs with TMPDIR in a fresh folder of its own, and the last one
-# (tests/leftovers.py) fails, listing them, when the tests left anything there: a test removes
+# (Tests/leftovers.py) fails, listing them, when the tests left anything there: a test removes
 # what it makes, also when it fails. The folder is outside the checkout (the packaging and
 # README tests need their temporary folders away from it), traversable by others (a test opens
 # a store as nobody) and removed at the end, also after a failure: nothing stays in /tmp.
@@ -89,13 +89,13 @@ test:
 	@tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/contentcards-test.XXXXXX") && chmod 711 "$$tmp" \
 	  && trap 'rm -rf "$$tmp"' EXIT && echo "make test: TMPDIR=$$tmp" \
 	  && TMPDIR=$$tmp $(MAKE) --no-print-directory $(TEST_STEPS) \
-	  && $(PYTHON) tests/leftovers.py "$$tmp"
+	  && $(PYTHON) Tests/leftovers.py "$$tmp"
 
 # The repository itself (no build needed): the version is written only in the header and
 # agrees everywhere; every docs/ path the repository names exists; nothing points outside it;
 # docs/CODE-MAP.md names every folder, core file and Python module there is, and nothing else.
 check-repo:
-	$(PYTHON) tests/repo/check_repo.py
+	$(PYTHON) Tests/repo/check_repo.py
 
 # The version, from the one place it is written.
 version:
@@ -109,15 +109,15 @@ test-c: cmake
 
 test-python: python
 	cd $(BUILD) && CONTENTCARDS_LIBRARY= $(PY) -m pytest -q $(ROOT)/bindings/python/tests
-	cd $(BUILD) && CONTENTCARDS_BUILD=$(BUILD) $(PY) -m pytest -q $(ROOT)/tests/readme
+	cd $(BUILD) && CONTENTCARDS_BUILD=$(BUILD) $(PY) -m pytest -q $(ROOT)/Tests/readme
 
 # The SwiftPM build gives the same ABI as CMake's: the same exports, SONAME, static runtime.
 test-lib: lib
-	sh tests/c/check_exports.sh .build/release/libcontentcards.so include/contentcards.h
+	sh Tests/c/check_exports.sh .build/release/libcontentcards.so include/contentcards.h
 
 # An outside program built against the installed tree, with pkg-config and with find_package.
 test-install: cmake
-	tests/install/run.sh $(BUILD)
+	Tests/install/run.sh $(BUILD)
 
 # The platform layer's plain POSIX paths (CC_PORTABLE: the Linux fast paths compiled out, as
 # other systems build it; Sources/ContentCards/Support/Platform.swift), built and tested here:
@@ -138,9 +138,9 @@ tsan: deps
 # valgrind": with the shipped suppressions, no "possibly lost" memory either), the C tests (no
 # invalid access, no "definitely lost" memory), then the tool. Which examples and tests, and how
 # each runs, is written once, in ctest: their labels memcheck-user and memcheck, which
-# tests/c/memcheck.py asks it for.
+# Tests/c/memcheck.py asks it for.
 memcheck: cmake
-	@$(PYTHON) tests/c/memcheck.py $(BUILD)
+	@$(PYTHON) Tests/c/memcheck.py $(BUILD)
 	@valgrind -q --error-exitcode=1 --leak-check=full --suppressions=$(ROOT)/share/contentcards/contentcards.supp \
 	  $(BUILD)/bin/contentcards --json validate $(ROOT)/examples/data/sample_feed.json > /dev/null
 	@echo "valgrind: the contentcards tool clean with contentcards.supp"
@@ -289,16 +289,16 @@ package-test: cmake pack-tools
 	cd $(BUILD) && PATH=$(PACK)/bin:$$PATH CONTENTCARDS_TEST_PACKAGE=1 $(PACK)/bin/python -m pytest -q \
 	  $(ROOT)/bindings/python/tests/test_packaging.py
 	cd $(BUILD) && CONTENTCARDS_BUILD=$(BUILD) CONTENTCARDS_TEST_SWIFT_QUICKSTART=1 $(PACK)/bin/python \
-	  -m pytest -q $(ROOT)/tests/readme -k swift
+	  -m pytest -q $(ROOT)/Tests/readme -k swift
 
 # What ships, run on the oldest system the README promises (a few minutes; not part of `make
 # test`; as root): the wheel (make wheel) and the CMake build, installed into a Debian 11 root
 # (glibc 2.31, Python 3.9), where the README's Python and C quick starts, the contentcards
-# program and the Python tests run (tests/compat/run.sh). The root is made with debootstrap the
+# program and the Python tests run (Tests/compat/run.sh). The root is made with debootstrap the
 # first time (a few hundred MB) and kept in build/compat. COMPAT_WHEEL=PATH tests that wheel
 # instead of building one.
 COMPAT_WHEEL ?=
 .PHONY: compat-test
 compat-test: $(if $(COMPAT_WHEEL),,wheel) cmake
-	tests/compat/run.sh $(or $(COMPAT_WHEEL),dist/contentcards-*-manylinux_2_28_x86_64.whl) \
+	Tests/compat/run.sh $(or $(COMPAT_WHEEL),dist/contentcards-*-manylinux_2_28_x86_64.whl) \
 	  $(BUILD) $(BUILD)/compat/debian11

@@ -72,13 +72,13 @@ let package = Package(
         .testTarget(
             name: "ContentCardsTests",
             dependencies: ["ContentCards", "ContentCardsC", "contentcards-tool"],
-            path: "tests/swift/ContentCardsTests",
+            path: "Tests/swift/ContentCardsTests",
             resources: [],
             swiftSettings: swift5),
         .testTarget(
             name: "ABITests",
             dependencies: ["ContentCardsC", "CContentCardsABI"],
-            path: "tests/swift/ABITests",
+            path: "Tests/swift/ABITests",
             swiftSettings: swift5),
     ]
 )

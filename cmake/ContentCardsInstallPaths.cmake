@@ -2,7 +2,7 @@
 # CMAKE_INSTALL_INCLUDEDIR: each may be relative (to the prefix, any depth: lib/x86_64-linux-gnu,
 # include/contentcards-1) or absolute. Included by CMakeLists.txt at configure time and by the
 # install script at install time, when the prefix that `cmake --install --prefix DIR` was given
-# is known. tests/install/run.sh installs four layouts and builds a program against each.
+# is known. Tests/install/run.sh installs four layouts and builds a program against each.
 
 # cc_pkgconfig_paths(<install prefix> <libdir> <includedir>): the paths of contentcards.pc.
 function(cc_pkgconfig_paths prefix libdir includedir)

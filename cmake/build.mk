@@ -1,5 +1,5 @@
 # Names of the build, each written once. In make's syntax (NAME = value), so that the Makefile
-# includes this file; CMakeLists.txt, bindings/python/setup.py, tests/readme/test_readme.py and
+# includes this file; CMakeLists.txt, bindings/python/setup.py, Tests/readme/test_readme.py and
 # scripts/install-deps.sh read the same lines. (The SONAME's number is CC_ABI_VERSION of
 # include/contentcards.h, which the Makefile and CMake read there.)
 

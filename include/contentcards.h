@@ -124,7 +124,7 @@ extern "C" {
 /* The version of this header, in semantic versioning (CHANGELOG.md lists every release). It is
  * written here and nowhere else: CMake (the library's file name, the pkg-config and CMake
  * package versions), the Python package and cc_version() all take it from these four lines, and
- * tests/repo/check_repo.py fails when anything in the repository disagrees with them. */
+ * Tests/repo/check_repo.py fails when anything in the repository disagrees with them. */
 #define CC_VERSION_MAJOR 0
 #define CC_VERSION_MINOR 1
 #define CC_VERSION_PATCH 0

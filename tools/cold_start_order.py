@@ -15,7 +15,7 @@ library that ran and that the link can move (not SQLite's, whose archive has one
 its symbol: the kept feed's open first, then what the open through SQLite adds, each part
 sorted, so the list changes only where the code does. Names that no longer exist are ignored by the link, and a function
 not listed is laid out as before, so a stale list costs speed, never correctness;
-tests/c/check_exports.sh fails when most of the list is gone (a new toolchain's mangling).
+Tests/c/check_exports.sh fails when most of the list is gone (a new toolchain's mangling).
 """
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ HEADER = """\
 NAME = re.compile(r"(c?ob|c?fn)=\((\d+)\)(?: (.*))?$")
 #: What the link can move: functions compiled each in a section of its own (the Swift modules,
 #: the Swift runtime's C++, the library's C). SQLite's archive has one section for all its
-#: functions, so its names would only pad the list (and tests/c/check_exports.sh's count).
+#: functions, so its names would only pad the list (and Tests/c/check_exports.sh's count).
 MOVABLE = ("$s", "_Z", "swift_", "_swift_", "__swift_", "cc_", "ccint_")
 #: callgrind's mark of a recursive call's level (`name'2`), not part of the symbol.
 RECURSION = re.compile(r"'\d+$")

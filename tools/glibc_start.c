@@ -10,7 +10,7 @@
  * code gave: the program's _init and then its .init_array, what glibc 2.34's own call_init
  * runs for a program (the .preinit_array is the dynamic linker's, in every version). Every
  * other function the program calls has had its version since glibc 2.14 or earlier;
- * tests/c/check_exports.sh (ctest's abi_exports) checks the program too.
+ * Tests/c/check_exports.sh (ctest's abi_exports) checks the program too.
  *
  * Built into the programs that ship (CMakeLists.txt); x86-64 glibc only (other CPUs have other
  * base versions).

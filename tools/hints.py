@@ -32,7 +32,7 @@ import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "examples", "server"))
-EMPTY_FEED = os.path.join(ROOT, "tests", "c", "empty_feed.json")
+EMPTY_FEED = os.path.join(ROOT, "Tests", "c", "empty_feed.json")
 
 
 def admin(base: str, method: str, path: str, body: object | None = None) -> object:

@@ -112,7 +112,7 @@ static void load_curl(void) {
     // initialised, unless told not to. The library's threads use libcurl (a background refresh,
     // an image prefetch, the hint stream) and may still be inside it, even initialising it,
     // when the host calls exit(): the cleanup then freed OpenSSL's locks under them, and the
-    // host crashed on its way out (tests/c/test_exit_with_curl.c). Initialised here first,
+    // host crashed on its way out (Tests/c/test_exit_with_curl.c). Initialised here first,
     // without that handler, OpenSSL is left to the end of the process. A host that initialised
     // OpenSSL before has its own handler, which this cannot change; one that wants the cleanup
     // calls OPENSSL_cleanup() itself. Looked up through libcurl's handle, so only when libcurl

@@ -36,7 +36,7 @@
  * these functions never come here. It is compiled only for the shipped library (CC_GLIBC_FLOOR:
  * CMakeLists.txt, the Makefile's `lib`), not into SwiftPM's test and sanitizer builds, where a
  * strong definition of pthread_create or stat would hide the sanitizers' interceptors.
- * tests/c/check_exports.sh (ctest's abi_exports) fails when a newer version comes in; the name
+ * Tests/c/check_exports.sh (ctest's abi_exports) fails when a newer version comes in; the name
  * it prints then goes into the list below. x86-64 only: other CPUs have other base versions.
  */
 #define _GNU_SOURCE

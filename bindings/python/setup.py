@@ -8,7 +8,7 @@ The metadata is in pyproject.toml. This file only adds:
   package carries the library of that version.
 * ``sdist`` puts the sources of the library into the source distribution, under ``native/``:
   ``CMakeLists.txt``, ``Package.swift``, ``include/``, ``cmake/``, ``Sources/`` (the Swift core,
-  the C exports and the C parts), ``tests/swift/`` (so that ``Package.swift`` is whole), ``tools/``
+  the C exports and the C parts), ``Tests/swift/`` (so that ``Package.swift`` is whole), ``tools/``
   (the command-line program), ``share/`` and the license (``NATIVE_FILES``). A wheel can then
   be built from the sdist alone.
 * ``build_py`` builds the library and copies it into the package as
@@ -72,9 +72,9 @@ PROGRAM_TARGETS = ("contentcards_cli_package", "contentcards_cli")
 NATIVE = "native"
 #: What of the repository the sdist carries to build the library (relative to its root).
 NATIVE_FILES = ("CMakeLists.txt", "Package.swift", "LICENSE", "README.md", "CHANGELOG.md",
-                "include", "cmake", "Sources", "tests/swift", "tools", "share")
+                "include", "cmake", "Sources", "Tests/swift", "tools", "share")
 #: Optional parts of the CMake project, each switched off when its folder is absent (an sdist).
-CMAKE_OPTIONAL = {"CC_BUILD_TESTS": "tests/c", "CC_BUILD_EXAMPLES": "examples/c",
+CMAKE_OPTIONAL = {"CC_BUILD_TESTS": "Tests/c", "CC_BUILD_EXAMPLES": "examples/c",
                   "CC_BUILD_BENCH": "bench", "CC_BUILD_TOOLS": "tools"}
 #: The file of the build's names (NAME = value lines, read by the Makefile and CMake too), in
 #: the sources' root: it says where the Swift toolchain is when it is not on PATH.

@@ -11,7 +11,7 @@ import CSQLite
 /// (the close of one controller, or an open beside another controller of the same store).
 /// SQLite still believed them held, so another process could take the store's exclusive
 /// lock, and its last connection's close then emptied the WAL into the file and cut it to
-/// nothing while this process was writing to it: a damaged store (tests/c/test_kept.c). The
+/// nothing while this process was writing to it: a damaged store (Tests/c/test_kept.c). The
 /// unix VFS closes a descriptor while locks are held on its file only once they are released.
 enum StoreFileSum {
     static func of(_ path: String) -> UInt64? {

@@ -10,7 +10,7 @@ import CSQLite
 /// between two steps), but not the kernel's locks it stands for: fcntl locks belong to the
 /// process that took them. So a connection the child opened to a store its parent had open
 /// found the locks "held" and took none: it read while the parent's checkpoints restarted the
-/// WAL under it (tests/c/test_fork.c, one run in twenty: "disk I/O error", a store reported
+/// WAL under it (Tests/c/test_fork.c, one run in twenty: "disk I/O error", a store reported
 /// damaged), and the parent could have emptied the WAL of a child still writing to it.
 ///
 /// Closing the inherited connections empties that record. It is done at the child's first

@@ -1,4 +1,4 @@
-"""tests/c/test_api.c through the Python API: every call on its success path, and the failures
+"""Tests/c/test_api.c through the Python API: every call on its success path, and the failures
 a correct program meets. Plus the Card model."""
 
 from __future__ import annotations
@@ -324,7 +324,7 @@ def test_storage(tmp_path: os.PathLike[str]) -> None:
 
 
 def test_badge_fast_path_agrees_with_the_full_path() -> None:
-    """tests/c/test_badge.c: count() and unviewed_count() without a filter answer from the
+    """Tests/c/test_badge.c: count() and unviewed_count() without a filter answer from the
     counts the library republishes on every change; they must equal the full path's (a filter
     of every class type takes it) after every kind of change, and fail once closed."""
     c = open_sample()

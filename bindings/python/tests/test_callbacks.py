@@ -1,4 +1,4 @@
-"""tests/c/test_subscribers.c and tests/c/test_callbacks.c through Python: subscribers get the
+"""Tests/c/test_subscribers.c and Tests/c/test_callbacks.c through Python: subscribers get the
 right data, the library releases their userdata exactly once, callbacks may call back into the
 library (and unsubscribe themselves), the host transport serves refreshes and event delivery,
 also when it fails. Plus what is Python's own: subscriber exceptions, library threads, no leaked

@@ -1,4 +1,4 @@
-"""Group commit, as tests/c/test_group_commit.c: 8 threads logging at once on one controller
+"""Group commit, as Tests/c/test_group_commit.c: 8 threads logging at once on one controller
 with a file store (ctypes lets the GIL go during each call, so the calls overlap). Every call
 that was recorded has its event stored exactly once, and each card's state is what its calls
 say, also for a new controller reading the file afterwards."""

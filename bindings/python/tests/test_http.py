@@ -1,4 +1,4 @@
-"""tests/c/test_http.c through Python, against the reference server over real HTTP: full then
+"""Tests/c/test_http.c through Python, against the reference server over real HTTP: full then
 incremental sync, event delivery and server-side dedupe, and each fault keeping the cached
 cards. Plus the asyncio refresh."""
 

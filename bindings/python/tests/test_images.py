@@ -1,4 +1,4 @@
-"""The image cache (docs/BEHAVIOUR.md, "Images"): the scenario of tests/c/test_images.c against
+"""The image cache (docs/BEHAVIOUR.md, "Images"): the scenario of Tests/c/test_images.c against
 the reference server over HTTP on 127.0.0.1 (serving images, no cards of its own), with the same
 results (maxCount with least-recently-used eviction, one cache per user included); then the same
 cache through the host transport."""

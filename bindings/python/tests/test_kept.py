@@ -1,7 +1,7 @@
 """The kept feed, through the binding (docs/BEHAVIOUR.md, "The kept feed"): after a clean close
 a later open serves the first feed and the counts as the store gives them, without opening it;
 another controller's write is read at the next read; a damaged copy is never served. The same
-scenarios as tests/c/test_kept.c and ``KeptFeedTests`` in Swift."""
+scenarios as Tests/c/test_kept.c and ``KeptFeedTests`` in Swift."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""tests/c/test_misuse.c through Python: closed controllers, forged and foreign handles, NULLs,
+"""Tests/c/test_misuse.c through Python: closed controllers, forged and foreign handles, NULLs,
 invalid UTF-8, NUL characters, malformed JSON and unknown ids. Each gives its exception; none
 crashes, and nothing is recorded."""
 

@@ -140,7 +140,7 @@ def test_builds_every_time_so_a_stale_library_never_ships(
     assert os.access(setup_py.find_program(first), os.X_OK)  # built with it
     err = capfd.readouterr().err
     assert "contentcards: building libcontentcards with CMake (1–2 minutes)…" in err
-    assert "-DCC_BUILD_TESTS=OFF" in err  # the fake has no tests/c
+    assert "-DCC_BUILD_TESTS=OFF" in err  # the fake has no Tests/c
     # The sources change after the library was built: the next package build rebuilds it.
     fake_repo(root, 2)
     second = setup_py.find_library()

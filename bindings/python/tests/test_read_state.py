@@ -1,5 +1,5 @@
-"""Read state (docs/BEHAVIOUR.md, "Read state"): the same scenarios as tests/c/test_read_state.c
-and tests/swift/ContentCardsTests/ReadStateTests.swift, with the same results; then two devices of one
+"""Read state (docs/BEHAVIOUR.md, "Read state"): the same scenarios as Tests/c/test_read_state.c
+and Tests/swift/ContentCardsTests/ReadStateTests.swift, with the same results; then two devices of one
 user through the reference server over HTTP on 127.0.0.1 (its per-user state, docs/WIRE.md)."""
 from __future__ import annotations
 

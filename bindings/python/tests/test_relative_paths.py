@@ -1,7 +1,7 @@
 """Relative paths are resolved once, when the controller opens: a process that changes its
 working directory afterwards still refreshes from, stores into and delivers events to the
 directory it opened in, and leaves nothing in the new one. The same scenario as
-``test_relative_paths`` in tests/c/test_config.c; Swift's
+``test_relative_paths`` in Tests/c/test_config.c; Swift's
 ``ConfigurationTests.relativePathsAreResolvedAtOpen`` checks the resolution without a chdir."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""The one-API scenario through the Python API: tests/scenarios/one_api.scenario run
+"""The one-API scenario through the Python API: Tests/scenarios/one_api.scenario run
 step by step with ContentCards' methods; the transcript must equal one_api.expected, which the
-C runner (tests/c/test_scenarios.c) and the Swift runner (ScenarioTests.swift) match too. So
+C runner (Tests/c/test_scenarios.c) and the Swift runner (ScenarioTests.swift) match too. So
 Swift, C and Python give the same results, error codes, messages and JSON bytes for every
-operation (tests/scenarios/README.md)."""
+operation (Tests/scenarios/README.md)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any
 import contentcards as cc
 from conftest import REPO
 
-SCENARIOS = os.path.join(REPO, "tests", "scenarios")
+SCENARIOS = os.path.join(REPO, "Tests", "scenarios")
 
 
 def _mask(text: str, keys: tuple[str, ...]) -> str:
@@ -69,7 +69,7 @@ def _top_value(text: str, key: str) -> tuple[int, int] | None:
 def _mask_export(text: str) -> str:
     """The export document (export_user) with the top-level "exported_at", and "id" and
     "time" of each pending event (inside the top-level "pending_events" only: the cards have
-    ids too) written "*" (tests/scenarios/README.md)."""
+    ids too) written "*" (Tests/scenarios/README.md)."""
     at, events = _top_value(text, "exported_at"), _top_value(text, "pending_events")
     if at is None or events is None or at[1] > events[0]:
         return text
@@ -125,7 +125,7 @@ def _run_step(state: dict[str, Any], op: str, arg: str, tmp: str) -> str | None:
     if op == "mark_all_read":
         return _dumps({"marked": c.mark_all_read(_filter(arg))})
     if op == "diagnostics":
-        # The stable fields only (tests/scenarios/README.md).
+        # The stable fields only (Tests/scenarios/README.md).
         d = c.diagnostics()
         return _dumps({"userId": d.user_id, "closed": d.closed, "storedCards": d.stored_cards,
                        "counts": d.counts.to_json(), "pendingEvents": d.pending_events,

@@ -1,7 +1,7 @@
 """Cold start, through the binding: a clean close stamps the store as checked
 (``contentcards.sqlite-checked``), the next open skips the full check, and a page damaged after
 the close is still refused (the stamp no longer matches the file). The same scenario as
-``damaged_after_a_clean_close`` in tests/c/test_misuse.c and ``CheckStampTests`` in Swift."""
+``damaged_after_a_clean_close`` in Tests/c/test_misuse.c and ``CheckStampTests`` in Swift."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""tests/c/test_threads.c through Python: 8 threads mixing every call on one shared controller
+"""Tests/c/test_threads.c through Python: 8 threads mixing every call on one shared controller
 and on controllers of their own, with subscribers coming and going; the counts stay consistent
 and nothing crashes. Plus: blocking calls release the GIL, and close races with calls."""
 

@@ -3,7 +3,7 @@ sync asks for gzip and decodes it, a gzip bomb is refused at the limit, event ba
 gzip-compressed (plain JSON after a 415), a 304 to the stored ETag keeps the cache with nothing
 merged (also through a host transport of the application's own), and the automatic refresh
 policies: periodic with jitter, stopping at close; on open when stale; backoff in an outage.
-The same scenarios as TransferTests.swift, AutoRefreshTests.swift and tests/c/test_http.c."""
+The same scenarios as TransferTests.swift, AutoRefreshTests.swift and Tests/c/test_http.c."""
 
 from __future__ import annotations
 

@@ -1,0 +1,115 @@
+import Foundation
+import Testing
+@testable import ContentCards
+
+/// Hints (docs/SYNC.md, "Hints"): the event-stream reader, bounded against hostile servers, and
+/// the hint stream against the reference server.
+@Suite struct HintTests {
+    func events(_ text: String, chunk: Int = 3) throws -> (events: [ServerSentEvents.Event], parser: ServerSentEvents) {
+        var parser = ServerSentEvents()
+        var out: [ServerSentEvents.Event] = []
+        let bytes = Array(text.utf8)
+        var i = 0
+        while i < bytes.count {
+            let piece = Array(bytes[i..<min(i + chunk, bytes.count)])
+            try piece.withUnsafeBytes { raw in try parser.feed(raw) { out.append($0) } }
+            i += chunk
+        }
+        return (out, parser)
+    }
+
+    @Test func readsEventsWhateverTheLineEndsAndPieces() throws {
+        let text = "retry: 1500\n\n: keepalive\r\nid: 7\revent: hint\r\ndata: {\"user_id\":\"u\"}\n\nevent: other\ndata: x\n\nid: 8\nevent: hint\n\n"
+        for chunk in [1, 2, 5, 1000] {
+            let (events, parser) = try events(text, chunk: chunk)
+            #expect(events.map(\.type) == ["hint", "other", "hint"])
+            #expect(events[0].id == "7" && events[0].data == #"{"user_id":"u"}"#)
+            #expect(events[2].id == "8")
+            #expect(parser.lastEventID == "8")
+            #expect(parser.retryMilliseconds == 1500)
+        }
+    }
+
+    @Test func aLineThatNeverEndsIsRefused() {
+        #expect(throws: ServerSentEvents.Failure.lineTooLong) {
+            _ = try events("data: " + String(repeating: "x", count: 5000), chunk: 512)
+        }
+        #expect(throws: ServerSentEvents.Failure.lineTooLong) {
+            _ = try events(String(repeating: "data: \(String(repeating: "y", count: 1000))\n", count: 5) + "\n", chunk: 64)
+        }
+    }
+
+    @Test func theStreamMakesANewCardVisibleWithoutARefreshCall() throws {
+        let server = try ReferenceServer(feed: Fixtures.root + "/Tests/c/empty_feed.json")
+        let c = try ContentCardsController(json: #"""
+            {"userId":"nia","refreshTokens":0,"timeoutSeconds":5,"source":{"url":"\#(server.url)","hints":{"idleSeconds":2}}}
+            """#)
+        defer { c.close() }
+        let deadline = Date().addingTimeInterval(5)
+        while !c.diagnostics().hints.connected && Date() < deadline { usleep(10_000) }
+        #expect(c.diagnostics().hints.connected)
+        try server.admin("POST", "/_admin/cards", #"{"user_id":"nia","cards":[{"id":"via-hint","tp":"short_news","ca":1763799999,"ds":"d"}]}"#)
+        let shown = Date().addingTimeInterval(3)
+        while (try? c.card(id: "via-hint")) == nil && Date() < shown { usleep(5_000) }
+        #expect(try c.card(id: "via-hint").id == "via-hint")
+        #expect(c.diagnostics().hints.streamHints >= 1)
+    }
+
+    /// A user change while the stream waits for the user's token: the stream connects for the
+    /// new user. The interrupt found no socket to shut down, and the connection went on for
+    /// the user read before it, and stayed (the new user's hints never came).
+    @Test func aUserChangeWhileTheStreamAsksForItsTokenConnectsForTheNewUser() throws {
+        let server = try ReferenceServer(feed: Fixtures.root + "/Tests/c/empty_feed.json")
+        let c = try ContentCardsController(json: #"""
+            {"userId":"ann","refreshTokens":0,"timeoutSeconds":5,"source":{"url":"\#(server.url)","hints":{"idleSeconds":5}}}
+            """#)
+        defer { c.close() }
+        final class Gate: @unchecked Sendable {
+            let lock = NSCondition()
+            var asked = false, open = false
+        }
+        let gate = Gate()
+        try c.setTokenProvider { user in
+            if user == "cat" {
+                gate.lock.lock()
+                gate.asked = true
+                gate.lock.broadcast()
+                while !gate.open { gate.lock.wait() }
+                gate.lock.unlock()
+            }
+            return .success(AuthToken("token-\(user)"))
+        }
+        try c.changeUser("cat")
+        gate.lock.lock()
+        let deadline = Date().addingTimeInterval(5)
+        while !gate.asked && Date() < deadline { _ = gate.lock.wait(until: deadline) }
+        gate.lock.unlock()
+        #expect(gate.asked)
+        try c.changeUser("ben")
+        gate.lock.lock()
+        gate.open = true
+        gate.lock.broadcast()
+        gate.lock.unlock()
+        func open() throws -> [String: JSONValue] {
+            guard case .object(let users)? = try server.admin("GET", "/_admin/streams")["by_user"] else { return [:] }
+            return Dictionary(users.map { ($0.key, $0.value) }, uniquingKeysWith: { a, _ in a })
+        }
+        let until = Date().addingTimeInterval(5)
+        while (try open())["ben"] == nil && Date() < until { usleep(20_000) }
+        usleep(300_000)     // a connection for the user before would have opened by now
+        let streams = try open()
+        #expect(streams["ben"] != nil, "\(streams)")
+        #expect(streams["cat"] == nil, "\(streams)")
+    }
+
+    @Test func hintsForAnotherUserAreIgnoredAndNeedASource() throws {
+        let none = try ContentCardsController(json: "{}")
+        #expect(throws: ContentCardsError.self) { try none.hint() }
+        let c = try ContentCardsController(json: #"{"userId":"u","source":{"callback":true}}"#)
+        try c.hint(user: "v")
+        #expect(c.diagnostics().hints.ignored == 1)
+        #expect(throws: ContentCardsError.self) {
+            _ = try ContentCardsController(json: #"{"source":{"file":"/x","hints":true}}"#)
+        }
+    }
+}
