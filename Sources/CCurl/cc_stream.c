@@ -125,12 +125,25 @@ struct reader {
     void *context;
     int refused;
     cc_stream_control *control;
+    cc_http_request *request;
+    /// The status was looked at (at the first byte of the body), and it was not 200.
+    int status_checked, wrong_status;
 };
 
 static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata) {
     struct reader *r = userdata;
     size_t n = size * nmemb;
     r->control->last_byte_ms = now_ms();
+    // Only a 200 is a stream. The body of an error, a redirect or a captive portal's page is
+    // not read as events (a "hint" in it would refresh, and a page kept open would count as a
+    // connected stream); the transfer ends and the caller reports the status.
+    if (!r->status_checked) {
+        r->status_checked = 1;
+        if (cc_http_status(r->request) != 200) {
+            r->wrong_status = 1;
+            return 0;   // CURLE_WRITE_ERROR
+        }
+    }
     if (r->on_data(r->context, ptr, n) != 0) {
         r->refused = 1;
         return 0;   // CURLE_WRITE_ERROR
@@ -164,7 +177,7 @@ int cc_http_stream(const char *url, const char *const *headers, size_t header_co
     cc_http_request r;
     int begun = cc_http_begin(&r, url, headers, header_count, out);
     if (begun != CC_HTTP_OK) return begun;
-    struct reader reader = {on_data, context, 0, control};
+    struct reader reader = {on_data, context, 0, control, &r, 0, 0};
     struct seen_headers seen = {out->retry_after, 0, 0, control};
     char errbuf[CURL_ERROR_SIZE] = {0};
     cc_http_set_long(&r, CURLOPT_HTTPGET, 1L);
@@ -194,7 +207,9 @@ int cc_http_stream(const char *url, const char *const *headers, size_t header_co
     pthread_mutex_lock(&control->lock);
     int stopped = control->stopped || control->interrupted;
     pthread_mutex_unlock(&control->lock);
-    if (code != CURLE_OK) {
+    if (code != CURLE_OK && reader.wrong_status) {
+        snprintf(out->error, sizeof out->error, "HTTP %ld", out->status);   // a whole exchange: the status says it
+    } else if (code != CURLE_OK) {
         if (stopped) {
             result = CC_HTTP_NETWORK;
             snprintf(out->error, sizeof out->error, "stopped");

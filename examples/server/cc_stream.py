@@ -60,7 +60,9 @@ class StreamFault:
     * ``silent_accept``: not even a status line, until the client closes;
     * ``close_after``: an ordinary stream closed after ``count`` hints (0: right after the
       retry line);
-    * ``status``: answers ``status`` (e.g. 503), with ``Retry-After: retry_after`` when given.
+    * ``status``: answers ``status`` (e.g. 503), with ``Retry-After: retry_after`` when given;
+      with ``"events": true`` its body is an event stream holding a hint (a client must read no
+      events from a response that is not a 200).
 
     ``{"close_after": N}`` and ``{"status": S}`` may be written without a ``mode``.
     """
@@ -71,12 +73,13 @@ class StreamFault:
     status: int | None = None
     retry_after: float | None = None
     rate: int = ENDLESS_RATE_DEFAULT
+    events: bool = False
 
     @classmethod
     def from_json(cls, doc: Json) -> "StreamFault":
         doc = dict(require_object(doc, "stream fault"))
         unknown = sorted(set(doc) - {"mode", "times", "count", "status", "retry_after", "rate",
-                                     "close_after"})
+                                     "close_after", "events"})
         if unknown:
             raise HttpError(400, f"unknown stream fault keys: {', '.join(unknown)}")
         if "close_after" in doc:
@@ -99,8 +102,12 @@ class StreamFault:
             if retry_after is not None and (not is_number(retry_after) or retry_after < 0):
                 raise HttpError(400, "'retry_after' must be a number >= 0")
             fault.retry_after = retry_after
-        elif "status" in doc or "retry_after" in doc:
-            raise HttpError(400, "'status' and 'retry_after' go with mode 'status' only")
+            events = doc.get("events", False)
+            if not isinstance(events, bool):
+                raise HttpError(400, "'events' must be true or false")
+            fault.events = events
+        elif "status" in doc or "retry_after" in doc or "events" in doc:
+            raise HttpError(400, "'status', 'retry_after' and 'events' go with mode 'status' only")
         return fault
 
     def to_json(self) -> Json:
@@ -113,6 +120,8 @@ class StreamFault:
             out["status"] = self.status
             if self.retry_after is not None:
                 out["retry_after"] = self.retry_after
+            if self.events:
+                out["events"] = True
         return out
 
 
@@ -211,6 +220,13 @@ class HintHub:
                 value = fault.retry_after
                 headers["Retry-After"] = str(int(value)) if float(value).is_integer() else str(value)
             note(status=fault.status)
+            if fault.events:
+                with self.cond:
+                    self.last_id += 1
+                    hint_id = self.last_id
+                body = f"retry: {RETRY_MILLISECONDS}\n\n".encode() + hint_event(hint_id, user_id)
+                handler._send(Response(fault.status or 503, body, "text/event-stream", headers))
+                return
             handler._send(json_response(fault.status or 503, {"error": "injected fault",
                                                              "status": fault.status}, headers))
             return

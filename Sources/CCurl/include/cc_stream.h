@@ -54,9 +54,10 @@ typedef int (*cc_stream_data_fn)(void *context, const char *data, size_t len);
 /// it, the connection breaks, `idle_ms` pass without a byte (a server that accepted and went
 /// silent, measured from the last byte received, so a keepalive of a few bytes now and then
 /// keeps it: CC_HTTP_TIMEOUT), `on_data` asks to stop, or cc_stream_stop. `connect_ms` bounds the
-/// connection. `out->status` is the response's status (the body is handed over whatever it
-/// is; out->body stays NULL); `out->retry_after` its Retry-After. Returns a CC_HTTP_* outcome:
-/// CC_HTTP_OK when the server ended the body.
+/// connection. `out->status` is the response's status; only a 200's body is handed over (the
+/// transfer of any other ends at its first byte, CC_HTTP_OK, `error` "HTTP N"; out->body stays
+/// NULL); `out->retry_after` its Retry-After. Returns a CC_HTTP_* outcome: CC_HTTP_OK when the
+/// server ended the body or answered another status.
 CC_HTTP_INTERNAL int cc_http_stream(const char *url, const char *const *headers, size_t header_count,
                                     long connect_ms, long idle_ms, cc_stream_data_fn on_data, void *context,
                                     cc_stream_control *control, cc_http_response *out);

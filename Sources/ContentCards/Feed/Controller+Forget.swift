@@ -129,6 +129,9 @@ extension ContentCardsController {
             ContentCardsLog.emit(.warning, "forgot user \(Self.quoted(user)), but the store could not be rewritten afterwards (\(compactionFailure)): the user's rows are gone and their bytes were zeroed; the file keeps its freed pages")
         }
         if let state {
+            // The current user's stream: its connection (with the forgotten token), its last
+            // event id and its backoff are dropped; it connects again from nothing.
+            lock.withLock { refresher.hintStream }?.restart(forgetting: true)
             subscribers.notify(FeedUpdate(reason: .userForgotten, state: state))
         }
         ContentCardsLog.emit(.info, "forgot user \(Self.quoted(user)): \(receipt.cards) cards, \(receipt.eventsDelivered) events delivered, \(receipt.eventsDiscarded) discarded, \(receipt.images) images")

@@ -60,7 +60,7 @@ public struct Configuration: Equatable, Sendable {
         /// The reference server sends a keepalive every 15 s.
         public var idleSeconds: Double = 45
         /// Reconnections wait at most this long (exponential backoff with full jitter from the
-        /// server's `retry`).
+        /// server's `retry`); 1 or more.
         public var retryMaxSeconds: Double = 30
         public init() {}
     }

@@ -4,14 +4,20 @@ import CCurl
 /// no card data: each one only asks the controller for its conditional refresh (`onHint`),
 /// which coalesces them.
 ///
+/// - Only a `200` is a stream: another status is a failure, its body not read.
 /// - Reconnects with `Last-Event-ID`, after a wait uniform in [0, min(retryMax, retry ×
 ///   2^(failures−1))] (full jitter, from the server's `retry`), so a fleet that lost its server
-///   does not come back at one instant; a connection that lasted 10 s resets the backoff.
+///   does not come back at one instant. A stream that stayed open 10 s from its first byte
+///   resets the backoff, and the wait after it is retry × [0.5, 1]; a connection refused, timed
+///   out, answered with another status or silent from the start never does, however long it
+///   took to fail.
 /// - A server that sends nothing, not even a keepalive, for `idleSeconds` is dropped; a line
 ///   that never ends is cut at 4 KiB and the connection dropped; a flood of hints is the
 ///   controller's to coalesce.
 /// - `stop` (close) ends the connection at once: its socket is shut down, not waited on.
-/// - `restart` (a user change) ends it and connects again for the new user, without a wait.
+/// - `restart` (a user change) ends it and connects again for the new user, without a wait;
+///   `restart(forgetting: true)` (the current user forgotten) also drops the last event id and
+///   the backoff, so nothing of the forgotten user's stream is sent again.
 /// While the stream is down, the periodic refresh (if configured) keeps the feed fresh.
 final class HintStream: @unchecked Sendable {
     struct Status: Equatable, Sendable {
@@ -36,6 +42,7 @@ final class HintStream: @unchecked Sendable {
     private let wake = Condition()
     private var stopped = false
     private var restarting = false
+    private var forgetting = false
     private var status = Status()
     private let control: UnsafeMutablePointer<cc_stream_control>
 
@@ -69,9 +76,13 @@ final class HintStream: @unchecked Sendable {
     /// thread takes it (`run`, under the same lock), so a connection being made when it came
     /// (the token asked for, the name resolved, the socket connecting) ends too, and the next
     /// one reads the new user.
-    func restart() {
+    func restart(forgetting: Bool = false) {
         lock.withLock {
             restarting = true
+            if forgetting {
+                self.forgetting = true
+                status.lastEventID = nil
+            }
             cc_stream_interrupt(control)
             wake.broadcast()
         }
@@ -83,17 +94,18 @@ final class HintStream: @unchecked Sendable {
         var lastEventID: String?
         var streamUser: String?
         while true {
-            let go: Bool = lock.withLock {
-                restarting = false
+            let (go, forget): (Bool, Bool) = lock.withLock {
+                defer { restarting = false; forgetting = false }
                 cc_stream_resume(control)
-                return !stopped
+                return (!stopped, forgetting)
             }
             guard go, let user = currentUser() else { break }
-            if !sameUser(user, streamUser) {
+            if forget || !sameUser(user, streamUser) {
                 // Another user's stream: the last one's event id (which the server would
                 // read as this user's) and its backoff are not carried over.
                 streamUser = user
                 lastEventID = nil
+                lock.withLock { status.lastEventID = nil }
                 failures = 0
                 retry = 1.0
             }
@@ -101,9 +113,11 @@ final class HintStream: @unchecked Sendable {
             lastEventID = outcome.lastEventID ?? lastEventID
             if let ms = outcome.retryMilliseconds { retry = min(max(Double(ms) / 1000, 0.05), settings.retryMaxSeconds) }
             var delay: Double
-            // Only a connection that lasted counts as a success: one that brought a hint and
-            // closed at once (a hostile or broken server) backs off like any failure, so it can
-            // never make the client reconnect, and refresh, in a tight loop.
+            // Only a stream that lasted counts as a success, timed from its first byte: one
+            // that brought a hint and closed at once (a hostile or broken server) backs off like
+            // any failure, so it can never make the client reconnect, and refresh, in a tight
+            // loop; and one that failed slowly (a connect timeout, a silent server, a late
+            // error status) does too, or a fleet would come back every 30 s in step.
             if outcome.lasted >= 10 {
                 failures = 0
                 delay = retry * Double.random(in: 0.5...1)
@@ -136,9 +150,18 @@ final class HintStream: @unchecked Sendable {
     private func connect(user: String, lastEventID: String?) -> Outcome {
         var headers = ["Accept: text/event-stream", "Cache-Control: no-store"]
         if !apiKey.isEmpty { headers.append("X-Api-Key: \(apiKey)") }
-        if let lastEventID, Redact.controlCharacter(inHeaderValue: lastEventID) == nil, lastEventID.utf8.count <= 256 {
-            headers.append("Last-Event-ID: \(lastEventID)")
+        // An id that cannot be sent back (a control character, over 256 bytes) asks for no
+        // catch-up hint: the stream hints once itself when it opens, so a change made while it
+        // was away is not missed. An empty id is "none", as the format says.
+        var unsendableID = false
+        if let lastEventID, !lastEventID.isEmpty {
+            if Redact.controlCharacter(inHeaderValue: lastEventID) == nil, lastEventID.utf8.count <= 256 {
+                headers.append("Last-Event-ID: \(lastEventID)")
+            } else {
+                unsendableID = true
+            }
         }
+        let hintAtOpen = unsendableID
         let timeout = min(max(settings.idleSeconds, 1), 30)
         var sentToken: String?
         if let asked = tokens.token(for: user, deadline: monotonicSeconds() + timeout) {
@@ -154,12 +177,14 @@ final class HintStream: @unchecked Sendable {
         // A user change or a stop while the token was asked for: not connected for the user
         // read before it (the loop reads the user again, without a wait).
         if lock.withLock({ restarting || stopped }) { return Outcome() }
-        let reader = StreamReader(onHint: { [self] in
-            lock.withLock { status.hints += 1 }
+        let reader = StreamReader(onHint: { [self] id in
+            lock.withLock {
+                status.hints += 1
+                if !forgetting { status.lastEventID = id }
+            }
             onHint(user)
         })
         let url = base + "/content_cards/stream?user_id=" + Self.percentEncoded(user)
-        let started = monotonicSeconds()
         var response = cc_http_response()
         let connected: @Sendable () -> Void = { [self] in
             lock.withLock {
@@ -167,6 +192,7 @@ final class HintStream: @unchecked Sendable {
                 status.connects += 1
                 status.connectedSince = monotonicSeconds()
             }
+            if hintAtOpen { onHint(user) }
         }
         reader.onOpen = connected
         let box = Unmanaged.passRetained(reader)
@@ -180,10 +206,12 @@ final class HintStream: @unchecked Sendable {
         }
         box.release()
         defer { cc_http_response_free(&response) }
-        var outcome = Outcome(hints: reader.hints, lasted: monotonicSeconds() - started,
+        var outcome = Outcome(hints: reader.hints, lasted: reader.openedAt.map { monotonicSeconds() - $0 } ?? 0,
                               lastEventID: reader.parser.lastEventID, retryMilliseconds: reader.parser.retryMilliseconds)
-        let retryAfter = withUnsafeBytes(of: response.retry_after) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        outcome.retryAfter = RetryAfter.parse(retryAfter, now: SystemClock().now())
+        if response.status != 200 {     // a refusal's Retry-After; a stream's own means nothing
+            let retryAfter = withUnsafeBytes(of: response.retry_after) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            outcome.retryAfter = RetryAfter.parse(retryAfter, now: SystemClock().now())
+        }
         let message = withUnsafeBytes(of: response.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         if response.status == 401, let sentToken { tokens.discard(sentToken, of: user) }
         if reader.tooLong {
@@ -224,23 +252,25 @@ private final class StreamReader {
     var parser = ServerSentEvents()
     var hints = 0
     var tooLong = false
-    var opened = false
+    /// When the first byte of the body came (monotonic seconds): the stream opened.
+    var openedAt: Double?
     var onOpen: (@Sendable () -> Void)?
-    let onHint: () -> Void
+    /// Called with each hint's id (the last event id, as it stands once the hint is read).
+    let onHint: (String?) -> Void
 
-    init(onHint: @escaping () -> Void) { self.onHint = onHint }
+    init(onHint: @escaping (String?) -> Void) { self.onHint = onHint }
 
     /// False ends the connection.
     func feed(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        if !opened {
-            opened = true
+        if openedAt == nil {
+            openedAt = monotonicSeconds()
             onOpen?()
         }
         do {
             try parser.feed(bytes) { event in
                 guard event.type == "hint" else { return }
                 hints += 1
-                onHint()
+                onHint(event.id)
             }
         } catch {
             tooLong = true

@@ -33,6 +33,11 @@ enum ConfigurationRules {
         if let h = c.hints {
             try seconds(h.idleSeconds, "source.hints.idleSeconds", allowZero: false)
             try seconds(h.retryMaxSeconds, "source.hints.retryMaxSeconds", allowZero: false)
+            // Below a second, a stream refused at once would be made again many times a
+            // second, for as long as the server refuses.
+            if h.retryMaxSeconds < 1 {
+                throw ConfigurationError("\"source.hints.retryMaxSeconds\" is \(h.retryMaxSeconds), expected 1 or more (the longest wait between two connections of the hint stream)")
+            }
         }
         if let i = c.images {
             try whole(i.maxBytes, "images.maxBytes", 1024, 1 << 40)

@@ -39,6 +39,72 @@ import Testing
         }
     }
 
+    /// An event cut off by a broken connection (no blank line yet) is not acknowledged: its id
+    /// became the one sent back at once, and the server, seeing it, sent no catch-up hint.
+    @Test func anEventIdCountsOnlyOnceItsEventIsDispatched() throws {
+        for chunk in [1, 4, 1000] {
+            let (cut, cutParser) = try events("id: 42\nevent: hint\ndata: {}\n\nid: 43\nevent: hint\ndata: {}\n", chunk: chunk)
+            #expect(cut.count == 1 && cutParser.lastEventID == "42")
+            let (whole, parser) = try events("id: 42\nevent: hint\ndata: {}\n\nid: 43\nevent: hint\ndata: {}\n\n", chunk: chunk)
+            #expect(whole.map(\.id) == ["42", "43"] && parser.lastEventID == "43")
+        }
+    }
+
+    /// A byte order mark at the start is not part of the first field's name (its `retry` was
+    /// ignored); a `retry` of any number of digits is read, the largest saturating.
+    @Test func aByteOrderMarkIsSkippedAndRetryIsAnyRunOfDigits() throws {
+        for chunk in [1, 2, 1000] {
+            #expect(try events("\u{FEFF}retry: 1500\n\n", chunk: chunk).parser.retryMilliseconds == 1500)
+            #expect(try events("retry: 0000000001500\n\n", chunk: chunk).parser.retryMilliseconds == 1500)
+            #expect(try events("retry: 123456789012345678901234567890\n\n", chunk: chunk).parser.retryMilliseconds == Int.max)
+            // Bytes that only begin like a byte order mark are text (here, of a comment).
+            let (out, parser) = try events(":\u{FEFF}\nevent: hint\ndata: x\n\n", chunk: chunk)
+            #expect(out.map(\.type) == ["hint"] && parser.retryMilliseconds == nil)
+        }
+    }
+
+    /// A response that is not a 200 is not a stream: an error page holding a hint neither
+    /// counted as a connection nor refreshed (it did both: its body was read as events).
+    @Test func anErrorResponseHoldingEventsIsNotReadAsAStream() throws {
+        let server = try ReferenceServer(feed: Fixtures.root + "/Tests/c/empty_feed.json")
+        try server.admin("POST", "/_admin/stream_fault", #"{"status":503,"events":true,"times":1000}"#)
+        let c = try ContentCardsController(json: #"""
+            {"userId":"eve","refreshTokens":0,"timeoutSeconds":5,"source":{"url":"\#(server.url)","hints":{"idleSeconds":2,"retryMaxSeconds":1}}}
+            """#)
+        defer { c.close() }
+        let deadline = Date().addingTimeInterval(5)
+        while c.diagnostics().hints.lastError == nil && Date() < deadline { usleep(10_000) }
+        usleep(300_000)     // a second answer or more (the backoff waits at most 1 s)
+        let hints = c.diagnostics().hints
+        #expect(hints.lastError?.contains("HTTP 503") == true, "\(hints)")
+        #expect(hints.connects == 0 && !hints.connected && hints.streamHints == 0, "\(hints)")
+        #expect(c.diagnostics().hints.refreshes == 0)
+    }
+
+    /// The diagnostics name the last event id (it was always null), and forgetting the current
+    /// user drops it and connects again (the stream went on with the forgotten user's
+    /// connection, token and event id).
+    @Test func forgettingTheCurrentUserStartsTheStreamAnew() throws {
+        let server = try ReferenceServer(feed: Fixtures.root + "/Tests/c/empty_feed.json")
+        let c = try ContentCardsController(json: #"""
+            {"userId":"fay","refreshTokens":0,"timeoutSeconds":5,"source":{"url":"\#(server.url)","hints":{"idleSeconds":2}}}
+            """#)
+        defer { c.close() }
+        func wait(_ what: () -> Bool) -> Bool {
+            let deadline = Date().addingTimeInterval(5)
+            while !what() && Date() < deadline { usleep(10_000) }
+            return what()
+        }
+        #expect(wait { c.diagnostics().hints.connected })
+        try server.admin("POST", "/_admin/hint", #"{"user_id":"fay"}"#)
+        #expect(wait { c.diagnostics().hints.lastEventID != nil }, "\(c.diagnostics().hints)")
+        let before = c.diagnostics().hints.connects
+        _ = try c.forgetUser()
+        #expect(c.diagnostics().hints.lastEventID == nil)
+        #expect(wait { c.diagnostics().hints.connects > before && c.diagnostics().hints.connected },
+                "\(c.diagnostics().hints)")
+    }
+
     @Test func theStreamMakesANewCardVisibleWithoutARefreshCall() throws {
         let server = try ReferenceServer(feed: Fixtures.root + "/Tests/c/empty_feed.json")
         let c = try ContentCardsController(json: #"""
@@ -110,6 +176,10 @@ import Testing
         #expect(c.diagnostics().hints.ignored == 1)
         #expect(throws: ContentCardsError.self) {
             _ = try ContentCardsController(json: #"{"source":{"file":"/x","hints":true}}"#)
+        }
+        // Under a second, a stream refused at once would be made again many times a second.
+        #expect(throws: ContentCardsError.self) {
+            _ = try ContentCardsController(json: #"{"source":{"url":"http://127.0.0.1:9","hints":{"retryMaxSeconds":0.001}}}"#)
         }
     }
 }
