@@ -24,15 +24,26 @@ enum CheckStamp {
 
     /// The stamp the file would have now; nil when it cannot be trusted (see the type's comment).
     static func current(of store: String) -> String? {
-        var st = stat()
-        guard lstat(store, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return nil }
+        guard let before = stamp(ofFile: store) else { return nil }
         var wal = stat()
         if lstat(store + "-wal", &wal) == 0 {
             guard wal.st_mode & S_IFMT == S_IFREG, wal.st_size == 0 else { return nil }
         } else if errno != ENOENT {
             return nil
         }
-        // Times kept in whole seconds: an edit in the same second as the stamp would not show.
+        // The file again: a checkpoint of another process between the two reads (the file
+        // changed, then the WAL emptied) would have paired the file before it with the empty
+        // WAL after it, a state that never was: a commit in the WAL, unseen. The same stamp on
+        // both sides means the file did not change while the WAL was read empty.
+        guard stamp(ofFile: store) == before else { return nil }
+        return before
+    }
+
+    /// The stamp text of the store file alone; nil when it is not a regular file or its times
+    /// are whole seconds (an edit in the same second as the stamp would not show).
+    private static func stamp(ofFile store: String) -> String? {
+        var st = stat()
+        guard lstat(store, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return nil }
         let (m, c) = (Platform.modificationTime(st), Platform.changeTime(st))
         guard m.nanoseconds != 0 || c.nanoseconds != 0 else { return nil }
         return "contentcards-checked 1 \(st.st_dev) \(st.st_ino) \(st.st_size) "

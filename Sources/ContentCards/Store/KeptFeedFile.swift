@@ -51,8 +51,11 @@ enum KeptFeedFile {
         unlink(temporary)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { unlink(target); return }
+        // 0600 whatever the umask: under one such as 0477 the copy was made unreadable to its
+        // own reader (never served), and the reader refuses any other mode anyway.
+        var whole = fchmod(fd, 0o600) == 0
         // The text from the feed's own buffer: the copy is not assembled in memory first.
-        var whole = head.withUnsafeBytes { Files.writeAll(fd, $0) }
+        whole = whole && head.withUnsafeBytes { Files.writeAll(fd, $0) }
         whole = whole && Files.writeAll(fd, UnsafeRawBufferPointer(feed.text))
         whole = whole && tail.withUnsafeBytes { Files.writeAll(fd, $0) }
         // The store file's times settled already (against the file system's own clock: the

@@ -175,4 +175,21 @@ import Glibc
         #expect(took < 2.5, "the close took \(took) s")
         #expect(access(KeptFeed.path(of: dir + "/contentcards.sqlite"), F_OK) != 0)
     }
+
+    /// The kept feed beside the stamp is 0600 whatever the umask: under 0477 it was made 0200,
+    /// which its own reader could not open (it was never served). In a child process: a
+    /// process's umask is its every thread's.
+    @Test func theKeptFeedIsPrivateAndReadableUnderAnyUmask() throws {
+        let dir = Fixtures.temporaryDirectory()
+        defer { Fixtures.removeTree(dir) }
+        let config = #"{"userId":"u-1","refreshTokens":0,"storagePath":"\#(dir)","source":{"file":"\#(Fixtures.sampleFeedPath)"}}"#
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/sh")
+        p.arguments = ["-c", #"umask 0477 && exec "$0" feed "$1" > /dev/null"#, Tool.path, config]
+        try p.run()
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0)
+        var st = stat()
+        #expect(lstat(dir + "/contentcards.sqlite-feed", &st) == 0 && st.st_mode & 0o7777 == 0o600)
+    }
 }
