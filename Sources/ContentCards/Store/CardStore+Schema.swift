@@ -119,6 +119,7 @@ extension CardStore {
             // Skipped when the stamp of a clean close says nothing touched the file since
             // (`CheckStamp`).
             ranQuickCheck = true
+            let checkStart = DamageMark.checkStart()
             let check = try db.prepare("PRAGMA quick_check(5)")
             var problems: [String] = []
             while try check.step() { problems.append(check.text(0) ?? "") }
@@ -127,6 +128,10 @@ extension CardStore {
                 let first = problems.prefix(3).map { Redact.escape($0, limit: 200) }.joined(separator: "; ")
                 throw StoreError("the store at \(location) is damaged (corrupt: PRAGMA quick_check found: \(first)); it was left as it is: move it away to start with an empty store, or restore a backup", code: SQLITE_CORRUPT, complete: true)
             }
+            // Whole: a damage report from before this check is answered.
+            DamageMark.clear(location, checkedSince: checkStart)
+        } else if isEmpty && !isInMemory {
+            DamageMark.clear(location, checkedSince: DamageMark.checkStart())   // nothing to be damaged
         }
         var isWAL = false
         if !isInMemory {

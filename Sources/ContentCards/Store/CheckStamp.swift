@@ -16,15 +16,16 @@
 /// cards' own check sums, `RecordSum`, still catch it in a card's record).
 ///
 /// It is not trusted when the WAL holds frames (a crash, or another process still writing),
-/// on a file system with whole-second times, or when it is not a private regular file of
-/// this user; and it is written only when this connection found the store whole at open and
-/// SQLite never reported it corrupt since.
+/// on a file system with whole-second times, when it is not a private regular file of this
+/// user, or while a damage mark stands (`DamageMark`); and it is written only when this
+/// connection found the store whole at open and SQLite never reported it corrupt since.
 enum CheckStamp {
     static func path(of store: String) -> String { store + "-checked" }
 
     /// The stamp the file would have now; nil when it cannot be trusted (see the type's comment).
     static func current(of store: String) -> String? {
-        guard let before = stamp(ofFile: store) else { return nil }
+        // A damage report of any connection, in any process (`DamageMark`): no stamp.
+        guard !DamageMark.stands(store), let before = stamp(ofFile: store) else { return nil }
         var wal = stat()
         if lstat(store + "-wal", &wal) == 0 {
             guard wal.st_mode & S_IFMT == S_IFREG, wal.st_size == 0 else { return nil }

@@ -14,13 +14,17 @@ final class SQLiteDatabase {
     private(set) var sawCorruption = false
 
     /// Notes a result code (see `sawCorruption`).
-    /// The first report also removes the store's stamp, so that the next open checks the
-    /// whole file and says what is damaged.
+    /// The first report also marks the store damaged for every connection (`DamageMark`) and
+    /// removes its stamp and kept feed, so that the next open checks the whole file and says
+    /// what is damaged.
     func note(_ rc: Int32) {
         let primary = rc & 0xFF
         guard primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB, !sawCorruption else { return }
         sawCorruption = true
-        if path != ":memory:" { unlink(CheckStamp.path(of: path)) }
+        guard path != ":memory:" else { return }
+        DamageMark.set(path)
+        unlink(CheckStamp.path(of: path))
+        KeptFeedFile.remove(store: path)
     }
     /// Closes that found a statement still prepared on their connection, which SQLite then
     /// keeps open, its file locks held, until the statement is finalized: none are expected

@@ -142,6 +142,29 @@ import Glibc
         }
     }
 
+    /// A damage report on one connection holds for every connection: another controller on
+    /// the same store that never read the damaged page, closing last and cleanly, stamped the
+    /// file as whole and kept a feed from it (the next open skipped the check and was served
+    /// from the copy). A later open whose check finds the store whole answers the report.
+    @Test func aDamageReportOnOneConnectionHoldsForTheOthers() throws {
+        let dir = Fixtures.temporaryDirectory("stamp-mark")
+        defer { Fixtures.removeTree(dir) }
+        try makeStore(dir)
+        let x = try makeController(storage: dir), y = try makeController(storage: dir)
+        _ = try openStore(x)
+        let store = try openStore(y)
+        store.db.note(SQLITE_CORRUPT)       // as when y's read met a damaged page
+        #expect(FileManager.default.fileExists(atPath: DamageMark.path(of: dir + "/contentcards.sqlite")))
+        y.close()
+        x.close()
+        #expect(!FileManager.default.fileExists(atPath: stampPath(dir)))
+        #expect(!FileManager.default.fileExists(atPath: dir + "/contentcards.sqlite-feed"))
+        usleep(100_000)     // the mark well before the next check (the file system's coarse clock)
+        #expect(try reopen(dir) == (checked: true, cards: 200))     // whole after all: the mark goes
+        #expect(!FileManager.default.fileExists(atPath: DamageMark.path(of: dir + "/contentcards.sqlite")))
+        #expect(try reopen(dir) == (checked: false, cards: 200))    // and the next close stamped it
+    }
+
     @Test func theWALAndSharedMemoryFilesStayBetweenOpensAndTheWALIsEmptied() throws {
         let dir = Fixtures.temporaryDirectory("stamp-persist")
         defer { Fixtures.removeTree(dir) }
