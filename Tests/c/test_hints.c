@@ -3,7 +3,8 @@
  * 1,000 is a handful of syncs); a hint for another user is ignored; hostile streams (a line
  * that never ends, a server that accepts and goes silent, one that closes after each event)
  * are dropped and reconnected, with Last-Event-ID catching up a hint missed meanwhile; a user
- * change reconnects for the new user; close ends the connection at once. */
+ * change reconnects for the new user; close ends the connection at once; an error answer
+ * holding events is not read as a stream. */
 #include "cc_test.h"
 #include "cc_admin.h"
 
@@ -216,11 +217,34 @@ static void test_hostile_streams_are_dropped_and_reconnected(void) {
     CHECK_OK(cc_controller_close(c));
 }
 
+/* An answer that is not a 200 is not a stream, even when its body is one: a 503 holding a
+ * hint neither counted as a connection nor refreshed (as HintTests and test_hints.py). */
+static void test_an_error_answer_is_not_a_stream(void) {
+    admin("POST", "/_admin/reset", "{}", NULL, 0);
+    admin("POST", "/_admin/stream_fault", "{\"status\":503,\"events\":true,\"times\":1000}", NULL, 0);
+    cc_controller *c = open_remote("eve", 1);
+    int refused = 0;
+    for (double until = now_seconds() + 5; !refused && now_seconds() < until; usleep(10 * 1000)) {
+        char *json = NULL;
+        refused = cc_controller_diagnostics(&json, c) == CC_OK && strstr(json, "HTTP 503") != NULL;
+        cc_string_free(json);
+    }
+    CHECK(refused);
+    usleep(300 * 1000);   /* a second answer or more: the backoff waits at most 1 s */
+    CHECK(hint_stat(c, "connects") == 0);
+    CHECK(hint_stat(c, "connected") == 0);
+    CHECK(hint_stat(c, "streamHints") == 0);
+    CHECK(hint_stat(c, "refreshes") == 0);
+    CHECK_OK(cc_controller_close(c));
+    admin("POST", "/_admin/reset", "{}", NULL, 0);
+}
+
 int main(void) {
     server = getenv("CC_SERVER_URL");
     if (!server) { fprintf(stderr, "run under with_server.py\n"); return 2; }
     test_a_streamed_hint_makes_the_card_visible();
     test_hints_handed_in_coalesce();
     test_hostile_streams_are_dropped_and_reconnected();
+    test_an_error_answer_is_not_a_stream();
     return cc_test_finish("test_hints");
 }

@@ -62,6 +62,9 @@ public struct Configuration: Equatable, Sendable {
         /// Reconnections wait at most this long (exponential backoff with full jitter from the
         /// server's `retry`); 1 or more.
         public var retryMaxSeconds: Double = 30
+        /// How long a stream must stay open, from its first byte, to count as a success (the
+        /// backoff starts again). Not configurable: the tests shorten it.
+        var lastingSeconds: Double = 10
         public init() {}
     }
 

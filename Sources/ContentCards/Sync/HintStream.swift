@@ -28,6 +28,8 @@ final class HintStream: @unchecked Sendable {
         var lastError: String?
         /// Since when the stream is connected (monotonic seconds), nil when it is not.
         var connectedSince: Double?
+        /// Connections that failed since the last success (the backoff's exponent).
+        var failures = 0
     }
 
     let base: String
@@ -118,7 +120,7 @@ final class HintStream: @unchecked Sendable {
             // any failure, so it can never make the client reconnect, and refresh, in a tight
             // loop; and one that failed slowly (a connect timeout, a silent server, a late
             // error status) does too, or a fleet would come back every 30 s in step.
-            if outcome.lasted >= 10 {
+            if outcome.lasted >= settings.lastingSeconds {
                 failures = 0
                 delay = retry * Double.random(in: 0.5...1)
             } else {
@@ -128,6 +130,7 @@ final class HintStream: @unchecked Sendable {
             }
             if let after = outcome.retryAfter { delay = max(delay, min(after, 3600)) }
             lock.withLock {
+                status.failures = failures
                 let until = monotonicSeconds() + delay
                 while !stopped && !restarting && monotonicSeconds() < until { wake.wait(lock, until: until) }
             }

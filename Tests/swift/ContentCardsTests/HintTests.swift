@@ -81,6 +81,26 @@ import Testing
         #expect(c.diagnostics().hints.refreshes == 0)
     }
 
+    /// A connection that fails slowly is a failure: a server that accepts and never answers
+    /// (dropped after `idleSeconds`) counted as a success once the request had lasted long
+    /// enough, resetting the backoff, so a fleet reconnected in step. Success is now timed
+    /// from the stream's first byte (here shortened from 10 s to 0.5, the drop coming at 1 s).
+    @Test func aConnectionThatFailsSlowlyBacksOff() throws {
+        let server = try ReferenceServer(feed: Fixtures.root + "/Tests/c/empty_feed.json")
+        try server.admin("POST", "/_admin/stream_fault", #"{"mode":"silent_accept","times":1000}"#)
+        var config = try ConfigurationJSON.decode(#"""
+            {"userId":"gus","refreshTokens":0,"timeoutSeconds":5,"source":{"url":"\#(server.url)","hints":{"idleSeconds":1,"retryMaxSeconds":1}}}
+            """#)
+        config.hints?.lastingSeconds = 0.5
+        let c = try ContentCardsController(configuration: config)
+        defer { c.close() }
+        func failures() -> Int { c.lock.withLock { c.refresher.hintStream }?.snapshot.failures ?? -1 }
+        let deadline = Date().addingTimeInterval(10)
+        while failures() < 2 && Date() < deadline { usleep(20_000) }
+        #expect(failures() >= 2)
+        #expect(c.diagnostics().hints.connects == 0)
+    }
+
     /// The diagnostics name the last event id (it was always null), and forgetting the current
     /// user drops it and connects again (the stream went on with the forgotten user's
     /// connection, token and event id).

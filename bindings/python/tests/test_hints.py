@@ -162,3 +162,37 @@ def test_a_hint_answered_with_no_wait_is_not_asked_again_at_once() -> None:
             time.sleep(0.01)
         time.sleep(0.3)  # nothing can follow: no retry is scheduled after the answer
         assert calls == ["sync"]
+
+
+def test_an_error_answer_holding_events_is_not_read_as_a_stream(server: ReferenceServer) -> None:
+    """HintTests.anErrorResponseHoldingEventsIsNotReadAsAStream: a 503 whose body is an event
+    stream with a hint is a refusal, not a stream (it refreshed and counted as connected)."""
+    server.stream_fault(status=503, events=True, times=1000)
+    with open_remote(server, user="eve", hints=True,
+                     source={"url": server.url, "hints": {"idleSeconds": 2, "retryMaxSeconds": 1}}) as c:
+        assert wait_until(lambda: c.diagnostics().raw["hints"]["lastError"] is not None, 5)
+        time.sleep(0.3)   # a second answer or more: the backoff waits at most 1 s
+        hints = c.diagnostics().raw["hints"]
+        assert "HTTP 503" in hints["lastError"], hints
+        assert (hints["connects"], hints["connected"], hints["streamHints"]) == (0, False, 0), hints
+        assert hints["refreshes"] == 0 and syncs(server, "eve") == 0
+
+
+def test_forgetting_the_current_user_starts_the_stream_anew(server: ReferenceServer) -> None:
+    """HintTests.forgettingTheCurrentUserStartsTheStreamAnew: the last event id is named in the
+    diagnostics, and a forget drops it and connects again."""
+    with open_remote(server, user="fay", hints=True,
+                     source={"url": server.url, "hints": {"idleSeconds": 2}}) as c:
+        assert wait_until(lambda: c.diagnostics().raw["hints"]["connected"], 5)
+        server.hint("fay")
+        assert wait_until(lambda: c.diagnostics().raw["hints"]["lastEventId"] is not None, 5)
+        before = c.diagnostics().raw["hints"]["connects"]
+        c.forget_user()
+        assert c.diagnostics().raw["hints"]["lastEventId"] is None
+        assert wait_until(lambda: c.diagnostics().raw["hints"]["connects"] > before
+                          and c.diagnostics().raw["hints"]["connected"], 5), c.diagnostics().raw["hints"]
+
+
+def test_a_retry_max_under_a_second_is_refused(server: ReferenceServer) -> None:
+    with pytest.raises(cc.ConfigError, match="retryMaxSeconds"):
+        open_remote(server, source={"url": server.url, "hints": {"retryMaxSeconds": 0.001}})
