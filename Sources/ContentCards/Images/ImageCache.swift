@@ -28,15 +28,27 @@ final class ImageCache: @unchecked Sendable {
     /// (in this process; at most `4 × maxCount` are remembered).
     private var didNotFit: [String: Int] = [:]
 
+    /// The folder of every user's directory (`<storagePath>/images`).
+    private let base: String
+
     /// Opens (creating 0700) the user's directory under `root` and reads what it holds.
     init(root: String, userID: String, limits: Configuration.Images) throws(Files.Failure) {
-        let base = root.hasSuffix("/") ? root + "images" : root + "/images"
+        base = root.hasSuffix("/") ? root + "images" : root + "/images"
         directory = base + "/" + ImageCache.hash(userID)
         self.limits = limits
+        try ensureDirectory()
+        scan()
+    }
+
+    /// Makes the directories again when they are gone (a forget of this user by another
+    /// controller, the host), and checks they are still private directories, not links: each
+    /// prefetch asks first. The folder above is checked before anything is made in it.
+    func ensureDirectory() throws(Files.Failure) {
+        var st = stat()
+        if lstat(base, &st) == 0 { try ImageCache.checkPrivate(base) }
         try Files.makeDirectory(directory)
         try ImageCache.checkPrivate(base)
         try ImageCache.checkPrivate(directory)
-        scan()
     }
 
     /// The cache directories must be this user's and closed to others, as the store's is.
@@ -71,7 +83,10 @@ final class ImageCache: @unchecked Sendable {
     static let staleTemporarySeconds: Double = 600
 
     /// Reads the directory: regular files named like ours; leftovers of an interrupted write
-    /// (`.tmp`, older than `staleTemporarySeconds`) are removed.
+    /// (`.tmp`, older than `staleTemporarySeconds`) are removed, and so are empty files (a
+    /// write cut short by a crash: the library writes none). A file larger than
+    /// `maxImageBytes` is not ours to count (another configuration's, or planted: a sparse
+    /// file of exabytes made the sums of sizes overflow): left out of the index, never served.
     func scan() {
         guard let dir = opendir(directory) else { return }
         defer { closedir(dir) }
@@ -93,6 +108,8 @@ final class ImageCache: @unchecked Sendable {
                 continue
             }
             guard name.utf8.count == 32, lstat(path(name), &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { continue }
+            if st.st_size == 0 { unlink(path(name)); continue }
+            guard st.st_size <= limits.maxImageBytes else { continue }
             let modified = Platform.modificationTime(st)
             found[name] = Entry(file: name, bytes: Int(st.st_size),
                                 used: Double(modified.seconds) + Double(modified.nanoseconds) / 1e9)
@@ -179,9 +196,10 @@ final class ImageCache: @unchecked Sendable {
         }
     }
 
-    /// Stores the bytes of `url` (0600, written whole, then renamed into place), then evicts
-    /// down to the bounds. Returns false when the file could not be written.
-    func store(_ url: String, _ bytes: [UInt8], now: Double) -> Bool {
+    /// Stores the bytes of `url` (0600, written whole, then renamed into place). Returns false
+    /// when the file could not be written, or `stillWanted` (asked between the write and the
+    /// rename) says no: the controller closed meanwhile, and nothing is left behind.
+    func store(_ url: String, _ bytes: [UInt8], now: Double, stillWanted: () -> Bool = { true }) -> Bool {
         let file = ImageCache.hash(url)
         // Unique to this write: two controllers of one process may fetch the same image.
         let temporary = path(file) + ".\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp"
@@ -190,7 +208,7 @@ final class ImageCache: @unchecked Sendable {
         let ok = bytes.withUnsafeBytes { Files.writeAll(fd, $0) }
         fchmod(fd, 0o600)
         close(fd)
-        guard ok, rename(temporary, path(file)) == 0 else {
+        guard ok, stillWanted(), rename(temporary, path(file)) == 0 else {
             unlink(temporary)
             return false
         }

@@ -1,6 +1,7 @@
 /// What the image cache did, for `waitForImages` (and tests).
 public struct ImageStats: Sendable, Equatable {
-    /// Images fetched and stored by this controller since it opened.
+    /// Images fetched by this controller since it opened: stored, or known not to fit beside
+    /// the feed's earlier images (then not written).
     public var fetched = 0
     /// Fetches that failed (network, HTTP status, over `maxImageBytes`, a write), since open.
     public var failed = 0
@@ -166,6 +167,13 @@ final class ImagePrefetcher: @unchecked Sendable {
 
     private func prefetch(_ request: Request) {
         let cache = request.cache
+        // The directory may have gone since the open (another controller forgot this user, the
+        // host removed it): made again. One that became a link or open to others is not
+        // written into, nor cleaned.
+        do throws(Files.Failure) { try cache.ensureDirectory() } catch {
+            ContentCardsLog.emit(.warning, "image cache: \(error.message); no image fetched")
+            return
+        }
         // The disk is the truth: other controllers of this user may have fetched or evicted.
         cache.scan()
         let removed = cache.keepOnly(request.stored)
@@ -177,10 +185,13 @@ final class ImagePrefetcher: @unchecked Sendable {
         var seen = Set<String>()
         for url in request.visible where wanted.count < limits.maxCount {
             // One that would not be fetched takes no slot, and an old copy of it is not kept.
-            guard ImageCache.holdsNoControl(url) else { continue }
+            guard ImageCache.holdsNoControl(url), Self.isHTTP(url) else { continue }
             let file = ImageCache.hash(url)
             if seen.insert(file).inserted { wanted.append(url); feed.append(file) }
         }
+        // Within the bounds before any fetch (they may have been lowered since, or other
+        // controllers added files), the feed's first images kept longest.
+        cache.evict(keeping: feed)
         // Bytes of this feed's images kept so far, in feed order: an image known not to fit
         // beside them is not fetched again (it would be evicted at once).
         var used = 0
@@ -191,34 +202,37 @@ final class ImagePrefetcher: @unchecked Sendable {
                 continue
             }
             if let size = cache.sizeThatDidNotFit(url), used + size > limits.maxBytes { continue }
-            let ok = fetch(url, into: cache)
-            lock.withLock { if ok { stats.fetched += 1 } else { stats.failed += 1 } }
-            guard ok, !isClosed else { continue }
-            // Within bounds after every image, this feed's first images kept longest.
-            let size = cache.size(of: url) ?? 0
-            cache.evict(keeping: feed)
-            if cache.size(of: url) == nil {
+            let outcome = fetch(url, into: cache, room: limits.maxBytes - used)
+            lock.withLock { if outcome != .failed { stats.fetched += 1 } else { stats.failed += 1 } }
+            if case .didNotFit(let size) = outcome {
+                // Known before it is written: stored, it would have pushed out the images of
+                // the feed's later cards first, then itself.
                 cache.noteDidNotFit(url, bytes: size)
                 ContentCardsLog.emit(.debug, "image cache: \(Redact.url(url)) (\(size) bytes) does not fit beside the feed's earlier images; not fetched again for this feed")
-            } else {
-                used += size
+                continue
             }
+            guard outcome == .stored, !isClosed else { continue }
+            // Within bounds after every image, this feed's first images kept longest.
+            used += cache.size(of: url) ?? 0
+            cache.evict(keeping: feed)
         }
     }
 
     private static func now() -> Double { SystemClock().now() }
 
-    private func fetch(_ url: String, into cache: ImageCache) -> Bool {
-        let shown = Redact.url(url)
+    private static func isHTTP(_ url: String) -> Bool {
         let scheme = url.prefix(8).lowercased()
-        guard scheme.hasPrefix("http://") || scheme.hasPrefix("https://") else {
-            ContentCardsLog.emit(.info, "image not fetched: \(shown) is not an http(s) URL")
-            return false
-        }
-        guard ImageCache.holdsNoControl(url) else {
-            ContentCardsLog.emit(.info, "image not fetched: \(shown) holds a space or a control character")
-            return false
-        }
+        return scheme.hasPrefix("http://") || scheme.hasPrefix("https://")
+    }
+
+    private enum Fetched: Equatable {
+        case stored, failed
+        /// Fetched, over the room left beside the feed's earlier images: not written.
+        case didNotFit(Int)
+    }
+
+    private func fetch(_ url: String, into cache: ImageCache, room: Int) -> Fetched {
+        let shown = Redact.url(url)
         let sent: Result<TransportResponse, ContentCardsError> = transport().flatMap { t in
             CallbackContext.run {
                 t.send(TransportRequest(kind: .image, url: url, headers: [], body: [], timeout: timeout,
@@ -228,26 +242,29 @@ final class ImagePrefetcher: @unchecked Sendable {
         switch sent {
         case .failure(let e):
             ContentCardsLog.emit(.info, "image fetch failed (\(e.code.statusName)) for \(shown): \(e.message)")
-            return false
+            return .failed
         case .success(let response):
-            guard (200..<300).contains(response.status), !response.body.isEmpty else {
+            // 200 (or 203, the same through a proxy): a 206 is part of an image (the library
+            // asks for no range), another 2xx no image at all.
+            guard response.status == 200 || response.status == 203, !response.body.isEmpty else {
                 ContentCardsLog.emit(.info, "image fetch failed for \(shown): HTTP \(response.status)\(response.body.isEmpty ? ", empty body" : "")")
-                return false
+                return .failed
             }
             guard response.body.count <= limits.maxImageBytes else {
                 ContentCardsLog.emit(.info, "image not kept: \(shown) is \(response.body.count) bytes, over images.maxImageBytes (\(limits.maxImageBytes))")
-                return false
+                return .failed
             }
-            guard !isClosed else {
-                ContentCardsLog.emit(.debug, "image not kept: \(shown) came after the controller closed")
-                return false
-            }
-            guard cache.store(url, response.body, now: Self.now()) else {
-                ContentCardsLog.emit(.warning, "image cache: cannot write the image of \(shown) in \(cache.directory): \(Files.describeErrno(errno))")
-                return false
+            guard response.body.count <= room else { return .didNotFit(response.body.count) }
+            guard cache.store(url, response.body, now: Self.now(), stillWanted: { !isClosed }) else {
+                if isClosed {
+                    ContentCardsLog.emit(.debug, "image not kept: \(shown) came after the controller closed")
+                } else {
+                    ContentCardsLog.emit(.warning, "image cache: cannot write the image of \(shown) in \(cache.directory): \(Files.describeErrno(errno))")
+                }
+                return .failed
             }
             ContentCardsLog.emit(.debug, "image cached: \(shown) (\(response.body.count) bytes)")
-            return true
+            return .stored
         }
     }
 

@@ -6,7 +6,8 @@ import Testing
 /// Tests/c/test_images.c and bindings/python/tests/test_images.py (which use the reference
 /// server), with the same results.
 @Suite struct ImageCacheTests {
-    /// A server in a closure: the cards of the sync, and images named NAME?size=N / ?status=S.
+    /// A server in a closure: the cards of the sync, and images named NAME?size=N / ?status=S
+    /// (no body) / ?status=S&size=N.
     final class FakeServer: @unchecked Sendable {
         private let lock = NSLock()
         private var cards: [String: String] = [:]
@@ -29,11 +30,16 @@ import Testing
             case .image:
                 imageRequests.append(r.url)
                 let query = r.url.split(separator: "?").last.map(String.init) ?? ""
-                if query.hasPrefix("status=") { return .success(TransportResponse(status: Int(query.dropFirst(7))!, body: [])) }
-                let size = Int(query.dropFirst(5)) ?? 1000
+                // status=S (an empty body), or status=S&size=N
+                let fields = Dictionary(query.split(separator: "&").map { f -> (String, Int) in
+                    let kv = f.split(separator: "=", maxSplits: 1)
+                    return (String(kv[0]), kv.count > 1 ? Int(kv[1]) ?? 0 : 0)
+                }, uniquingKeysWith: { a, _ in a })
+                if let status = fields["status"], fields["size"] == nil { return .success(TransportResponse(status: status, body: [])) }
+                let size = fields["size"] ?? 1000
                 // The transport enforces the response bound, as libcurl does.
                 if size > r.maxResponseBytes { return .failure(ContentCardsError(.parse, "image response is too large")) }
-                return .success(TransportResponse(status: 200, body: [UInt8](repeating: 0x42, count: size)))
+                return .success(TransportResponse(status: fields["status"] ?? 200, body: [UInt8](repeating: 0x42, count: size)))
             case .events:
                 return .success(TransportResponse(status: 200, body: []))
             }
