@@ -168,9 +168,10 @@ CC_API int cc_abi_version(void);
 #define CC_E_REFUSED (-6)           /* a logging call that recorded nothing: no valid url for a
                                        click, not dismissible, already dismissed; a call that
                                        would wait for itself: a refresh or flush from inside the
-                                       same controller's transport callback, wait_images from
-                                       inside the image prefetch, forget_user from inside the
-                                       events transport while the user's batch is out          */
+                                       same controller's transport callback or token provider,
+                                       wait_images from inside the image prefetch, forget_user
+                                       from inside the events transport or the token provider
+                                       while the user's batch is out                           */
 #define CC_E_RATE_LIMITED (-7)      /* refresh refused by the rate limit (local or the server's) */
 #define CC_E_NETWORK (-8)           /* connection failed, reset, truncated; a response header
                                        over 64 KiB (or one curl refuses)                         */
@@ -391,8 +392,8 @@ CC_API int cc_controller_close(cc_controller *controller);
  * controller are still blocked, a refresh fails at once with CC_E_TIMEOUT (no thread pile-up).
  * A file source must be a regular file: a FIFO, device, socket or directory is
  * CC_E_SOURCE_FILE at once, as is a missing or unreadable file. Called from inside this
- * controller's own transport callback it fails at once with CC_E_REFUSED (the running refresh
- * is waiting for that callback); closed meanwhile (e.g. from inside the transport callback),
+ * controller's own transport callback or token provider it fails at once with CC_E_REFUSED
+ * (the running refresh, or the request asking for the token, is waiting for that callback); closed meanwhile (e.g. from inside the transport callback),
  * CC_E_CLOSED. Joining a cc_controller_refresh_in_background whose request has not gone yet,
  * it starts that refresh on a thread of its own (with that refresh's own bound) and waits for
  * it to its own timeout: the library thread may be the caller itself (a completion that
@@ -618,7 +619,8 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_user(char **out_user_id, cc_contr
  * retry never writes an event twice nor leaves half a line; PATH must be a regular file (a
  * FIFO, a device or a socket: CC_E_STORAGE at once). A server's Retry-After (seconds
  * or an HTTP-date) is obeyed up to 3600 s; see cc_last_error_retry_after. Called from
- * inside this controller's own events transport callback it fails at once with CC_E_REFUSED.
+ * inside this controller's own events transport callback or token provider it fails at once
+ * with CC_E_REFUSED.
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (NaN timeout), CC_E_NO_SOURCE (no event
  * sink), CC_E_NETWORK, CC_E_TIMEOUT, CC_E_SERVER, CC_E_RATE_LIMITED, CC_E_UNAVAILABLE,
  * CC_E_TRANSPORT, CC_E_AUTH (a token provider is set and gave no usable token, or the endpoint
@@ -921,8 +923,8 @@ CC_API CC_WARN_UNUSED_RESULT int cc_controller_hint(cc_controller *controller, c
  * timeout), nothing is removed and the error is the delivery's. A batch of the user's events
  * already out (a background delivery, or another thread's flush) is waited for first, within
  * the same timeout (past it: CC_E_TIMEOUT, nothing removed); another user's is not. Called
- * from inside this controller's events transport callback while the user's batch is out:
- * CC_E_REFUSED.
+ * from inside this controller's events transport callback or token provider while the user's
+ * batch is out, or with CC_PENDING_FLUSH from inside its token provider: CC_E_REFUSED.
  * Errors: CC_E_INVALID_HANDLE, CC_E_INVALID_ARGUMENT (pending not one of the two, NaN timeout,
  * user_id not UTF-8), CC_E_NO_SOURCE (CC_PENDING_FLUSH with events pending and no event sink),
  * the delivery's errors (CC_E_NETWORK, CC_E_TIMEOUT, CC_E_SERVER, CC_E_AUTH...), CC_E_REFUSED,

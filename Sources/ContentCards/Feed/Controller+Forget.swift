@@ -165,6 +165,9 @@ extension ContentCardsController {
         if userBatchOut() && delivery.isInsideSink(pthread_self()) {
             throw ContentCardsError(.refused, "forgetUser called from inside this controller's events transport callback, which the running delivery is waiting for: return from the callback first; nothing was removed")
         }
+        if userBatchOut() && tokens.isProviding(pthread_self()) {
+            throw ContentCardsError(.refused, "forgetUser called from inside this controller's token provider while the user's events are out, which wait for it: return from the provider first; nothing was removed")
+        }
         while userBatchOut() {
             try checkOpen()
             if !changed.wait(lock, until: deadline) && monotonicSeconds() >= deadline && userBatchOut() {

@@ -71,6 +71,9 @@ extension ContentCardsController {
         if lock.withLock({ refresher.isFetching(me) }) {
             throw ContentCardsError(.refused, "refresh called from inside this controller's transport callback, which the running refresh is waiting for: return from the callback first (refresh_async does not wait)")
         }
+        if tokens.isProviding(me) {
+            throw ContentCardsError(.refused, "refresh called from inside this controller's token provider, which its request is waiting for: return from the provider first (refresh_async does not wait)")
+        }
         switch try beginRefresh() {
         case .started(let start):
             return try perform(start, timeout: min(timeout, configuration.timeoutSeconds)).get()

@@ -59,6 +59,9 @@ final class EventDelivery: @unchecked Sendable {
             if isInsideSink(me) {
                 throw ContentCardsError(.refused, "flush called from inside this controller's events transport callback, which the running delivery is waiting for: return from the callback first")
             }
+            if controller.tokens.isProviding(me) {
+                throw ContentCardsError(.refused, "flush called from inside this controller's token provider, which its request is waiting for: return from the provider first")
+            }
             while inFlight {
                 if !controller.isOpenLocked { throw ContentCardsController.closedError }
                 if !controller.changed.wait(controller.lock, until: deadline) && monotonicSeconds() >= deadline {

@@ -57,6 +57,15 @@ package final class TokenSlot: @unchecked Sendable {
     private var generation = 0
     private var cache: [UserKey: Cached] = [:]
     private var asking: [UserKey: Ask] = [:]
+    /// Bumped at each forget; with the users forgotten last (at most `maxUsers`), so that a
+    /// request that began before a forget of its user (one already out, for a user no longer
+    /// current, answered 401 later) asks no token for the forgotten user: the provider's answer
+    /// would have gone back into the cache.
+    private var forgets = 0
+    private var forgotten: [(user: UserKey, at: Int)] = []
+    /// The threads running the provider now: a call from one of them that waits for a request
+    /// (a refresh, a flush, a forget's delivery) would wait for the provider's own answer.
+    private var providing: [pthread_t] = []
     private var abandoned = 0
     private var counts = Diagnostics.Tokens()
 
@@ -83,12 +92,23 @@ package final class TokenSlot: @unchecked Sendable {
             provider = new
             generation += 1
             cache.removeAll()
+            // Calls still running are abandoned (their answers are an earlier provider's):
+            // counted, so that providers that never return cannot pile up threads unseen.
+            for ask in asking.values where !ask.abandoned {
+                ask.abandoned = true
+                abandoned += 1
+            }
             asking.removeAll()
             answered.broadcast()
             return (old, true)
         }
         withExtendedLifetime(old) {}
         return kept
+    }
+
+    /// Whether `thread` is running this slot's provider now (see `providing`).
+    func isProviding(_ thread: pthread_t) -> Bool {
+        lock.withLock { providing.contains { pthread_equal($0, thread) != 0 } }
     }
 
     /// A request is sent again after a 401, with a token asked for anew.
@@ -103,6 +123,10 @@ package final class TokenSlot: @unchecked Sendable {
     /// in flight: kept when it came, it would have put the forgotten user's token back.
     func forget(_ user: String) {
         lock.withLock {
+            forgets += 1
+            forgotten.removeAll { $0.user == UserKey(user) }
+            if forgotten.count >= Self.maxUsers { forgotten.removeFirst() }
+            forgotten.append((UserKey(user), forgets))
             cache[UserKey(user)] = nil
             if let running = asking[UserKey(user)] {
                 running.forgotten = true
@@ -126,10 +150,16 @@ package final class TokenSlot: @unchecked Sendable {
         return result.map { ("Authorization", "Bearer " + $0.token) }
     }
 
-    func token(for user: String, deadline: Double, rejected: String? = nil) -> Result<AuthToken, ContentCardsError>? {
+    /// Where the forgets stand now: a request takes it at its start (`token(for:since:)`).
+    var forgetMark: Int { lock.withLock { forgets } }
+
+    func token(for user: String, deadline: Double, rejected: String? = nil, since mark: Int? = nil) -> Result<AuthToken, ContentCardsError>? {
         lock.lock()
         defer { lock.unlock() }
         guard let provider else { return nil }
+        if let mark, mark != forgets, forgotten.contains(where: { $0.user == UserKey(user) && $0.at > mark }) {
+            return .failure(ContentCardsError(.auth, "no token for the request: its user was forgotten since it began"))
+        }
         let now = SystemClock().now()
         if let cached = cache[UserKey(user)] {
             if cached.auth.token == rejected {
@@ -154,7 +184,10 @@ package final class TokenSlot: @unchecked Sendable {
             asking[UserKey(user)] = ask
             counts.asked += 1
             let started = spawnThread { [self] in
+                let me = pthread_self()
+                lock.withLock { providing.append(me) }
                 let answer = CallbackContext.run { provider(user) }
+                lock.withLock { providing.removeAll { pthread_equal($0, me) != 0 } }
                 finish(ask, user: user, answer: Self.checked(answer))
             }
             if !started {
@@ -234,12 +267,13 @@ extension TokenSlot {
         -> Result<TransportResponse, ContentCardsError> {
         let deadline = monotonicSeconds() + timeout
         guard let slot else { return send(nil, timeout) }
+        let mark = slot.forgetMark
         var rejected: String? = nil
         for attempt in 0..<2 {
             // The provider gets at most 80% of the time left: one that hangs is reported as
             // what it is (`.auth`) before the request's own deadline makes it a timeout.
             let now = monotonicSeconds()
-            guard let asked = slot.token(for: user, deadline: now + max(deadline - now, 0) * 0.8, rejected: rejected) else {
+            guard let asked = slot.token(for: user, deadline: now + max(deadline - now, 0) * 0.8, rejected: rejected, since: mark) else {
                 return send(nil, max(deadline - monotonicSeconds(), 0.001))   // the provider was removed
             }
             let token: AuthToken

@@ -183,4 +183,53 @@ import Testing
         #expect(TokenSlot.invalidity("é") != nil)
         #expect(TokenSlot.invalidity(String(repeating: "a", count: 8193)) != nil)
     }
+
+    /// A provider that refreshes or flushes its own controller (the request asking for the
+    /// token waits for the provider): refused at once. The inner call waited for its own
+    /// provider's answer until its deadline, then failed, and the outer request with it.
+    @Test func aCallFromInsideTheProviderThatWouldWaitForItIsRefused() throws {
+        let server = try ReferenceServer(secret: "swift-secret")
+        let c = try controller(server, user: "alice")
+        defer { c.close() }
+        let asked = Asked()
+        let mint = minting(server, asked: asked)
+        final class Inner: @unchecked Sendable {
+            let lock = NSLock()
+            var codes: [ContentCardsError.Code] = []
+            var seconds: [Double] = []
+        }
+        let inner = Inner()
+        try c.setTokenProvider { user in
+            func note(_ started: Double, _ error: ContentCardsError) {
+                inner.lock.lock(); inner.codes.append(error.code); inner.seconds.append(monotonicSeconds() - started); inner.lock.unlock()
+            }
+            var started = monotonicSeconds()
+            do throws(ContentCardsError) { _ = try c.refresh(timeout: 3) } catch { note(started, error) }
+            started = monotonicSeconds()
+            do throws(ContentCardsError) { _ = try c.flushEvents(timeout: 3) } catch { note(started, error) }
+            return mint(user)
+        }
+        _ = try c.refresh(timeout: 5)
+        inner.lock.lock(); defer { inner.lock.unlock() }
+        #expect(inner.codes == [.refused, .refused], "\(inner.codes)")
+        #expect(inner.seconds.allSatisfy { $0 < 1 }, "\(inner.seconds)")
+    }
+
+    /// A request that began before its user was forgotten (a sync still out for a user no
+    /// longer current, answered 401 after the forget) asked the provider for the forgotten
+    /// user again, and the answer went back into the cache. It now asks nothing.
+    @Test func aRequestFromBeforeAForgetAsksNoTokenForTheForgottenUser() {
+        let slot = TokenSlot()
+        let asked = Asked()
+        slot.set { user in asked.add(user); return .success(AuthToken("token-\(user)")) }
+        let mark = slot.forgetMark
+        slot.forget("gone")
+        let late = slot.token(for: "gone", deadline: monotonicSeconds() + 2, since: mark)
+        guard case .failure(let e)? = late else { Issue.record("a token: \(String(describing: late))"); return }
+        #expect(e.code == .auth && e.message.contains("forgotten"))
+        #expect(asked.all.isEmpty)
+        // Another user's request from before the forget, and the user's own from after it, ask.
+        #expect((try? slot.token(for: "kept", deadline: monotonicSeconds() + 2, since: mark)?.get())?.token == "token-kept")
+        #expect((try? slot.token(for: "gone", deadline: monotonicSeconds() + 2, since: slot.forgetMark)?.get())?.token == "token-gone")
+    }
 }
