@@ -124,7 +124,7 @@ extension ContentCardsController {
                 throw ContentCardsError(.storage, "cannot forget user \(Self.quoted(user)): \(error.message) (the store is as it was, or partly erased: call again)")
             }
         }
-        receipt.images = forgetImages(of: user, current: currentCache, urls: imageURLs)
+        receipt.images = forgetImages(of: user, current: currentCache, urls: imageURLs, until: deadline)
         if let compactionFailure {
             ContentCardsLog.emit(.warning, "forgot user \(Self.quoted(user)), but the store could not be rewritten afterwards (\(compactionFailure)): the user's rows are gone and their bytes were zeroed; the file keeps its freed pages")
         }
@@ -180,19 +180,23 @@ extension ContentCardsController {
     /// erase) is emptied and stays, in use; another user's is emptied and its directory
     /// removed. The files are those on the disk, not those this controller knew of: another
     /// controller or process of the user may have fetched some since.
-    private func forgetImages(of user: String, current: ImageCache?, urls: Set<String>) -> Int {
+    private func forgetImages(of user: String, current: ImageCache?, urls: Set<String>, until deadline: Double) -> Int {
         guard let images else { return 0 }
+        // What is left of the forget's own timeout (at least a moment, to see a prefetch end):
+        // the prefetch writes nothing more anyway (`stopWrites`), so a wait cut short leaves
+        // no image behind; it only lets the fetch in flight finish before the last wipe.
+        let wait = min(max(deadline - monotonicSeconds(), 0.01), Self.clampTimeout(configuration.timeoutSeconds * 2))
         if let current {
             current.scan()
             var removed = current.keepOnly([])
             // A prefetch running for the feed just emptied stops after its current image, which
-            // it may keep after the wipe: waited for (the empty feed's prefetch, scheduled
-            // here, is what stops it), then the disk is wiped again. Waiting is bounded by one
-            // image's fetch.
+            // it may not keep: its writes stop now, it is waited for (the empty feed's prefetch,
+            // scheduled here, is what stops it), then the disk is wiped again.
+            images.stopWrites(to: current.directory)
             prefetchImages()
             // Not from the prefetch itself (its transport callback or a log handler): it
             // would wait for itself.
-            if !images.isWorkerThread { _ = images.wait(timeout: Self.clampTimeout(configuration.timeoutSeconds * 2)) }
+            if !images.isWorkerThread { _ = images.wait(timeout: wait) }
             current.scan()
             removed += current.keepOnly([])
             return removed
@@ -200,8 +204,10 @@ extension ContentCardsController {
         guard let cache = images.existingCache(for: user) else { return 0 }
         var removed = cache.keepOnly([])
         // A prefetch of the user's feed from before a user change stops after its current
-        // image, which it may store after the wipe: waited for, then the disk wiped again.
-        images.waitUntilNotWriting(to: cache.directory, timeout: Self.clampTimeout(configuration.timeoutSeconds * 2))
+        // image, which it may not keep: its writes stop now, it is waited for, then the disk
+        // is wiped again.
+        images.stopWrites(to: cache.directory)
+        images.waitUntilNotWriting(to: cache.directory, timeout: wait)
         cache.scan()
         removed += cache.keepOnly([])
         rmdir(cache.directory)

@@ -197,9 +197,10 @@ final class ImageCache: @unchecked Sendable {
     }
 
     /// Stores the bytes of `url` (0600, written whole, then renamed into place). Returns false
-    /// when the file could not be written, or `stillWanted` (asked between the write and the
-    /// rename) says no: the controller closed meanwhile, and nothing is left behind.
-    func store(_ url: String, _ bytes: [UInt8], now: Double, stillWanted: () -> Bool = { true }) -> Bool {
+    /// when the file could not be written, or `publish` (which runs the rename, under the
+    /// caller's lock) did not: the controller closed meanwhile, or the user was forgotten, and
+    /// nothing is left behind.
+    func store(_ url: String, _ bytes: [UInt8], now: Double, publish: (() -> Bool) -> Bool = { $0() }) -> Bool {
         let file = ImageCache.hash(url)
         // Unique to this write: two controllers of one process may fetch the same image.
         let temporary = path(file) + ".\(getpid())-\(UInt32.random(in: 0...UInt32.max)).tmp"
@@ -208,7 +209,7 @@ final class ImageCache: @unchecked Sendable {
         let ok = bytes.withUnsafeBytes { Files.writeAll(fd, $0) }
         fchmod(fd, 0o600)
         close(fd)
-        guard ok, stillWanted(), rename(temporary, path(file)) == 0 else {
+        guard ok, publish({ rename(temporary, path(file)) == 0 }) else {
             unlink(temporary)
             return false
         }

@@ -42,6 +42,9 @@ final class ImagePrefetcher: @unchecked Sendable {
     /// (nil between prefetches).
     private var runningDirectory: String?
     private var worker: pthread_t?
+    /// The running prefetch may write nothing more (its user was forgotten): set by
+    /// `stopWrites`, cleared when the next prefetch starts.
+    private var writesStopped = false
 
     private struct Request {
         let cache: ImageCache
@@ -104,6 +107,14 @@ final class ImagePrefetcher: @unchecked Sendable {
         }
     }
 
+    /// From now on, the running prefetch writes nothing more into `directory` (the user whose
+    /// cache it is is being forgotten): an image it fetches is dropped, even one whose file is
+    /// being written (its rename is checked under this lock). So a wait for it that times out
+    /// leaves nothing behind.
+    func stopWrites(to directory: String) {
+        lock.withLock { if runningDirectory == directory { writesStopped = true } }
+    }
+
     func close() {
         lock.withLock {
             closed = true
@@ -142,6 +153,7 @@ final class ImagePrefetcher: @unchecked Sendable {
                 next = nil
                 stats.pending = 1
                 runningDirectory = request.cache.directory
+                writesStopped = false
                 worker = pthread_self()
                 return request
             }
@@ -255,9 +267,12 @@ final class ImagePrefetcher: @unchecked Sendable {
                 return .failed
             }
             guard response.body.count <= room else { return .didNotFit(response.body.count) }
-            guard cache.store(url, response.body, now: Self.now(), stillWanted: { !isClosed }) else {
-                if isClosed {
-                    ContentCardsLog.emit(.debug, "image not kept: \(shown) came after the controller closed")
+            // The file renamed into place under the lock that `close` and `stopWrites` take: once
+            // either returned, no image of this prefetch appears.
+            let publish: (() -> Bool) -> Bool = { [self] rename in lock.withLock { closed || writesStopped ? false : rename() } }
+            guard cache.store(url, response.body, now: Self.now(), publish: publish) else {
+                if lock.withLock({ closed || writesStopped }) {
+                    ContentCardsLog.emit(.debug, "image not kept: \(shown) came after the controller closed or its user was forgotten")
                 } else {
                     ContentCardsLog.emit(.warning, "image cache: cannot write the image of \(shown) in \(cache.directory): \(Files.describeErrno(errno))")
                 }

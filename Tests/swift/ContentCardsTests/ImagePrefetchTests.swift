@@ -70,6 +70,25 @@ import Testing
         #expect(server.imageRequests.count == 1)
     }
 
+    /// A forget while an image fetch hangs returns within its own timeout (it waited up to
+    /// twice `timeoutSeconds` whatever the timeout given), and the image that comes back after
+    /// it is not written into the forgotten user's cache.
+    @Test func aForgetWaitsForTheImagesWithinItsTimeoutAndKeepsNothingAfter() throws {
+        let dir = Fixtures.temporaryDirectory("images-forget")
+        defer { Fixtures.removeTree(dir) }
+        let server = Server()
+        let c = try Self.controller(dir, server)
+        defer { c.close() }
+        try c.refresh(timeout: 5)
+        #expect(server.started.wait(timeout: .now() + 10) == .success)
+        let started = monotonicSeconds()
+        _ = try c.forgetUser(pending: .discard, timeout: 1)
+        #expect(monotonicSeconds() - started < 5)
+        server.gate.signal()
+        #expect(Self.waitIdle(c))
+        #expect(Self.imageFiles(dir).isEmpty, "\(Self.imageFiles(dir))")
+    }
+
     /// A user change while the previous user's prefetch runs: it stops after its current
     /// image. It went on fetching the previous user's images into that user's cache (which a
     /// forget of that user may be emptying).
