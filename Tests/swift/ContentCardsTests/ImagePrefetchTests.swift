@@ -49,6 +49,18 @@ import Testing
             .filter { $0.split(separator: "/").count == 2 }
     }
 
+    /// A controller whose first image fetch is waiting at the server's gate.
+    static func withFetchAtTheGate(_ name: String, _ body: (ContentCardsController, Server, String) throws -> Void) throws {
+        let dir = Fixtures.temporaryDirectory(name)
+        defer { Fixtures.removeTree(dir) }
+        let server = Server()
+        let c = try controller(dir, server)
+        defer { c.close() }
+        try c.refresh(timeout: 5)
+        #expect(server.started.wait(timeout: .now() + 10) == .success)
+        try body(c, server, dir)
+    }
+
     static func waitIdle(_ c: ContentCardsController) -> Bool {
         BackgroundWorkTests.waitUntil { c.images?.isIdle ?? true }
     }
@@ -74,36 +86,26 @@ import Testing
     /// twice `timeoutSeconds` whatever the timeout given), and the image that comes back after
     /// it is not written into the forgotten user's cache.
     @Test func aForgetWaitsForTheImagesWithinItsTimeoutAndKeepsNothingAfter() throws {
-        let dir = Fixtures.temporaryDirectory("images-forget")
-        defer { Fixtures.removeTree(dir) }
-        let server = Server()
-        let c = try Self.controller(dir, server)
-        defer { c.close() }
-        try c.refresh(timeout: 5)
-        #expect(server.started.wait(timeout: .now() + 10) == .success)
-        let started = monotonicSeconds()
-        _ = try c.forgetUser(pending: .discard, timeout: 1)
-        #expect(monotonicSeconds() - started < 5)
-        server.gate.signal()
-        #expect(Self.waitIdle(c))
-        #expect(Self.imageFiles(dir).isEmpty, "\(Self.imageFiles(dir))")
+        try Self.withFetchAtTheGate("images-forget") { c, server, dir in
+            let started = monotonicSeconds()
+            _ = try c.forgetUser(pending: .discard, timeout: 1)
+            #expect(monotonicSeconds() - started < 5)
+            server.gate.signal()
+            #expect(Self.waitIdle(c))
+            #expect(Self.imageFiles(dir).isEmpty, "\(Self.imageFiles(dir))")
+        }
     }
 
     /// A user change while the previous user's prefetch runs: it stops after its current
     /// image. It went on fetching the previous user's images into that user's cache (which a
     /// forget of that user may be emptying).
     @Test func aUserChangeStopsThePreviousUsersPrefetch() throws {
-        let dir = Fixtures.temporaryDirectory("images-change")
-        defer { Fixtures.removeTree(dir) }
-        let server = Server()
-        let c = try Self.controller(dir, server)
-        defer { c.close() }
-        try c.refresh(timeout: 5)
-        #expect(server.started.wait(timeout: .now() + 10) == .success)
-        try c.changeUser("b")
-        server.gate.signal()
-        #expect(Self.waitIdle(c))
-        #expect(server.imageRequests.count == 1, "\(server.imageRequests)")
+        try Self.withFetchAtTheGate("images-change") { c, server, _ in
+            try c.changeUser("b")
+            server.gate.signal()
+            #expect(Self.waitIdle(c))
+            #expect(server.imageRequests.count == 1, "\(server.imageRequests)")
+        }
     }
 
     /// `waitForImages` from inside the prefetch's own transport call is refused at once. It
