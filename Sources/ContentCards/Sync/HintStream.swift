@@ -167,7 +167,11 @@ final class HintStream: @unchecked Sendable {
         let hintAtOpen = unsendableID
         let timeout = min(max(settings.idleSeconds, 1), 30)
         var sentToken: String?
-        if let asked = tokens.token(for: user, deadline: monotonicSeconds() + timeout) {
+        // The provider gets 80% of the connection's time, as on every request; a user change
+        // or a stop gives the wait up at once (the provider's call goes on, for whoever else
+        // waits for it).
+        if let asked = tokens.token(for: user, deadline: monotonicSeconds() + timeout * 0.8,
+                                    cancelled: { [self] in lock.withLock { restarting || stopped } }) {
             switch asked {
             case .failure(let e):
                 note(error: e.message)

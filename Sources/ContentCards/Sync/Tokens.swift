@@ -153,7 +153,10 @@ package final class TokenSlot: @unchecked Sendable {
     /// Where the forgets stand now: a request takes it at its start (`token(for:since:)`).
     var forgetMark: Int { lock.withLock { forgets } }
 
-    func token(for user: String, deadline: Double, rejected: String? = nil, since mark: Int? = nil) -> Result<AuthToken, ContentCardsError>? {
+    /// `cancelled` (asked every 0.1 s while the answer is awaited, without this slot's lock):
+    /// the caller no longer needs the token (the hint stream restarting for another user).
+    func token(for user: String, deadline: Double, rejected: String? = nil, since mark: Int? = nil,
+               cancelled: (() -> Bool)? = nil) -> Result<AuthToken, ContentCardsError>? {
         lock.lock()
         defer { lock.unlock() }
         guard let provider else { return nil }
@@ -197,7 +200,17 @@ package final class TokenSlot: @unchecked Sendable {
             }
         }
         while ask.result == nil && ask.generation == generation {
-            if !answered.wait(lock, until: deadline) && monotonicSeconds() >= deadline { break }
+            if let cancelled {
+                lock.unlock()
+                let gone = cancelled()
+                lock.lock()
+                if gone && ask.result == nil {
+                    return .failure(ContentCardsError(.auth, "no token: the request was given up while the token provider was asked"))
+                }
+                if ask.result != nil || ask.generation != generation { break }
+            }
+            let until = cancelled == nil ? deadline : min(deadline, monotonicSeconds() + 0.1)
+            if !answered.wait(lock, until: until) && monotonicSeconds() >= deadline { break }
         }
         if let result = ask.result { return result }
         if ask.generation != generation {

@@ -188,6 +188,37 @@ import Testing
         #expect(streams["cat"] == nil, "\(streams)")
     }
 
+    /// A user change while the stream waits for a provider that does not answer: the stream
+    /// gives the wait up and connects for the new user at once. It waited for the old user's
+    /// token for the whole connection timeout (here 20 s) first.
+    @Test func aUserChangeGivesUpTheWaitForTheOldUsersToken() throws {
+        let server = try ReferenceServer(feed: Fixtures.root + "/Tests/c/empty_feed.json")
+        let c = try ContentCardsController(json: #"""
+            {"userId":"ann","refreshTokens":0,"timeoutSeconds":5,"source":{"url":"\#(server.url)","hints":{"idleSeconds":20}}}
+            """#)
+        let release = DispatchSemaphore(value: 0)
+        defer { release.signal(); c.close() }
+        let asked = DispatchSemaphore(value: 0)
+        try c.setTokenProvider { user in
+            if user == "cat" {
+                asked.signal()
+                _ = release.wait(timeout: .now() + 30)
+            }
+            return .success(AuthToken("token-\(user)"))
+        }
+        try c.changeUser("cat")
+        #expect(asked.wait(timeout: .now() + 5) == .success)
+        let changed = Date()
+        try c.changeUser("ben")
+        func streams() throws -> [String: JSONValue] {
+            guard case .object(let users)? = try server.admin("GET", "/_admin/streams")["by_user"] else { return [:] }
+            return Dictionary(users.map { ($0.key, $0.value) }, uniquingKeysWith: { a, _ in a })
+        }
+        while (try streams())["ben"] == nil && Date().timeIntervalSince(changed) < 15 { usleep(20_000) }
+        #expect((try streams())["ben"] != nil)
+        #expect(Date().timeIntervalSince(changed) < 10)
+    }
+
     @Test func hintsForAnotherUserAreIgnoredAndNeedASource() throws {
         let none = try ContentCardsController(json: "{}")
         #expect(throws: ContentCardsError.self) { try none.hint() }
