@@ -872,13 +872,19 @@ CC_API CC_WARN_UNUSED_RESULT int cc_token_response_fail(cc_token_response *respo
  * once after a 401, when the request is sent again once with the new token.
  * Runs on a library thread of its own, never with a lock of the library held; one ask at a time
  * per user (requests that need the same user's token meanwhile wait for the same answer). It
- * gets at most 80% of the request's timeout: one that has not returned by then is abandoned
- * (CC_E_AUTH, its late answer discarded); while 4 are abandoned and still running, requests fail at once with CC_E_AUTH. */
+ * gets at most 80% of the request's timeout: one that has not returned by then (for every
+ * request waiting for it) is abandoned (CC_E_AUTH, its late answer discarded); while 4 are
+ * abandoned and still running, requests fail at once with CC_E_AUTH. From inside it,
+ * cc_controller_refresh, cc_controller_flush_events and a cc_controller_forget_user that
+ * must wait for the user's delivery fail at once with CC_E_REFUSED (they would wait for this
+ * call's answer). */
 typedef int (*cc_token_fn)(void *userdata, const char *user_id, cc_token_response *response);
 
 /* Sets the token provider (fn NULL removes it: requests go without Authorization). Replaces an
  * earlier one, whose tokens are forgotten. free_userdata runs exactly once: when replaced, at
- * close, or right away when this call fails. Any thread.
+ * close, or right away when this call fails; a call of fn still running then keeps userdata
+ * until it returns (free_userdata then runs on that library thread; never, for a call that
+ * never returns). Any thread.
  * Errors: CC_E_INVALID_HANDLE, CC_E_STORAGE (inherited across fork()), CC_E_CLOSED. */
 CC_API CC_WARN_UNUSED_RESULT int cc_controller_set_token_provider(cc_controller *controller, cc_token_fn fn, void *userdata,
                                                                   void (*free_userdata)(void *userdata));

@@ -39,6 +39,10 @@ package final class TokenSlot: @unchecked Sendable {
         let generation: Int
         var result: Result<AuthToken, ContentCardsError>?
         var abandoned = false
+        /// Requests waiting for the answer now: the call is abandoned only when the last one
+        /// gives up (one with a shorter deadline leaving does not throw away the answer the
+        /// others still wait for, nor count the call against `maxAbandoned`).
+        var waiters = 0
         /// Its user was forgotten while it was asked: the answer goes to the requests waiting
         /// for it (of the user just forgotten, whose results are discarded) and is not kept.
         var forgotten = false
@@ -199,12 +203,15 @@ package final class TokenSlot: @unchecked Sendable {
                 return .failure(ContentCardsError(.auth, "no token for the request: the token provider could not be called (no thread could be started)"))
             }
         }
+        ask.waiters += 1
+        defer { ask.waiters -= 1 }
         while ask.result == nil && ask.generation == generation {
             if let cancelled {
                 lock.unlock()
                 let gone = cancelled()
                 lock.lock()
                 if gone && ask.result == nil {
+                    leave(ask, user: user)
                     return .failure(ContentCardsError(.auth, "no token: the request was given up while the token provider was asked"))
                 }
                 if ask.result != nil || ask.generation != generation { break }
@@ -216,14 +223,19 @@ package final class TokenSlot: @unchecked Sendable {
         if ask.generation != generation {
             return .failure(ContentCardsError(.auth, "no token for the request: the token provider was replaced while it was asked"))
         }
-        if !ask.abandoned {
-            ask.abandoned = true
-            abandoned += 1
-            if asking[UserKey(user)] === ask { asking[UserKey(user)] = nil }
-        }
+        leave(ask, user: user)
         counts.failures += 1
         counts.timeouts += 1
         return .failure(ContentCardsError(.auth, "no token for the request: the token provider did not answer in time (abandoned; a late answer is discarded)"))
+    }
+
+    /// A request stops waiting for `ask` without its answer: the last one to leave abandons
+    /// the call (counted until it returns; its late answer is not kept). Called with the lock.
+    private func leave(_ ask: Ask, user: String) {
+        guard ask.waiters == 1, !ask.abandoned else { return }     // others still wait for it
+        ask.abandoned = true
+        abandoned += 1
+        if asking[UserKey(user)] === ask { asking[UserKey(user)] = nil }
     }
 
     private func finish(_ ask: Ask, user: String, answer: Result<AuthToken, ContentCardsError>) {

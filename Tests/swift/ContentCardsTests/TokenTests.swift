@@ -232,4 +232,40 @@ import Testing
         #expect((try? slot.token(for: "kept", deadline: monotonicSeconds() + 2, since: mark)?.get())?.token == "token-kept")
         #expect((try? slot.token(for: "gone", deadline: monotonicSeconds() + 2, since: slot.forgetMark)?.get())?.token == "token-gone")
     }
+
+    /// Two requests wait for one call of the provider; the one with the shorter deadline
+    /// gives up. The call was abandoned then: the answer the other request still got was not
+    /// kept (the next request asked again) and the call counted against the limit of 4. Only
+    /// the last request to give up abandons it now.
+    @Test func aCallIsAbandonedOnlyWhenItsLastWaiterGivesUp() {
+        let slot = TokenSlot()
+        let asked = Asked()
+        slot.set { user in
+            asked.add(user)
+            usleep(600_000)
+            return .success(AuthToken("token-\(user)"))
+        }
+        let results = LockedBox<[String]>([])
+        let group = DispatchGroup()
+        for wait in [0.2, 5.0] {
+            group.enter()
+            Thread.detachNewThread {
+                let r = slot.token(for: "u", deadline: monotonicSeconds() + wait)
+                let text: String
+                switch r {
+                case .success(let t)?: text = t.token
+                case .failure(let e)?: text = "failed: \(e.message)"
+                case nil: text = "none"
+                }
+                results.mutate { $0.append(text) }
+                group.leave()
+            }
+            usleep(50_000)      // the second joins the first one's call
+        }
+        #expect(group.wait(timeout: .now() + 10) == .success)
+        #expect(results.value.contains("token-u") && results.value.contains { $0.hasPrefix("failed") }, "\(results.value)")
+        #expect((try? slot.token(for: "u", deadline: monotonicSeconds() + 2)?.get())?.token == "token-u")
+        #expect(asked.all == ["u"])
+        #expect(slot.diagnostics.abandoned == 0)
+    }
 }
