@@ -174,7 +174,7 @@ def token_entry(fn: TokenProvider,
             text = (str(exc) if answered else f"{type(exc).__name__}: {exc}").replace("\0", " ")
             owner = controller()
             if owner is not None:
-                owner._token_error = (text, detached(exc))
+                owner._token_errors.append((text, detached(exc)))
             return _fail(response_fail, response, text)
 
     return entry

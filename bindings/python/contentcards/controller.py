@@ -10,6 +10,7 @@ them (``_arguments``), the callbacks' entries (``_callbacks``), waiting for the 
 
 from __future__ import annotations
 
+import collections
 import os
 import threading
 import weakref
@@ -161,9 +162,11 @@ class ContentCards:
         self._errors_lock = threading.Lock()
         #: The exception of the host transport's last failure (see _with_transport_cause).
         self._transport_error: BaseException | None = None
-        #: The token provider's last failure: (its message, the exception); see
-        #: _with_transport_cause.
-        self._token_error: tuple[str, BaseException] | None = None
+        #: The token provider's last failures, newest last: (its message, the exception); see
+        #: _with_transport_cause. A few, never cleared by a call: two threads' calls each find
+        #: their own provider failure by its message (one slot, cleared at each call's start
+        #: and end, lost one thread's to the other, or gave it the other's).
+        self._token_errors: collections.deque[tuple[str, BaseException]] = collections.deque(maxlen=16)
         #: The update streams to end at close (see updates()).
         self._streams: weakref.WeakSet[UpdateStream] = weakref.WeakSet()
         #: Exceptions raised by subscribers of this controller, oldest first (latest 100).
@@ -286,7 +289,7 @@ class ContentCards:
         ``__cause__`` is the host transport's exception, an AuthError's the token provider's
         (when the error's message names it: the provider may have failed for another call)."""
         from ._waiting import interruptible
-        self._transport_error = self._token_error = None
+        self._transport_error = None
         try:
             return interruptible(lambda: self._call(function, *args, **kwargs))
         except _errors.TransportError as exc:
@@ -295,12 +298,15 @@ class ContentCards:
                 exc.__cause__ = cause
             raise
         except _errors.AuthError as exc:
-            failure = self._token_error
-            if failure is not None and exc.__cause__ is None and failure[0] in exc.message:
-                exc.__cause__ = failure[1]
+            if exc.__cause__ is None:
+                # A copy first (made under the interpreter's lock): another thread may append.
+                for text, failure in reversed(list(self._token_errors)):
+                    if text in exc.message:
+                        exc.__cause__ = failure
+                        break
             raise
         finally:
-            self._transport_error = self._token_error = None
+            self._transport_error = None
 
     def refresh(self, timeout: float | None = None) -> SyncSummary:
         """Refreshes from the configured source, waiting at most ``timeout`` seconds (None: the
