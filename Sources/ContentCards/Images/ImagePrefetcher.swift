@@ -184,11 +184,15 @@ final class ImagePrefetcher: @unchecked Sendable {
     private func prefetch(_ request: Request) {
         let cache = request.cache
         // The directory may have gone since the open (another controller forgot this user, the
-        // host removed it): made again. One that became a link or open to others is not
-        // written into, nor cleaned.
-        do throws(Files.Failure) { try cache.ensureDirectory() } catch {
-            ContentCardsLog.emit(.warning, "image cache: \(error.message); no image fetched")
-            return
+        // host removed it): made again, for the current user only (a request queued before a
+        // user change must not make a forgotten user's directory again: it only cleans what
+        // is there, then stops). One that became a link or open to others is not written
+        // into, nor cleaned.
+        if lock.withLock({ self.cache === request.cache }) {
+            do throws(Files.Failure) { try cache.ensureDirectory() } catch {
+                ContentCardsLog.emit(.warning, "image cache: \(error.message); no image fetched")
+                return
+            }
         }
         // The disk is the truth: other controllers of this user may have fetched or evicted.
         cache.scan()

@@ -96,6 +96,21 @@ import Testing
         }
     }
 
+    /// A user forgotten after a change to another user, while a prefetch of that user's feed
+    /// still waited in the queue: when it ran, it must not make the forgotten user's directory
+    /// again (each prefetch makes the current user's directory again when it is gone).
+    @Test func aQueuedPrefetchOfAForgottenUserLeavesNoDirectory() throws {
+        try Self.withFetchAtTheGate("images-queued") { c, server, dir in
+            try c.refresh(timeout: 5)                   // the next prefetch of a's feed, queued
+            try c.changeUser("b")
+            _ = try c.forgetUser("a", pending: .discard, timeout: 1)
+            server.gate.signal()
+            #expect(Self.waitIdle(c))
+            let gone = dir + "/store/images/" + ImageCache.hash("a")
+            #expect(!FileManager.default.fileExists(atPath: gone), "\(Self.imageFiles(dir))")
+        }
+    }
+
     /// A user change while the previous user's prefetch runs: it stops after its current
     /// image. It went on fetching the previous user's images into that user's cache (which a
     /// forget of that user may be emptying).
