@@ -124,14 +124,17 @@ extension ContentCardsController {
                 throw ContentCardsError(.storage, "cannot forget user \(Self.quoted(user)): \(error.message) (the store is as it was, or partly erased: call again)")
             }
         }
+        if state != nil {
+            // The current user's stream: its connection (with the forgotten token), its last
+            // event id and its backoff are dropped at once, not after the images' wait; it
+            // connects again from nothing.
+            lock.withLock { refresher.hintStream }?.restart(forgetting: true)
+        }
         receipt.images = forgetImages(of: user, current: currentCache, urls: imageURLs, until: deadline)
         if let compactionFailure {
             ContentCardsLog.emit(.warning, "forgot user \(Self.quoted(user)), but the store could not be rewritten afterwards (\(compactionFailure)): the user's rows are gone and their bytes were zeroed; the file keeps its freed pages")
         }
         if let state {
-            // The current user's stream: its connection (with the forgotten token), its last
-            // event id and its backoff are dropped; it connects again from nothing.
-            lock.withLock { refresher.hintStream }?.restart(forgetting: true)
             subscribers.notify(FeedUpdate(reason: .userForgotten, state: state))
         }
         ContentCardsLog.emit(.info, "forgot user \(Self.quoted(user)): \(receipt.cards) cards, \(receipt.eventsDelivered) events delivered, \(receipt.eventsDiscarded) discarded, \(receipt.images) images")
@@ -187,8 +190,7 @@ extension ContentCardsController {
         // no image behind; it only lets the fetch in flight finish before the last wipe.
         let wait = min(max(deadline - monotonicSeconds(), 0.01), Self.clampTimeout(configuration.timeoutSeconds * 2))
         if let current {
-            current.scan()
-            var removed = current.keepOnly([])
+            var removed = current.removeEverything()
             // A prefetch running for the feed just emptied stops after its current image, which
             // it may not keep: its writes stop now, it is waited for (the empty feed's prefetch,
             // scheduled here, is what stops it), then the disk is wiped again.
@@ -197,19 +199,17 @@ extension ContentCardsController {
             // Not from the prefetch itself (its transport callback or a log handler): it
             // would wait for itself.
             if !images.isWorkerThread { _ = images.wait(timeout: wait) }
-            current.scan()
-            removed += current.keepOnly([])
+            removed += current.removeEverything()
             return removed
         }
         guard let cache = images.existingCache(for: user) else { return 0 }
-        var removed = cache.keepOnly([])
+        var removed = cache.removeEverything()
         // A prefetch of the user's feed from before a user change stops after its current
         // image, which it may not keep: its writes stop now, it is waited for, then the disk
         // is wiped again.
         images.stopWrites(to: cache.directory)
         images.waitUntilNotWriting(to: cache.directory, timeout: wait)
-        cache.scan()
-        removed += cache.keepOnly([])
+        removed += cache.removeEverything()
         rmdir(cache.directory)
         return removed
     }

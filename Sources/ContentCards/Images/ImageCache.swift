@@ -261,6 +261,31 @@ final class ImageCache: @unchecked Sendable {
         return doomed.count
     }
 
+    /// Removes every file of the library's names in the directory, indexed or not (a file over
+    /// this configuration's `maxImageBytes` is left out of the index, but a forget leaves
+    /// nothing), and temporary files; returns how many images went.
+    func removeEverything() -> Int {
+        lock.withLock { entries.removeAll() }
+        guard let dir = opendir(directory) else { return 0 }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let item = readdir(dir) {
+            var raw = item.pointee.d_name
+            let size = MemoryLayout.size(ofValue: raw)
+            let name = withUnsafePointer(to: &raw) { p in
+                p.withMemoryRebound(to: CChar.self, capacity: size) { String(cString: $0) }
+            }
+            if name.utf8.count == 32 || name.hasSuffix(".tmp") { names.append(name) }
+        }
+        var removed = 0
+        for name in names {
+            var st = stat()
+            guard lstat(path(name), &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, unlink(path(name)) == 0 else { continue }
+            if !name.hasSuffix(".tmp") { removed += 1 }
+        }
+        return removed
+    }
+
     /// Images held and their bytes.
     var usage: (count: Int, bytes: Int) {
         lock.withLock { (entries.count, entries.values.reduce(0) { $0 + $1.bytes }) }

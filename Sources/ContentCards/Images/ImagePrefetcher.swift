@@ -116,7 +116,15 @@ final class ImagePrefetcher: @unchecked Sendable {
     /// being written (its rename is checked under this lock). So a wait for it that times out
     /// leaves nothing behind.
     func stopWrites(to directory: String) {
-        lock.withLock { if runningDirectory == directory { writesStopped = true } }
+        lock.withLock {
+            if runningDirectory == directory { writesStopped = true }
+            // A prefetch of the same cache still queued (the feed from before the forget) would
+            // start with writes allowed again: dropped (the forget schedules the empty feed's).
+            if next?.cache.directory == directory {
+                next = nil
+                stats.pending = running ? 1 : 0
+            }
+        }
     }
 
     func close() {

@@ -59,6 +59,21 @@ import Glibc
         #expect(stats.fetched == 3 && stats.cached == 3 && stats.bytes == 3000, "\(stats)")
     }
 
+    /// A forget removes every image file, also one the index leaves out (over this
+    /// configuration's `maxImageBytes`: fetched under a larger one); it stayed on the disk.
+    @Test func aForgetRemovesTheFilesTheIndexLeavesOut() throws {
+        try Self.withController({ $0.banner("a", 10, "size=1000") }) { c, _, dir in
+            #expect(try Self.cycle(c).cached == 1)
+            let big = dir + "/store/images/" + ImageCache.hash("pics") + "/" + String(repeating: "e", count: 32)
+            #expect(FileManager.default.createFile(atPath: big, contents: Data(count: 5000)))
+            _ = try Self.cycle(c)
+            #expect(FileManager.default.fileExists(atPath: big))   // left out of the index, not served
+            let receipt = try c.forgetUser(pending: .discard, timeout: 5)
+            #expect(receipt.images == 2)
+            #expect(!FileManager.default.fileExists(atPath: big))
+        }
+    }
+
     /// The user's directory removed after the open (another controller forgot the user, the
     /// host cleaned up): every later image failed to be written until the next open.
     @Test func aDirectoryRemovedUnderTheCacheIsMadeAgain() throws {
