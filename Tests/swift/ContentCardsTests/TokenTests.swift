@@ -240,15 +240,16 @@ import Testing
     @Test func aCallIsAbandonedOnlyWhenItsLastWaiterGivesUp() {
         let slot = TokenSlot()
         let asked = Asked()
+        let called = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
         slot.set { user in
             asked.add(user)
-            usleep(600_000)
+            called.signal()
+            _ = release.wait(timeout: .now() + 10)     // answers once the test lets it
             return .success(AuthToken("token-\(user)"))
         }
         let results = LockedBox<[String]>([])
-        let group = DispatchGroup()
-        for wait in [0.2, 5.0] {
-            group.enter()
+        func request(_ wait: Double, _ done: DispatchGroup) {
+            done.enter()
             Thread.detachNewThread {
                 let r = slot.token(for: "u", deadline: monotonicSeconds() + wait)
                 let text: String
@@ -258,11 +259,18 @@ import Testing
                 case nil: text = "none"
                 }
                 results.mutate { $0.append(text) }
-                group.leave()
+                done.leave()
             }
-            usleep(50_000)      // the second joins the first one's call
         }
-        #expect(group.wait(timeout: .now() + 10) == .success)
+        // The patient request starts the call; the hasty one joins it (the provider is held,
+        // so it can only wait) and gives up first; then the provider answers.
+        let patient = DispatchGroup(), hasty = DispatchGroup()
+        request(5.0, patient)
+        #expect(called.wait(timeout: .now() + 5) == .success)
+        request(0.2, hasty)
+        #expect(hasty.wait(timeout: .now() + 5) == .success)
+        release.signal()
+        #expect(patient.wait(timeout: .now() + 10) == .success)
         #expect(results.value.contains("token-u") && results.value.contains { $0.hasPrefix("failed") }, "\(results.value)")
         #expect((try? slot.token(for: "u", deadline: monotonicSeconds() + 2)?.get())?.token == "token-u")
         #expect(asked.all == ["u"])
