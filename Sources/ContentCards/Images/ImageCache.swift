@@ -88,18 +88,9 @@ final class ImageCache: @unchecked Sendable {
     /// `maxImageBytes` is not ours to count (another configuration's, or planted: a sparse
     /// file of exabytes made the sums of sizes overflow): left out of the index, never served.
     func scan() {
-        guard let dir = opendir(directory) else { return }
-        defer { closedir(dir) }
+        guard let names = fileNames() else { return }
         var found: [String: Entry] = [:]
-        while let item = readdir(dir) {
-            // Only the bytes up to the NUL are the kernel's (the rest of d_name is not set):
-            // strlen's length, never the whole array.
-            var raw = item.pointee.d_name
-            let size = MemoryLayout.size(ofValue: raw)
-            let name = withUnsafePointer(to: &raw) { p in
-                p.withMemoryRebound(to: CChar.self, capacity: size) { String(cString: $0) }
-            }
-            if name == "." || name == ".." { continue }
+        for name in names {
             var st = stat()
             if name.hasSuffix(".tmp") {
                 if lstat(path(name), &st) == 0, Double(time(nil)) - Double(Platform.modificationTime(st).seconds) > Self.staleTemporarySeconds {
@@ -126,6 +117,24 @@ final class ImageCache: @unchecked Sendable {
             }
             entries = found
         }
+    }
+
+    /// The names in the directory but "." and ".."; nil when it cannot be read.
+    private func fileNames() -> [String]? {
+        guard let dir = opendir(directory) else { return nil }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let item = readdir(dir) {
+            // Only the bytes up to the NUL are the kernel's (the rest of d_name is not set):
+            // strlen's length, never the whole array.
+            var raw = item.pointee.d_name
+            let size = MemoryLayout.size(ofValue: raw)
+            let name = withUnsafePointer(to: &raw) { p in
+                p.withMemoryRebound(to: CChar.self, capacity: size) { String(cString: $0) }
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
     }
 
     /// Whether `url` may be fetched and served: no space or control character. A URL goes to
@@ -266,19 +275,8 @@ final class ImageCache: @unchecked Sendable {
     /// nothing), and temporary files; returns how many images went.
     func removeEverything() -> Int {
         lock.withLock { entries.removeAll() }
-        guard let dir = opendir(directory) else { return 0 }
-        defer { closedir(dir) }
-        var names: [String] = []
-        while let item = readdir(dir) {
-            var raw = item.pointee.d_name
-            let size = MemoryLayout.size(ofValue: raw)
-            let name = withUnsafePointer(to: &raw) { p in
-                p.withMemoryRebound(to: CChar.self, capacity: size) { String(cString: $0) }
-            }
-            if name.utf8.count == 32 || name.hasSuffix(".tmp") { names.append(name) }
-        }
         var removed = 0
-        for name in names {
+        for name in fileNames() ?? [] where name.utf8.count == 32 || name.hasSuffix(".tmp") {
             var st = stat()
             guard lstat(path(name), &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, unlink(path(name)) == 0 else { continue }
             if !name.hasSuffix(".tmp") { removed += 1 }
